@@ -1,0 +1,1 @@
+"""Text ⇄ IR for the MLIR subset egg_dispatch reads and writes."""

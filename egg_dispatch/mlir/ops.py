@@ -1,0 +1,142 @@
+"""How modelled ops keep their custom-syntax pieces in the generic IR, and accessors for them.
+
+Every modelled op is an ``Operation`` whose operands, results and regions are as in MLIR's generic
+form; the custom-syntax parts live in attributes under these fixed keys:
+
+========================================  =====================================================================
+op                                        operands / attributes / regions
+========================================  =====================================================================
+func.func, util.func                      ``sym_name`` StrAttr, ``function_type`` TypeAttr(FunctionType),
+                                          ``sym_visibility`` StrAttr (optional); body region (entry block args)
+func.return, util.return                  operands
+arith.constant                            ``value``: DenseAttr | IntAttr | FloatAttr
+tensor.empty                              no operands (static shapes only)
+tensor.extract_slice                      [source, *dynamic]; ``static_offsets/static_sizes/static_strides``
+                                          (ArrayAttr of IntAttr; DYNAMIC marks an SSA entry, taken in order
+                                          from the operands after the source)
+tensor.insert_slice                       [source, dest, *dynamic]; same three attributes
+tensor.collapse_shape                     [src]; ``reassociation`` ArrayAttr[ArrayAttr[IntAttr]]
+tensor.expand_shape                       [src]; ``reassociation``; ``static_output_shape`` ArrayAttr[IntAttr]
+tensor.extract                            [tensor, *indices]
+tensor.dim                                [tensor, index]
+linalg.fill                               [value, init] (``operandSegmentSizes`` = (1, 1))
+linalg named / generic / transpose /      ins then outs as operands; ``operandSegmentSizes`` ArrayAttr[IntAttr]
+broadcast / pack / unpack / mmt4d         of (num_ins, num_outs); ``indexing_maps`` (optional for named ops),
+                                          ``iterator_types`` (generic: ArrayAttr[StrAttr]), ``permutation``
+                                          (transpose), ``dimensions`` (broadcast); generic has a body region
+linalg.pack                               [source, dest, padding_value?]; ``inner_dims_pos``, ``inner_tiles``,
+                                          ``outer_dims_perm`` (optional), ``has_padding`` UnitAttr if padded
+linalg.unpack                             [source, dest]; ``inner_dims_pos``, ``inner_tiles``, ``outer_dims_perm``
+linalg.index                              ``dim`` IntAttr
+iree_encoding.set_encoding / unset_       [source]; encoding in the result / source TensorType
+flow.dispatch.region                      region whose terminator is ``flow.return``
+flow.dispatch.workgroups                  captured operands; body region (args are bindings); ``count`` region
+flow.tensor.encode                        [source]
+util.global                               ``sym_name``, ``type`` TypeAttr, ``initial_value`` (optional),
+                                          ``sym_visibility``, ``is_mutable`` UnitAttr (optional)
+util.initializer                          body region
+util.global.load                          ``global`` SymbolRefAttr, ``is_immutable`` UnitAttr (optional)
+util.global.store                         [value]; ``global`` SymbolRefAttr
+hal.tensor.import / export                [source]; ``name`` StrAttr (optional)
+iree_tensor_ext.compute_barrier.start/end [source]
+iree_tensor_ext.dispatch.tensor.load      [binding]; ``static_offsets/sizes/strides``
+iree_tensor_ext.dispatch.tensor.store     [value, binding]; ``static_offsets/sizes/strides``
+iree_linalg_ext.attention                 ins (q, k, v, scale[, mask]) then outs; ``indexing_maps``; region
+iree_linalg_ext.gather                    ins (source, indices) then outs; ``dimension_map``; region
+arith.* / math.* (scalar or tensor)       operands; ``predicate`` StrAttr (cmpf/cmpi), ``fastmath`` (opt.)
+========================================  =====================================================================
+
+Attributes an op carries in an ``attributes {...}`` / ``{...}`` dictionary are kept under their own
+names next to these.
+"""
+
+from __future__ import annotations
+
+from .ir import ArrayAttr, Attr, IntAttr, Operation, StrAttr, TensorType, Value
+
+__all__ = [
+    "CONTRACTION_OPS",
+    "DYNAMIC",
+    "ELEMENTWISE_DIALECTS",
+    "int_list",
+    "ins",
+    "outs",
+    "static_slice",
+    "tensor_type",
+]
+
+DYNAMIC = -(2**63)
+"""Marks an SSA-valued entry in ``static_offsets`` and friends (MLIR's ``ShapedType::kDynamic``)."""
+
+CONTRACTION_OPS = frozenset(
+    {
+        "linalg.matmul",
+        "linalg.matmul_transpose_a",
+        "linalg.matmul_transpose_b",
+        "linalg.batch_matmul",
+        "linalg.batch_matmul_transpose_a",
+        "linalg.batch_matmul_transpose_b",
+        "linalg.matvec",
+        "linalg.vecmat",
+    }
+)
+"""Named ops of the matmul family that IREE's SetEncoding encodes (domain.md §1.1)."""
+
+ELEMENTWISE_DIALECTS = ("arith", "math")
+
+
+def int_list(attr: Attr | None) -> tuple[int, ...]:
+    """An ``ArrayAttr`` of ``IntAttr`` as a tuple of ints (``()`` for a missing attribute)."""
+    if attr is None:
+        return ()
+    assert isinstance(attr, ArrayAttr), attr
+    return tuple(a.value for a in attr.items)  # type: ignore[attr-defined]
+
+
+def make_int_list(values: tuple[int, ...] | list[int]) -> ArrayAttr:
+    return ArrayAttr(tuple(IntAttr(int(v)) for v in values))
+
+
+def segments(op: Operation) -> tuple[int, int]:
+    seg = int_list(op.attributes.get("operandSegmentSizes"))
+    if len(seg) == 2:
+        return seg[0], seg[1]
+    return len(op.operands) - len(op.results), len(op.results)
+
+
+def ins(op: Operation) -> list[Value]:
+    """The ``ins(...)`` operands of a structured (linalg / linalg_ext) op."""
+    n_in, _ = segments(op)
+    return op.operands[:n_in]
+
+
+def outs(op: Operation) -> list[Value]:
+    """The ``outs(...)`` operands of a structured op (its inits)."""
+    n_in, n_out = segments(op)
+    return op.operands[n_in : n_in + n_out]
+
+
+def static_slice(op: Operation) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(offsets, sizes, strides) of a slice-like op; entries may be ``DYNAMIC``."""
+    return (
+        int_list(op.attributes.get("static_offsets")),
+        int_list(op.attributes.get("static_sizes")),
+        int_list(op.attributes.get("static_strides")),
+    )
+
+
+def tensor_type(v: Value) -> TensorType:
+    assert isinstance(v.type, TensorType), f"%{v.name} is not a tensor: {v.type}"
+    return v.type
+
+
+def is_opaque(op: Operation) -> bool:
+    return op.opaque_text is not None
+
+
+def iterator_types(op: Operation) -> tuple[str, ...]:
+    it = op.attributes.get("iterator_types")
+    if it is None:
+        return ()
+    assert isinstance(it, ArrayAttr)
+    return tuple(a.value if isinstance(a, StrAttr) else str(a) for a in it.items)  # type: ignore[attr-defined]
