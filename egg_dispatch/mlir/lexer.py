@@ -1,0 +1,176 @@
+"""Tokens for the MLIR reader, with exact positions for ``file:line:col`` errors.
+
+The lexer is pull-based with save/restore, because MLIR's grammar is context dependent (``16x8xf32``
+is a shape inside ``tensor<...>`` and a plain identifier elsewhere); the parser asks for a regex
+match at the current position in those places.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+from .ir import Loc
+
+__all__ = ["Lexer", "MLIRSyntaxError", "Token"]
+
+
+class MLIRSyntaxError(Exception):
+    """Bad input: carries the position so the CLI prints ``file:line:col: error: message``."""
+
+    def __init__(self, loc: Loc, message: str):
+        super().__init__(f"{loc}: error: {message}")
+        self.loc = loc
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str
+    """``value`` (%x), ``symbol`` (@x), ``label`` (^bb0), ``hash`` (#x), ``bang`` (!x), ``string``,
+    ``int``, ``float``, ``ident``, ``punct`` or ``eof``."""
+    text: str
+    pos: int
+
+
+_TOKEN = re.compile(
+    r"""
+    (?P<value>%[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?)
+  | (?P<symbol>@(?:[A-Za-z0-9_$.\-]+|"(?:[^"\\]|\\.)*"))
+  | (?P<label>\^[A-Za-z0-9_$.\-]+)
+  | (?P<fileres>\{-\#|\#-\})
+  | (?P<hash>\#[A-Za-z_][A-Za-z0-9_$.\-]*)
+  | (?P<bang>![A-Za-z_][A-Za-z0-9_$.\-]*)
+  | (?P<string>"(?:[^"\\\n]|\\.)*")
+  | (?P<float>-?(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+))
+  | (?P<int>-?(?:0x[0-9a-fA-F]+|[0-9]+))
+  | (?P<ident>[A-Za-z_][A-Za-z0-9_$.]*)
+  | (?P<punct>->|::|[()\[\]{}<>,:=?*+\-|])
+    """,
+    re.VERBOSE,
+)
+_SKIP = re.compile(r"(?:\s+|//[^\n]*)+")
+
+
+class Lexer:
+    def __init__(self, text: str, file: str = "<input>"):
+        self.text = text
+        self.file = file
+        self.pos = 0
+        self._line_starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+        self._peeked: Token | None = None
+
+    # -- positions -----------------------------------------------------------------------------
+    def loc(self, pos: int | None = None) -> Loc:
+        if pos is None:
+            pos = self.peek().pos
+        line = bisect.bisect_right(self._line_starts, pos)
+        return Loc(self.file, line, pos - self._line_starts[line - 1] + 1)
+
+    def error(self, message: str, pos: int | None = None) -> MLIRSyntaxError:
+        return MLIRSyntaxError(self.loc(pos), message)
+
+    def save(self) -> int:
+        self._peeked = None
+        return self.pos
+
+    def restore(self, pos: int) -> None:
+        self.pos = pos
+        self._peeked = None
+
+    # -- tokens ----------------------------------------------------------------------------------
+    def skip_space(self) -> None:
+        m = _SKIP.match(self.text, self.pos)
+        if m:
+            self.pos = m.end()
+
+    def peek(self) -> Token:
+        if self._peeked is not None:
+            return self._peeked
+        self.skip_space()
+        if self.pos >= len(self.text):
+            tok = Token("eof", "", len(self.text))
+        else:
+            m = _TOKEN.match(self.text, self.pos)
+            if m is None:
+                ch = self.text[self.pos]
+                raise self.error(f"unexpected character {ch!r}", self.pos)
+            kind = m.lastgroup or "punct"
+            if kind == "fileres":
+                kind = "punct"
+            tok = Token(kind, m.group(), self.pos)
+        self._peeked = tok
+        return tok
+
+    def next(self) -> Token:
+        tok = self.peek()
+        self._peeked = None
+        self.pos = tok.pos + len(tok.text)
+        return tok
+
+    def at(self, text: str) -> bool:
+        tok = self.peek()
+        return tok.text == text and tok.kind in ("punct", "ident")
+
+    def accept(self, text: str) -> bool:
+        if self.at(text):
+            self.next()
+            return True
+        return False
+
+    def expect(self, text: str, what: str | None = None) -> Token:
+        tok = self.peek()
+        if not self.at(text):
+            raise self.error(f"expected '{text}'{' ' + what if what else ''}, found {describe(tok)}")
+        return self.next()
+
+    def expect_kind(self, kind: str, what: str) -> Token:
+        tok = self.peek()
+        if tok.kind != kind:
+            raise self.error(f"expected {what}, found {describe(tok)}")
+        return self.next()
+
+    def match_raw(self, pattern: re.Pattern[str]) -> re.Match[str] | None:
+        """Match a regex at the current position (after whitespace); consume it on success."""
+        self._peeked = None
+        self.skip_space()
+        m = pattern.match(self.text, self.pos)
+        if m:
+            self.pos = m.end()
+        return m
+
+    def balanced(self, open_pos: int) -> int:
+        """Given the position of an opening ``<``, ``(``, ``[`` or ``{``, return the position just past
+        its matching closer, skipping strings and the ``->`` arrow (whose ``>`` closes nothing)."""
+        pairs = {"<": ">", "(": ")", "[": "]", "{": "}"}
+        stack: list[str] = []
+        i, text, n = open_pos, self.text, len(self.text)
+        while i < n:
+            c = text[i]
+            if c == '"':
+                j = i + 1
+                while j < n and text[j] != '"':
+                    j += 2 if text[j] == "\\" else 1
+                i = j + 1
+                continue
+            if c == "-" and i + 1 < n and text[i + 1] == ">":
+                i += 2
+                continue
+            if c in pairs:
+                stack.append(pairs[c])
+            elif c in ">)]}":
+                if not stack or stack[-1] != c:
+                    raise self.error(f"unbalanced '{c}'", i)
+                stack.pop()
+                if not stack:
+                    return i + 1
+            i += 1
+        raise self.error(f"unterminated '{text[open_pos]}' (reached the end of the file)", open_pos)
+
+
+def describe(tok: Token) -> str:
+    if tok.kind == "eof":
+        return "end of file"
+    text = tok.text if len(tok.text) <= 40 else tok.text[:37] + "..."
+    return f"'{text}'"

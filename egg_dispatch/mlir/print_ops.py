@@ -1,0 +1,245 @@
+"""The writer side of ``mlir.syntax``: each op's custom syntax after its name."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .ir import DenseAttr, Operation, TensorType
+from .ops import CONTRACTION_OPS, int_list, outs
+
+if TYPE_CHECKING:
+    from .printer import Printer
+
+__all__ = ["GENERIC", "print_op_body"]
+
+GENERIC = "\x00"
+"""Prefix of a body in MLIR's generic form: the caller then quotes the op name."""
+
+_CAST = {"extf", "truncf", "sitofp", "uitofp", "fptosi", "fptoui", "extsi", "extui", "trunci", "index_cast",
+         "index_castui", "bitcast"}  # fmt: skip
+_RETURNS = {"func.return", "return", "util.return", "flow.return", "linalg.yield", "iree_linalg_ext.yield",
+            "tensor.yield", "scf.yield"}  # fmt: skip
+
+
+def _extra(p: Printer, op: Operation, skip: set[str]) -> dict:
+    return {k: v for k, v in op.attributes.items() if k not in skip}
+
+
+def _attr_dict(p: Printer, attrs: dict) -> str:
+    return f" {p.dict(list(attrs.items()))}" if attrs else ""
+
+
+def print_op_body(p: Printer, op: Operation, indent: str) -> str:
+    n = op.name
+    a = op.attributes
+    if op.opaque_text is not None:
+        return f" {op.opaque_text}" if op.opaque_text else ""
+    if n in ("func.func", "util.func"):
+        ft = a["function_type"].type  # type: ignore[attr-defined]
+        vis = f" {a['sym_visibility'].value}" if "sym_visibility" in a else ""  # type: ignore[attr-defined]
+        entry = op.regions[0].entry if op.regions else None
+        arg_attrs = a.get("arg_attrs")
+        args = []
+        for i, t in enumerate(ft.inputs):
+            name = f"%{entry.args[i].name}" if entry else f"%arg{i}"
+            extra = ""
+            if arg_attrs is not None and arg_attrs.items[i].items:  # type: ignore[attr-defined]
+                extra = " " + p.attr(arg_attrs.items[i])  # type: ignore[attr-defined]
+            args.append(f"{name}: {p.type(t)}{extra}")
+        res = f" -> {p.results(list(ft.results))}" if ft.results else ""
+        if len(ft.results) == 1 and isinstance(ft.results[0], TensorType):
+            res = f" -> {p.type(ft.results[0])}"
+        extra = _extra(p, op, {"sym_name", "function_type", "sym_visibility", "arg_attrs"})
+        attrs = f" attributes {p.dict(list(extra.items()))}" if extra else ""
+        body = f" {p.region(op.regions[0], indent)}" if op.regions else ""
+        return f"{vis} @{a['sym_name'].value}({', '.join(args)}){res}{attrs}{body}"  # type: ignore[attr-defined]
+    if n in _RETURNS:
+        if not op.operands:
+            return ""
+        return f" {p.values(op.operands)} : {p.types([v.type for v in op.operands])}"
+    if n == "arith.constant":
+        v = a["value"]
+        extra = _attr_dict(p, _extra(p, op, {"value"}))
+        if isinstance(v, DenseAttr):
+            return f"{extra} {p.attr(v)}"
+        return f"{extra} {p.attr(v)}"
+    dialect, _, short = n.partition(".")
+    if dialect in ("arith", "math"):
+        pred = f" {a['predicate'].value}," if "predicate" in a else ""  # type: ignore[attr-defined]
+        fm = f" fastmath<{a['fastmath'].value}>" if "fastmath" in a else ""  # type: ignore[attr-defined]
+        extra = _attr_dict(p, _extra(p, op, {"predicate", "fastmath"}))
+        ops_ = p.values(op.operands)
+        if short in _CAST:
+            return f" {ops_}{fm}{extra} : {p.type(op.operands[0].type)} to {p.type(op.result.type)}"
+        if short in ("cmpf", "cmpi"):
+            return f"{pred} {ops_}{fm}{extra} : {p.type(op.operands[0].type)}"
+        if short == "select":
+            c = op.operands[0].type
+            if isinstance(c, TensorType):
+                return f" {ops_}{extra} : {p.type(c)}, {p.type(op.result.type)}"
+            return f" {ops_}{extra} : {p.type(op.result.type)}"
+        return f" {ops_}{fm}{extra} : {p.type(op.result.type)}"
+    if n == "tensor.empty":
+        return f"(){_attr_dict(p, dict(a))} : {p.type(op.result.type)}"
+    if n in ("tensor.extract_slice", "tensor.insert_slice"):
+        keys = {"static_offsets", "static_sizes", "static_strides"}
+        if n == "tensor.extract_slice":
+            src, dyn = op.operands[0], list(op.operands[1:])
+            head = f" {p.value(src)}"
+        else:
+            src, dyn = op.operands[0], list(op.operands[2:])
+            head = f" {p.value(src)} into {p.value(op.operands[1])}"
+        sl = " ".join(p.static(op, k, dyn) for k in ("static_offsets", "static_sizes", "static_strides"))
+        extra = _attr_dict(p, _extra(p, op, keys))
+        if n == "tensor.extract_slice":
+            return f"{head}{sl}{extra} : {p.type(src.type)} to {p.type(op.result.type)}"
+        return f"{head}{sl}{extra} : {p.type(src.type)} into {p.type(op.result.type)}"
+    if n in ("tensor.collapse_shape", "tensor.expand_shape"):
+        reassoc = p.attr(a["reassociation"])
+        shape = ""
+        if n == "tensor.expand_shape":
+            shape = f" output_shape [{', '.join(map(str, int_list(a['static_output_shape'])))}]"
+        extra = _attr_dict(p, _extra(p, op, {"reassociation", "static_output_shape"}))
+        src = op.operands[0]
+        return f" {p.value(src)} {reassoc}{shape}{extra} : {p.type(src.type)} into {p.type(op.result.type)}"
+    if n == "tensor.extract":
+        return f" {p.value(op.operands[0])}[{p.values(op.operands[1:])}] : {p.type(op.operands[0].type)}"
+    if n == "tensor.dim":
+        return f" {p.values(op.operands)} : {p.type(op.operands[0].type)}"
+    if n == "linalg.index":
+        return f" {a['dim'].value} : {p.type(op.result.type)}"  # type: ignore[attr-defined]
+    if n in ("linalg.pack", "linalg.unpack"):
+        src, dest = op.operands[0], op.operands[1]
+        pad = ""
+        if len(op.operands) > 2:
+            pv = op.operands[2]
+            pad = f" padding_value({p.value(pv)} : {p.type(pv.type)})"
+        s = f" {p.value(src)}{pad}"
+        if "outer_dims_perm" in a:
+            s += f" outer_dims_perm = {p.attr(a['outer_dims_perm'])}"
+        s += f" inner_dims_pos = {p.attr(a['inner_dims_pos'])} inner_tiles = {p.attr(a['inner_tiles'])}"
+        keys = {"outer_dims_perm", "inner_dims_pos", "inner_tiles", "has_padding", "operandSegmentSizes"}
+        extra = _attr_dict(p, _extra(p, op, keys))
+        return f"{s} into {p.value(dest)}{extra} : {p.type(src.type)} -> {p.type(op.result.type)}"
+    if n in ("iree_encoding.set_encoding", "iree_encoding.unset_encoding", "flow.tensor.encode",
+             "iree_tensor_ext.compute_barrier.start", "iree_tensor_ext.compute_barrier.end"):  # fmt: skip
+        src = op.operands[0]
+        return f" {p.value(src)}{_attr_dict(p, dict(a))} : {p.type(src.type)} -> {p.type(op.result.type)}"
+    if n in ("hal.tensor.import", "hal.tensor.export"):
+        src = op.operands[0]
+        name = f' "{a["name"].value}"' if "name" in a else ""  # type: ignore[attr-defined]
+        extra = _attr_dict(p, _extra(p, op, {"name"}))
+        return f" {p.value(src)}{name}{extra} : {p.type(src.type)} -> {p.type(op.result.type)}"
+    if n == "flow.dispatch.region":
+        attrs = f" attributes {p.dict(list(a.items()))}" if a else ""
+        s = f" -> ({p.types([r.type for r in op.results])}){attrs} {p.region(op.regions[0], indent)}"
+        if len(op.regions) > 1:
+            s += _count(p, op.regions[1], indent)
+        return s
+    if n == "flow.dispatch.workgroups":
+        ins_t = p.types([v.type for v in op.operands])
+        entry = op.regions[0].entry
+        bindings = ", ".join(f"%{v.name}: {p.type(v.type)}" for v in entry.args)
+        attrs = f" attributes {p.dict(list(a.items()))}" if a else ""
+        s = (f"({p.values(op.operands)}) : ({ins_t}) -> {p.results([r.type for r in op.results])}{attrs} =\n"
+             f"{indent}    ({bindings}) {p.region(op.regions[0], indent)}")  # fmt: skip
+        if len(op.regions) > 1:
+            s += _count(p, op.regions[1], indent)
+        return s
+    if n in ("iree_tensor_ext.dispatch.tensor.load", "iree_tensor_ext.dispatch.tensor.store"):
+        store = n.endswith("store")
+        fixed = op.operands[:2] if store else op.operands[:1]
+        dyn = list(op.operands[len(fixed) :])
+        sl = ", ".join(f"{k} = {p.static(op, f'static_{k}', dyn)}" for k in ("offsets", "sizes", "strides"))
+        if store:
+            return f" {p.values(fixed)}, {sl} : {p.type(fixed[0].type)} -> {p.type(fixed[1].type)}"
+        return f" {p.values(fixed)}, {sl} : {p.type(fixed[0].type)} -> {p.type(op.result.type)}"
+    if n == "util.global":
+        vis = f" {a['sym_visibility'].value}" if "sym_visibility" in a else ""  # type: ignore[attr-defined]
+        mut = " mutable" if "is_mutable" in a else ""
+        extra = _attr_dict(p, _extra(p, op, {"sym_visibility", "is_mutable", "sym_name", "type", "initial_value"}))
+        typ = a["type"].type  # type: ignore[attr-defined]
+        init = a.get("initial_value")
+        if init is None:
+            tail = f" : {p.type(typ)}"
+        elif isinstance(init, DenseAttr):
+            tail = f" = {p.attr(init)}"
+        else:
+            tail = f" = {p.attr(init)} : {p.type(typ)}"
+        return f"{vis}{mut} @{a['sym_name'].value}{extra}{tail}"  # type: ignore[attr-defined]
+    if n == "util.initializer":
+        attrs = f" attributes {p.dict(list(a.items()))}" if a else ""
+        return f"{attrs} {p.region(op.regions[0], indent)}"
+    if n == "util.global.load":
+        imm = " immutable" if "is_immutable" in a else ""
+        extra = _attr_dict(p, _extra(p, op, {"is_immutable", "global"}))
+        return f"{imm} @{a['global'].name}{extra} : {p.type(op.result.type)}"  # type: ignore[attr-defined]
+    if n == "util.global.store":
+        v = op.operands[0]
+        return f" {p.value(v)}, @{a['global'].name} : {p.type(v.type)}"  # type: ignore[attr-defined]
+    if "operandSegmentSizes" in a:
+        return _structured(p, op, indent)
+    return _generic(p, op, indent)
+
+
+def _count(p: Printer, r, indent: str) -> str:
+    args = ", ".join(f"%{v.name}: {p.type(v.type)}" for v in r.entry.args)
+    return f" count({args}) -> (index, index, index) {p.region(r, indent)}"
+
+
+def _structured(p: Printer, op: Operation, indent: str) -> str:
+    a = op.attributes
+    n = op.name
+    skip = {"operandSegmentSizes"}
+    head = ""
+    tail = ""
+    if "__properties__" in a:
+        keys = [k for k in ("indexing_maps",) if k in a]
+        head = " <" + ", ".join(f"{k} = {p.attr(a[k])}" for k in keys) + ">"
+        skip |= {*keys, "__properties__"}
+    elif n == "linalg.generic" or n.startswith("iree_linalg_ext.attention"):
+        keys = [k for k in ("indexing_maps", "iterator_types") if k in a]
+        d = {k: a[k] for k in keys}
+        if d:
+            head = " " + p.dict(list(d.items()))
+        skip |= set(keys)
+    elif n in CONTRACTION_OPS or n.startswith(("linalg.batch", "linalg.matmul")) or n == "linalg.contract":
+        if "indexing_maps" in a:
+            head = f" indexing_maps = {p.attr(a['indexing_maps'])}"
+            skip.add("indexing_maps")
+    for key in ("dimension_map",):
+        if key in a:
+            head += f" {key} = {p.attr(a[key])}"
+            skip.add(key)
+    for key in ("permutation", "dimensions"):
+        if key in a:
+            tail += f" {key} = {p.attr(a[key])}"
+            skip.add(key)
+    extra = _extra(p, op, skip)
+    body = p.ins_outs(op)
+    attrs = ""
+    if extra:
+        attrs = (
+            f" attrs = {p.dict(list(extra.items()))}" if n == "linalg.generic" else f" {p.dict(list(extra.items()))}"
+        )
+    region = ""
+    if op.regions:
+        region = " " + p.region(op.regions[0], indent, print_entry_args=True)
+    res = ""
+    if n not in ("linalg.transpose", "linalg.broadcast", "linalg.map", "linalg.reduce") and op.results:
+        res = f" -> {p.types([r.type for r in op.results])}"
+    if n in ("linalg.transpose", "linalg.broadcast") or not outs(op):
+        return f"{body}{tail}{attrs}{region}{res}"
+    if n == "linalg.generic":
+        return f"{head}{body}{attrs}{region}{res}"
+    return f"{head}{body}{tail}{attrs}{region}{res}"
+
+
+def _generic(p: Printer, op: Operation, indent: str) -> str:
+    """MLIR's generic form, for ops with neither a custom printer nor kept text."""
+    regions = ""
+    if op.regions:
+        regions = " (" + ", ".join(p.region(r, indent, True) for r in op.regions) + ")"
+    attrs = f" {p.dict(list(op.attributes.items()))}" if op.attributes else ""
+    ft = f"({p.types([v.type for v in op.operands])}) -> {p.results([r.type for r in op.results])}"
+    return GENERIC + f"({p.values(op.operands)}){regions}{attrs} : {ft}"

@@ -1,0 +1,309 @@
+"""Writes IR back as MLIR that re-parses to the same IR and that IREE's tools accept.
+
+Affine maps and ``#iree_encoding.encoding`` attributes are printed through ``#map`` / ``#encoding``
+aliases, as IREE itself prints them, so encoded IR stays readable. Opaque ops are written back
+verbatim.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .ir import (
+    AffineMapAttr,
+    ArrayAttr,
+    Attr,
+    BoolAttr,
+    DenseAttr,
+    DialectAttr,
+    DictAttr,
+    DispatchTensorType,
+    EncodingAttr,
+    FloatAttr,
+    FunctionType,
+    IntAttr,
+    Module,
+    OpaqueType,
+    Operation,
+    Region,
+    ScalarType,
+    StrAttr,
+    SymbolRefAttr,
+    TensorType,
+    Type,
+    TypeAttr,
+    UnitAttr,
+    Value,
+)
+from .ops import DYNAMIC, ins, int_list, outs
+
+__all__ = ["Printer", "print_mlir"]
+
+HEX_THRESHOLD = 100
+"""Dense literals with more elements are printed as hex, like ``--mlir-print-elementsattrs-with-hex-if-larger``."""
+
+_INHERENT = {
+    "func.func": {"sym_name", "function_type", "sym_visibility", "arg_attrs"},
+    "arith.constant": {"value"},
+}
+_STRUCTURED_KEYS = ("indexing_maps", "iterator_types")
+
+
+class Printer:
+    def __init__(self, use_aliases: bool = True):
+        self.use_aliases = use_aliases
+        self.aliases: dict[Attr, str] = {}
+        self.alias_order: list[tuple[str, str]] = []
+
+    # ------------------------------------------------------------------------------- types
+    def type(self, t: Type) -> str:
+        if isinstance(t, TensorType):
+            dims = "".join(f"{d}x" for d in t.shape)
+            enc = f", {self.attr(t.encoding)}" if t.encoding is not None else ""
+            return f"tensor<{dims}{t.element.name}{enc}>"
+        if isinstance(t, ScalarType):
+            return t.name
+        if isinstance(t, DispatchTensorType):
+            return f"!iree_tensor_ext.dispatch.tensor<{t.access}:{self.type(t.tensor)}>"
+        if isinstance(t, FunctionType):
+            return f"({', '.join(map(self.type, t.inputs))}) -> {self.results(list(t.results))}"
+        if isinstance(t, OpaqueType):
+            return t.text
+        raise TypeError(f"cannot print type {t!r}")
+
+    def results(self, types: list[Type]) -> str:
+        if len(types) == 1 and not isinstance(types[0], FunctionType):
+            return self.type(types[0])
+        return "(" + ", ".join(map(self.type, types)) + ")"
+
+    def types(self, types: list[Type]) -> str:
+        return ", ".join(map(self.type, types))
+
+    # --------------------------------------------------------------------------- attributes
+    def attr(self, a: Attr) -> str:
+        if isinstance(a, AffineMapAttr | EncodingAttr) and self.use_aliases:
+            return self._alias(a)
+        return self.attr_inline(a)
+
+    def _alias(self, a: AffineMapAttr | EncodingAttr) -> str:
+        name = self.aliases.get(a)
+        if name is None:
+            base = "#map" if isinstance(a, AffineMapAttr) else "#encoding"
+            n = sum(1 for k in self.aliases if type(k) is type(a))
+            name = base if n == 0 else f"{base}{n}"
+            body = self.attr_inline(a)  # may register nested aliases first (maps inside encodings)
+            self.aliases[a] = name
+            self.alias_order.append((name, body))
+        return name
+
+    def attr_inline(self, a: Attr) -> str:
+        if isinstance(a, UnitAttr):
+            return "unit"
+        if isinstance(a, BoolAttr):
+            return "true" if a.value else "false"
+        if isinstance(a, IntAttr):
+            return str(a.value) if a.type is None else f"{a.value} : {self.type(a.type)}"
+        if isinstance(a, FloatAttr):
+            body = a.text if a.text is not None else float_str(a.value)
+            return body if a.type is None else f"{body} : {self.type(a.type)}"
+        if isinstance(a, StrAttr):
+            return string_literal(a.value)
+        if isinstance(a, SymbolRefAttr):
+            return f"@{a.name}"
+        if isinstance(a, TypeAttr):
+            return self.type(a.type)
+        if isinstance(a, ArrayAttr):
+            return "[" + ", ".join(self.attr(x) for x in a.items) + "]"
+        if isinstance(a, DictAttr):
+            return self.dict(a.items)
+        if isinstance(a, AffineMapAttr):
+            dims = ", ".join(f"d{i}" for i in range(a.num_dims))
+            syms = f"[{', '.join(f's{i}' for i in range(a.num_symbols))}]" if a.num_symbols else ""
+            return f"affine_map<({dims}){syms} -> ({', '.join(_affine(r) for r in a.results)})>"
+        if isinstance(a, DenseAttr):
+            return self.dense(a)
+        if isinstance(a, EncodingAttr):
+            parts = [f"operand_index = {a.operand_index} : {a.operand_index_type}", f"op_type = {a.op_type}",
+                     f"element_types = [{', '.join(t.name for t in a.element_types)}]"]  # fmt: skip
+            if a.original_element_type is not None:
+                parts.append(f"original_element_type = {a.original_element_type.name}")
+            if a.user_indexing_maps is not None:
+                maps = [
+                    "[" + ", ".join(self.attr(x) for x in m) + "]" if isinstance(m, tuple) else self.attr(m)
+                    for m in a.user_indexing_maps
+                ]
+                parts.append(f"user_indexing_maps = [{', '.join(maps)}]")
+            if a.iteration_sizes is not None:
+                sizes = ", ".join("?" if s is None else str(s) for s in a.iteration_sizes)
+                parts.append(f"iteration_sizes = [{sizes}]")
+            return f"#iree_encoding.encoding<{', '.join(parts)}>"
+        if isinstance(a, DialectAttr):
+            return a.text
+        raise TypeError(f"cannot print attribute {a!r}")
+
+    def dict(self, items: tuple[tuple[str, Attr], ...] | list[tuple[str, Attr]]) -> str:
+        parts = [k if isinstance(v, UnitAttr) else f"{_key(k)} = {self.attr(v)}" for k, v in items]
+        return "{" + ", ".join(parts) + "}"
+
+    def dense(self, a: DenseAttr) -> str:
+        t = self.type(a.type)
+        if a.form == "resource":
+            return f"dense_resource<{a.resource_key}> : {t}"
+        arr = a.array
+        if (a.is_splat and arr.size > 1) or (arr.size == 1 and a.type.rank == 0):
+            return f"dense<{_scalar(arr.reshape(-1)[0], a.type.element)}> : {t}"
+        if a.form == "hex" or arr.size > HEX_THRESHOLD:
+            return f'dense<"0x{to_bytes(a).hex().upper()}"> : {t}'
+        return f"dense<{_nested(arr, a.type.element)}> : {t}"
+
+    # ------------------------------------------------------------------------------ ops
+    def module(self, m: Module) -> str:
+        body: list[str] = []
+        indent = "  " if m.has_module_op else ""
+        for op in m.ops:
+            body.append(self.op(op, indent))
+        text = "\n".join(body)
+        if m.has_module_op:
+            head = "module"
+            if m.name:
+                head += f" @{m.name}"
+            if m.attributes:
+                head += f" attributes {self.dict(list(m.attributes.items()))}"
+            text = f"{head} {{\n{text}\n}}"
+        aliases = "".join(f"{name} = {body}\n" for name, body in self.alias_order)
+        out = aliases + text + "\n"
+        used = {op.attributes["value"].resource_key for op in m.walk() if _resource(op)}  # type: ignore[union-attr]
+        blobs = {k: v for k, v in m.resources.items() if k in used}
+        if blobs:
+            entries = ",\n".join(f'      {k}: "0x{v.hex().upper()}"' for k, v in blobs.items())
+            out += "\n{-#\n  dialect_resources: {\n    builtin: {\n" + entries + "\n    }\n  }\n#-}\n"
+        return out
+
+    def op(self, op: Operation, indent: str) -> str:
+        res = ""
+        if op.results:
+            names = _result_names(op)
+            res = ", ".join(names) + " = "
+        from .print_ops import GENERIC, print_op_body
+
+        body = print_op_body(self, op, indent)
+        if body.startswith(GENERIC):
+            return f'{indent}{res}"{op.name}"{body[len(GENERIC) :]}'
+        return indent + res + op.name + body
+
+    def region(self, r: Region, indent: str, print_entry_args: bool = False) -> str:
+        lines = ["{"]
+        for i, block in enumerate(r.blocks):
+            if block.label is not None and (i > 0 or print_entry_args or block.args):
+                args = ", ".join(f"%{v.name}: {self.type(v.type)}" for v in block.args)
+                lines.append(f"{indent}^{block.label}{f'({args})' if block.args else ''}:")
+            for o in block.ops:
+                lines.append(self.op(o, indent + "  "))
+        lines.append(indent + "}")
+        return "\n".join(lines)
+
+    def value(self, v: Value) -> str:
+        return f"%{v.name}"
+
+    def values(self, vs: list[Value]) -> str:
+        return ", ".join(f"%{v.name}" for v in vs)
+
+    def static(self, op: Operation, key: str, dyn: list[Value]) -> str:
+        parts = []
+        for s in int_list(op.attributes.get(key)):
+            parts.append(f"%{dyn.pop(0).name}" if s == DYNAMIC else str(s))
+        return "[" + ", ".join(parts) + "]"
+
+    def ins_outs(self, op: Operation) -> str:
+        i, o = ins(op), outs(op)
+        s = ""
+        if i:
+            s += f" ins({self.values(i)} : {self.types([v.type for v in i])})"
+        if o:
+            s += f" outs({self.values(o)} : {self.types([v.type for v in o])})"
+        return s
+
+
+def _result_names(op: Operation) -> list[str]:
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for v in op.results:
+        base, _, _ = v.name.partition("#")
+        seen[base] = seen.get(base, 0) + 1
+    done: set[str] = set()
+    for v in op.results:
+        base, _, _ = v.name.partition("#")
+        if base in done:
+            continue
+        done.add(base)
+        names.append(f"%{base}" + (f":{seen[base]}" if "#" in v.name else ""))
+    return names
+
+
+def _resource(op: Operation) -> bool:
+    v = op.attributes.get("value") or op.attributes.get("initial_value")
+    return isinstance(v, DenseAttr) and v.form == "resource"
+
+
+def _key(k: str) -> str:
+    import re
+
+    return k if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", k) else string_literal(k)
+
+
+def string_literal(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _affine(e: tuple) -> str:
+    kind = e[0]
+    if kind == "d":
+        return f"d{e[1]}"
+    if kind == "s":
+        return f"s{e[1]}"
+    if kind == "c":
+        return str(e[1])
+    return (
+        f"({_affine(e[1])} {kind} {_affine(e[2])})" if kind in ("+", "-") else f"{_affine(e[1])} {kind} {_affine(e[2])}"
+    )
+
+
+def float_str(v: float) -> str:
+    if np.isnan(v) or np.isinf(v):
+        return repr(float(v))
+    s = np.format_float_scientific(v, unique=True, exp_digits=2)
+    return s.replace(".e", ".0e")
+
+
+def _scalar(v: object, elem: ScalarType) -> str:
+    if elem.name == "i1":
+        return "true" if bool(v) else "false"
+    if elem.is_float:
+        f = float(v)  # type: ignore[arg-type]
+        if np.isnan(f) or np.isinf(f):
+            bits = np.array([f], dtype=np.float32).view(np.uint32)[0]
+            return f"0x{int(bits):08X}"
+        return float_str(np.float32(f) if elem.name == "f32" else f)  # type: ignore[arg-type]
+    return str(int(v))  # type: ignore[call-overload]
+
+
+def _nested(arr: np.ndarray, elem: ScalarType) -> str:
+    if arr.ndim == 0:
+        return _scalar(arr.item(), elem)
+    if arr.ndim == 1:
+        return "[" + ", ".join(_scalar(x, elem) for x in arr.tolist()) + "]"
+    return "[" + ", ".join(_nested(x, elem) for x in arr) + "]"
+
+
+def to_bytes(a: DenseAttr) -> bytes:
+    elem = a.type.element
+    if elem.name == "bf16":
+        return (a.array.astype(np.float32).view(np.uint32) >> 16).astype("<u2").tobytes()
+    if elem.name == "i1":
+        return a.array.astype(np.uint8).tobytes()
+    return a.array.astype(a.array.dtype.newbyteorder("<")).tobytes()
+
+
+def print_mlir(module: Module, use_aliases: bool = True) -> str:
+    """The module as MLIR text."""
+    return Printer(use_aliases).module(module)

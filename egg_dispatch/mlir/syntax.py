@@ -1,0 +1,472 @@
+"""Custom assembly syntax of the ops egg_dispatch models (reader side; ``printer`` is the writer).
+
+Each ``_p_*`` method parses what follows the op name and returns the built ``Operation``; keys
+of the attributes follow ``mlir.ops``. Unknown ops go through ``_p_opaque``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .ir import (
+    ArrayAttr,
+    Attr,
+    DenseAttr,
+    DictAttr,
+    FloatAttr,
+    FunctionType,
+    IntAttr,
+    Operation,
+    ScalarType,
+    StrAttr,
+    TensorType,
+    Type,
+    TypeAttr,
+    UnitAttr,
+    Value,
+)
+from .ops import DYNAMIC, make_int_list
+from .syntax_iree import IreeSyntax
+
+if TYPE_CHECKING:
+    from .parser import Parser
+
+__all__ = ["OpSyntax"]
+
+_CAST_OPS = {
+    "extf", "truncf", "sitofp", "uitofp", "fptosi", "fptoui", "extsi", "extui", "trunci",
+    "index_cast", "index_castui", "bitcast",
+}  # fmt: skip
+_RETURNS = {"func.return", "return", "util.return", "flow.return", "linalg.yield", "iree_linalg_ext.yield",
+            "tensor.yield", "scf.yield"}  # fmt: skip
+_STRUCTURED_PREFIXES = ("linalg.", "iree_linalg_ext.")
+
+
+class OpSyntax(IreeSyntax):
+    def parse_custom_op(self: Parser, name: str, start: int, n_results: int) -> Operation:
+        handler = _HANDLERS.get(name)
+        if handler is not None:
+            return handler(self, name, start)
+        if name in _RETURNS:
+            return self._p_return(name, start)
+        dialect, _, short = name.partition(".")
+        if dialect in ("arith", "math") and name not in ("arith.constant",):
+            return self._p_elementwise(name, short, start)
+        if name.startswith(_STRUCTURED_PREFIXES) and self._looks_structured():
+            return self._p_structured(name, start)
+        return self._p_opaque(name, start, n_results)
+
+    # ------------------------------------------------------------------------------ helpers
+    def _looks_structured(self: Parser) -> bool:
+        """A linalg-style op: optional attr dict / ``key = value`` pairs, then ``ins(`` or ``outs(``."""
+        lex = self.lex
+        save = lex.save()
+        try:
+            while True:
+                if lex.at("ins") or lex.at("outs"):
+                    return True
+                if lex.at("{"):
+                    lex.restore(lex.balanced(lex.peek().pos))
+                    continue
+                if lex.at("<"):
+                    lex.restore(lex.balanced(lex.peek().pos))
+                    continue
+                if lex.peek().kind == "ident":
+                    lex.next()
+                    if lex.accept("="):
+                        self.parse_attribute()
+                        continue
+                return False
+        except Exception:
+            return False
+        finally:
+            lex.restore(save)
+
+    def _typed_operands(self: Parser, start: int) -> tuple[list[Value], list[Type]]:
+        """``(%a, %b : T1, T2)``, checking the written types against the values."""
+        lex = self.lex
+        lex.expect("(")
+        vals = self.operand_list()
+        types: list[Type] = []
+        if vals:
+            lex.expect(":", "before the operand types")
+            types = self.parse_type_list()
+        lex.expect(")")
+        self.check_types(vals, types, start)
+        return vals, types
+
+    def _opt_attr_dict(self: Parser, attrs: dict[str, Attr]) -> None:
+        if self.lex.at("{"):
+            attrs.update(self.parse_dict().items)
+
+    def _static_list(self: Parser, close: str = "]") -> tuple[list[int], list[Value]]:
+        """``[0, %i, 8]`` -> static ints (DYNAMIC for SSA entries) and the SSA values in order."""
+        lex = self.lex
+        lex.expect("[")
+        static: list[int] = []
+        dyn: list[Value] = []
+        while not lex.at(close):
+            if lex.peek().kind == "value":
+                dyn.append(self.operand())
+                static.append(DYNAMIC)
+            else:
+                static.append(int(lex.expect_kind("int", "an integer or an SSA value").text, 0))
+            if not lex.accept(","):
+                break
+        lex.expect(close)
+        return static, dyn
+
+    # ------------------------------------------------------------------------------ functions
+    def _p_func(self: Parser, name: str, start: int) -> Operation:
+        lex = self.lex
+        attrs: dict[str, Attr] = {}
+        if lex.peek().kind == "ident" and lex.peek().text in ("public", "private", "nested"):
+            attrs["sym_visibility"] = StrAttr(lex.next().text)
+        sym = lex.expect_kind("symbol", "a function name (@name)")
+        attrs["sym_name"] = StrAttr(sym.text[1:].strip('"'))
+        lex.expect("(")
+        args: list[tuple[str, Type, int]] = []
+        arg_attrs: list[Attr] = []
+        while not lex.at(")"):
+            t = lex.expect_kind("value", "a function argument (%name: type)")
+            lex.expect(":")
+            args.append((t.text[1:], self.parse_type(), t.pos))
+            arg_attrs.append(self.parse_dict() if lex.at("{") else DictAttr(()))
+            if not lex.accept(","):
+                break
+        lex.expect(")")
+        results: list[Type] = []
+        if lex.accept("->"):
+            results = self.parse_result_types()
+        if any(a.items for a in arg_attrs):  # type: ignore[attr-defined]
+            attrs["arg_attrs"] = ArrayAttr(tuple(arg_attrs))
+        attrs["function_type"] = TypeAttr(FunctionType(tuple(t for _, t, _ in args), tuple(results)))
+        if lex.accept("attributes"):
+            attrs.update(self.parse_dict().items)
+        regions = []
+        if lex.at("{"):
+            regions.append(self.parse_region(args, isolated=True))
+        op = self.make_op(name, [], [], attributes=attrs, regions=regions)
+        self._verify_returns(op, results)
+        return op
+
+    def _verify_returns(self: Parser, func: Operation, results: list[Type]) -> None:
+        for block in func.regions[0].blocks if func.regions else []:
+            for op in block.ops:
+                if op.name in ("func.return", "return", "util.return"):
+                    got = [v.type for v in op.operands]
+                    if len(got) != len(results):
+                        raise self.lex.error(
+                            f"return has {len(got)} operand(s) but the function returns {len(results)}",
+                            _pos(self, op),
+                        )
+                    for i, (g, r) in enumerate(zip(got, results, strict=True)):
+                        if g != r:
+                            raise self.lex.error(
+                                f"return operand #{i} has type {self.type_str(g)} but the function "
+                                f"returns {self.type_str(r)}",
+                                _pos(self, op),
+                            )
+
+    def _p_return(self: Parser, name: str, start: int) -> Operation:
+        lex = self.lex
+        vals = self.operand_list()
+        if vals:
+            lex.expect(":", "before the returned types")
+            self.check_types(vals, self.parse_type_list(), start)
+        return self.make_op(name, vals, [])
+
+    # ---------------------------------------------------------------------------- arith / math
+    def _p_constant(self: Parser, name: str, start: int) -> Operation:
+        attrs: dict[str, Attr] = {}
+        self._opt_attr_dict(attrs)
+        value = self.parse_attribute()
+        if isinstance(value, DenseAttr):
+            typ: Type = value.type
+        elif isinstance(value, IntAttr | FloatAttr) and value.type is not None:
+            typ = value.type
+        elif isinstance(value, TypeAttr):
+            raise self.lex.error("expected a constant value", start)
+        else:
+            typ = ScalarType("i1") if not isinstance(value, IntAttr | FloatAttr) else ScalarType("i64")
+        attrs["value"] = value
+        return self.make_op(name, [], [typ], attributes=attrs)
+
+    def _p_elementwise(self: Parser, name: str, short: str, start: int) -> Operation:
+        lex = self.lex
+        attrs: dict[str, Attr] = {}
+        if short in ("cmpf", "cmpi"):
+            attrs["predicate"] = StrAttr(lex.expect_kind("ident", "a comparison predicate").text)
+            lex.expect(",")
+        vals = self.operand_list()
+        if lex.accept("fastmath"):
+            lex.expect("<")
+            attrs["fastmath"] = StrAttr(lex.expect_kind("ident", "fastmath flags").text)
+            lex.expect(">")
+        self._opt_attr_dict(attrs)
+        lex.expect(":", f"before the type of '{name}'")
+        types = self.parse_type_list()
+        if short in _CAST_OPS:
+            lex.expect("to", "in a cast")
+            self.check_types(vals, types, start)
+            return self.make_op(name, vals, [self.parse_type()], attributes=attrs)
+        if short in ("cmpf", "cmpi"):
+            self.check_types(vals, types * len(vals), start)
+            t = types[0]
+            res: Type = TensorType(t.shape, ScalarType("i1")) if isinstance(t, TensorType) else ScalarType("i1")
+            return self.make_op(name, vals, [res], attributes=attrs)
+        if short == "select":
+            if len(types) == 1:
+                types = [vals[0].type, types[0], types[0]]
+            else:
+                types = [types[0], types[1], types[1]]
+            self.check_types(vals, types, start)
+            return self.make_op(name, vals, [types[-1]], attributes=attrs)
+        if len(types) == 1:
+            self.check_types(vals, types * len(vals), start)
+        return self.make_op(name, vals, [types[-1]], attributes=attrs)
+
+    # -------------------------------------------------------------------------------- tensor
+    def _p_empty(self: Parser, name: str, start: int) -> Operation:
+        lex = self.lex
+        lex.expect("(")
+        if not lex.at(")"):
+            raise lex.error("tensor.empty with dynamic sizes is not supported yet (static shapes only)")
+        lex.expect(")")
+        lex.expect(":")
+        return self.make_op(name, [], [self.parse_type()])
+
+    def _p_extract_slice(self: Parser, name: str, start: int) -> Operation:
+        lex = self.lex
+        src = self.operand()
+        offs, d1 = self._static_list()
+        sizes, d2 = self._static_list()
+        strides, d3 = self._static_list()
+        attrs: dict[str, Attr] = {}
+        self._opt_attr_dict(attrs)
+        lex.expect(":")
+        self.check_types([src], [self.parse_type()], start)
+        lex.expect("to")
+        res = self.parse_type()
+        attrs |= {"static_offsets": make_int_list(offs), "static_sizes": make_int_list(sizes),
+                  "static_strides": make_int_list(strides)}  # fmt: skip
+        self._check_slice(src.type, offs, sizes, strides, start)
+        return self.make_op(name, [src, *d1, *d2, *d3], [res], attributes=attrs)
+
+    def _p_insert_slice(self: Parser, name: str, start: int) -> Operation:
+        lex = self.lex
+        src = self.operand()
+        lex.expect("into")
+        dst = self.operand()
+        offs, d1 = self._static_list()
+        sizes, d2 = self._static_list()
+        strides, d3 = self._static_list()
+        attrs: dict[str, Attr] = {}
+        self._opt_attr_dict(attrs)
+        lex.expect(":")
+        src_t = self.parse_type()
+        lex.expect("into")
+        dst_t = self.parse_type()
+        self.check_types([src, dst], [src_t, dst_t], start)
+        attrs |= {"static_offsets": make_int_list(offs), "static_sizes": make_int_list(sizes),
+                  "static_strides": make_int_list(strides)}  # fmt: skip
+        self._check_slice(dst_t, offs, sizes, strides, start)
+        return self.make_op(name, [src, dst, *d1, *d2, *d3], [dst_t], attributes=attrs)
+
+    def _check_slice(self: Parser, src: Type, offs: list[int], sizes: list[int], strides: list[int], pos: int) -> None:
+        if not isinstance(src, TensorType):
+            return
+        if not (len(offs) == len(sizes) == len(strides) == src.rank):
+            raise self.lex.error(
+                f"slice has {len(offs)} offsets, {len(sizes)} sizes and {len(strides)} strides for a "
+                f"rank-{src.rank} tensor",
+                pos,
+            )
+        for d, (o, s, st, dim) in enumerate(zip(offs, sizes, strides, src.shape, strict=True)):
+            if DYNAMIC in (o, s, st):
+                continue
+            if o < 0 or s < 0 or st < 1 or (s > 0 and o + (s - 1) * st >= dim):
+                raise self.lex.error(
+                    f"slice out of bounds in dim {d}: offset {o}, size {s}, stride {st} on a dimension of {dim}",
+                    pos,
+                )
+
+    def _p_reshape(self: Parser, name: str, start: int) -> Operation:
+        lex = self.lex
+        src = self.operand()
+        reassoc = self.parse_attribute()
+        attrs: dict[str, Attr] = {"reassociation": reassoc}
+        if name.endswith("expand_shape"):
+            lex.expect("output_shape")
+            shape, dyn = self._static_list()
+            if dyn:
+                raise lex.error("dynamic output_shape is not supported yet (static shapes only)", start)
+            attrs["static_output_shape"] = make_int_list(shape)
+        self._opt_attr_dict(attrs)
+        lex.expect(":")
+        self.check_types([src], [self.parse_type()], start)
+        lex.expect("into")
+        return self.make_op(name, [src], [self.parse_type()], attributes=attrs)
+
+    def _p_extract(self: Parser, name: str, start: int) -> Operation:
+        lex = self.lex
+        src = self.operand()
+        lex.expect("[")
+        idx = self.operand_list()
+        lex.expect("]")
+        lex.expect(":")
+        t = self.parse_type()
+        self.check_types([src], [t], start)
+        assert isinstance(t, TensorType)
+        return self.make_op(name, [src, *idx], [t.element])
+
+    def _p_dim(self: Parser, name: str, start: int) -> Operation:
+        lex = self.lex
+        src = self.operand()
+        lex.expect(",")
+        idx = self.operand()
+        lex.expect(":")
+        self.check_types([src], [self.parse_type()], start)
+        return self.make_op(name, [src, idx], [ScalarType("index")])
+
+    # ------------------------------------------------------------------------------ structured
+    def _p_structured(self: Parser, name: str, start: int) -> Operation:
+        """linalg named ops, generic, fill, transpose, broadcast, mmt4d; attention and gather."""
+        lex = self.lex
+        attrs: dict[str, Attr] = {}
+        ins: list[Value] = []
+        outs: list[Value] = []
+        out_types: list[Type] = []
+        regions = []
+        while True:
+            if lex.at("ins"):
+                lex.next()
+                ins, _ = self._typed_operands(start)
+            elif lex.at("outs"):
+                lex.next()
+                outs, out_types = self._typed_operands(start)
+            elif lex.at("{") and not (ins or outs):
+                attrs.update(self.parse_dict().items)
+            elif lex.at("<"):
+                # Properties: ``<{k = v}>`` (generic) or ``<k = v, ...>`` (attention's custom form).
+                lex.next()
+                if lex.at("{"):
+                    attrs.update(self.parse_dict().items)
+                else:
+                    while not lex.at(">"):
+                        key = lex.expect_kind("ident", "a property name").text
+                        lex.expect("=")
+                        attrs[key] = self.parse_attribute()
+                        if not lex.accept(","):
+                            break
+                    attrs["__properties__"] = UnitAttr()
+                lex.expect(">")
+            elif lex.at("attrs"):
+                lex.next()
+                lex.expect("=")
+                attrs.update(self.parse_dict().items)
+            elif lex.peek().kind == "ident" and lex.peek().text not in ("ins", "outs"):
+                key = lex.next().text
+                lex.expect("=", f"after '{key}'")
+                attrs[key] = self.parse_attribute()
+            elif lex.at("{") and (ins or outs):
+                # A dictionary after outs is an attribute dict when it starts with a key; else a region.
+                save = lex.save()
+                lex.next()
+                first = lex.next()
+                second = lex.peek()
+                lex.restore(save)
+                is_dict = first.text == "}" or (first.kind in ("ident", "string") and second.text in ("=", ",", "}"))
+                if is_dict:
+                    attrs.update(self.parse_dict().items)
+                else:
+                    regions.append(self.parse_region())
+            else:
+                break
+        results = out_types
+        if lex.accept("->"):
+            results = self.parse_result_types()
+        if not (ins or outs):
+            raise lex.error(f"expected 'ins(' or 'outs(' in '{name}'", start)
+        attrs["operandSegmentSizes"] = make_int_list((len(ins), len(outs)))
+        return self.make_op(name, [*ins, *outs], results, attributes=attrs, regions=regions)
+
+    def _p_relayout(self: Parser, name: str, start: int) -> Operation:
+        """``linalg.pack %src [padding_value(%p : T)] [outer_dims_perm = ..] inner_dims_pos = ..
+        inner_tiles = .. into %dest : T -> T'`` and ``linalg.unpack`` (no padding)."""
+        lex = self.lex
+        src = self.operand()
+        attrs: dict[str, Attr] = {}
+        pad: list[Value] = []
+        if lex.accept("padding_value"):
+            lex.expect("(")
+            pad = [self.operand()]
+            lex.expect(":")
+            self.check_types(pad, [self.parse_type()], start)
+            lex.expect(")")
+            attrs["has_padding"] = UnitAttr()
+        while not lex.at("into"):
+            key = lex.expect_kind("ident", "'outer_dims_perm', 'inner_dims_pos', 'inner_tiles' or 'into'").text
+            lex.expect("=")
+            if key == "inner_tiles":
+                tiles, dyn = self._static_list()
+                if dyn:
+                    raise lex.error("dynamic inner_tiles are not supported yet", start)
+                attrs[key] = make_int_list(tiles)
+            else:
+                attrs[key] = self.parse_attribute()
+        lex.expect("into")
+        dest = self.operand()
+        self._opt_attr_dict(attrs)
+        lex.expect(":")
+        self.check_types([src], [self.parse_type()], start)
+        lex.expect("->")
+        res = self.parse_type()
+        self.check_types([dest], [res], start)
+        attrs["operandSegmentSizes"] = make_int_list((1, 1))
+        return self.make_op(name, [src, dest, *pad], [res], attributes=attrs)
+
+    def _p_index(self: Parser, name: str, start: int) -> Operation:
+        lex = self.lex
+        dim = int(lex.expect_kind("int", "a loop dimension").text)
+        lex.expect(":")
+        return self.make_op(name, [], [self.parse_type()], attributes={"dim": IntAttr(dim)})
+
+
+def _pos(p: Parser, op: Operation) -> int:
+    loc = op.loc
+    if loc is None:
+        return p.lex.pos
+    return p.lex._line_starts[loc.line - 1] + loc.col - 1
+
+
+_HANDLERS = {
+    "func.func": OpSyntax._p_func,
+    "util.func": OpSyntax._p_func,
+    "arith.constant": OpSyntax._p_constant,
+    "tensor.empty": OpSyntax._p_empty,
+    "tensor.extract_slice": OpSyntax._p_extract_slice,
+    "tensor.insert_slice": OpSyntax._p_insert_slice,
+    "tensor.collapse_shape": OpSyntax._p_reshape,
+    "tensor.expand_shape": OpSyntax._p_reshape,
+    "tensor.extract": OpSyntax._p_extract,
+    "tensor.dim": OpSyntax._p_dim,
+    "linalg.pack": OpSyntax._p_relayout,
+    "linalg.unpack": OpSyntax._p_relayout,
+    "linalg.index": OpSyntax._p_index,
+    "iree_encoding.set_encoding": IreeSyntax._p_unary_typed,
+    "iree_encoding.unset_encoding": IreeSyntax._p_unary_typed,
+    "flow.tensor.encode": IreeSyntax._p_unary_typed,
+    "iree_tensor_ext.compute_barrier.start": IreeSyntax._p_unary_typed,
+    "iree_tensor_ext.compute_barrier.end": IreeSyntax._p_unary_typed,
+    "hal.tensor.import": IreeSyntax._p_hal_tensor,
+    "hal.tensor.export": IreeSyntax._p_hal_tensor,
+    "flow.dispatch.region": IreeSyntax._p_dispatch_region,
+    "flow.dispatch.workgroups": IreeSyntax._p_workgroups,
+    "iree_tensor_ext.dispatch.tensor.load": IreeSyntax._p_dispatch_tensor,
+    "iree_tensor_ext.dispatch.tensor.store": IreeSyntax._p_dispatch_tensor,
+    "util.global": IreeSyntax._p_global,
+    "util.initializer": IreeSyntax._p_initializer,
+    "util.global.load": IreeSyntax._p_global_load,
+    "util.global.store": IreeSyntax._p_global_store,
+}
