@@ -1,0 +1,1 @@
+"""Built-in example programs (package data)."""
