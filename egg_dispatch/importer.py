@@ -10,6 +10,7 @@ What the importer recognises (design.md §2.2): function arguments (also through
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 
 from .mlir.ir import (
@@ -31,6 +32,7 @@ from .terms import enc, ivec, quote, tlist
 
 __all__ = ["ImportError_", "ImportedProgram", "encoding_key", "import_function", "maps_key"]
 
+_LET = re.compile(r"\$v[0-9]+")
 _IDENTITY_OPS = {
     "hal.tensor.export",
     "iree_tensor_ext.compute_barrier.start",
@@ -66,6 +68,10 @@ class ImportedProgram:
 
     def text(self) -> str:
         return "\n".join(self.program)
+
+    def expand(self, name: str) -> str:
+        """The full term a let stands for, with every nested let inlined (for tests and messages)."""
+        return _LET.sub(lambda m: self.expand(m.group(0)) if m.group(0) in self.lets else m.group(0), self.lets[name])
 
     def counts(self) -> dict[str, int]:
         """How many lets of each head constructor: a quick summary of what was imported."""
