@@ -220,7 +220,8 @@ class _Importer:
             return
         if n in ("tensor.extract_slice", "tensor.insert_slice"):
             offs, sizes, strides = static_slice(op)
-            if DYNAMIC in (*offs, *sizes, *strides):
+            reduced = n == "tensor.extract_slice" and tuple(sizes) != getattr(op.result.type, "shape", ())
+            if DYNAMIC in (*offs, *sizes, *strides) or reduced:  # rank-reducing slices stay opaque
                 self.generic_op(op, unique=False)
                 return
             sl = f"{ivec(offs)} {ivec(sizes)} {ivec(strides)}"
@@ -232,6 +233,7 @@ class _Importer:
             return
         if n in CONTRACTION_OPS and len(ins(op)) == 2 and len(outs(op)) == 1:
             kind = f"{n}:{maps_key(a.get('indexing_maps'))}"
+            self.out.ops.setdefault(f"contract:{kind}", op)
             lhs, rhs = ins(op)
             self.let(op.result, f"(Contract {quote(kind)} {self.t(lhs)} {self.t(rhs)} {self.t(outs(op)[0])})",
                      op.result.type)  # fmt: skip

@@ -1,0 +1,129 @@
+"""The serialized e-graph as plain Python data, pruned to the roots' cone, and terms read from it.
+
+Every extractor works on this (design.md §2.5): egglog's JSON (egraph-serialize format) parsed
+once, sorted so node and class order never depends on hashing, with primitive leaves (integers,
+strings, vectors) decoded so a chosen term can be rebuilt without asking egglog again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["EGraphData", "Node", "Term", "build_term"]
+
+ANALYSIS_FUNCTIONS = frozenset({"shape", "dtype", "layout-of", "encoding-of"})
+"""Function tables: their rows live in their output's e-class but are facts, not alternatives."""
+TERM_SORTS = frozenset({"Tensor", "TList", "Root"})
+"""Sorts whose classes are decisions; everything else (encodings, layouts, vectors) is a leaf value."""
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    op: str
+    eclass: str
+    children: tuple[str, ...]
+    """Child e-class ids, in argument order."""
+    child_nodes: tuple[str, ...]
+    subsumed: bool
+
+
+@dataclass
+class EGraphData:
+    nodes: dict[str, Node]
+    classes: dict[str, list[str]]
+    """Class id -> its node ids (sorted), for classes of ``TERM_SORTS`` and leaf sorts alike."""
+    class_type: dict[str, str]
+    root: str
+    lets: dict[str, str] = field(default_factory=dict)
+    """Class id -> the importer's let name, where the class was bound by a let."""
+
+    @classmethod
+    def from_serialized(cls, data: Mapping, root_let: str = "$root") -> EGraphData:
+        raw_nodes = data["nodes"]
+        class_data = data.get("class_data", {})
+        root = next((c for c, d in class_data.items() if d.get("let") == root_let), None)
+        if root is None:
+            raise ValueError(f"the e-graph has no let {root_let}")
+        nodes: dict[str, Node] = {}
+        for nid in sorted(raw_nodes):
+            n = raw_nodes[nid]
+            if n["op"] in ANALYSIS_FUNCTIONS:
+                continue
+            kids = tuple(raw_nodes[c]["eclass"] for c in n["children"])
+            nodes[nid] = Node(nid, n["op"], n["eclass"], kids, tuple(n["children"]), bool(n.get("subsumed")))
+        # Prune to the root's cone: analysis tables (shape, dtype, relations) are not part of a plan.
+        by_class: dict[str, list[str]] = {}
+        for nid, node in nodes.items():
+            by_class.setdefault(node.eclass, []).append(nid)
+        types = {c: class_data.get(c, {}).get("type", c.split("-", 1)[0]) for c in by_class}
+        keep: set[str] = set()
+        stack = [root]
+        while stack:
+            c = stack.pop()
+            if c in keep:
+                continue
+            keep.add(c)
+            for nid in by_class.get(c, []):
+                stack.extend(nodes[nid].children)
+        classes = {c: sorted(by_class[c]) for c in sorted(keep)}
+        lets = {c: d["let"] for c, d in class_data.items() if "let" in d and c in keep}
+        kept_nodes = {nid: nodes[nid] for c in classes for nid in classes[c]}
+        return cls(kept_nodes, classes, {c: types[c] for c in classes}, root, lets)
+
+    def is_term_class(self, c: str) -> bool:
+        return self.class_type.get(c) in TERM_SORTS
+
+    def choices(self, c: str) -> list[Node]:
+        """Extractable nodes of class ``c``: not subsumed, and not a self-loop."""
+        return [
+            self.nodes[n] for n in self.classes[c] if not self.nodes[n].subsumed and c not in self.nodes[n].children
+        ]
+
+    def leaf_value(self, c: str) -> object:
+        """Decode a leaf class (i64, String, IVec, Encoding, Layout) into a Python value / Term."""
+        node = self.nodes[self.classes[c][0]]
+        return _leaf(self, node)
+
+
+@dataclass(frozen=True)
+class Term:
+    """A chosen term: constructor name and arguments (sub-terms, ints, strings, tuples, lists)."""
+
+    op: str
+    args: tuple
+    eclass: str = ""
+
+    def __repr__(self) -> str:
+        return f"({self.op} {' '.join(map(repr, self.args))})"
+
+
+def _leaf(g: EGraphData, node: Node) -> object:
+    op = node.op
+    if op.startswith('"'):
+        return op[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+    if op.lstrip("-").isdigit():
+        return int(op)
+    if op in ("vec-of", "vec-empty"):
+        return tuple(_leaf(g, g.nodes[n]) for n in node.child_nodes)
+    return Term(op, tuple(_leaf(g, g.nodes[n]) for n in node.child_nodes), node.eclass)
+
+
+def build_term(g: EGraphData, choice: Mapping[str, str], c: str | None = None, memo: dict | None = None) -> object:
+    """The term a choice (class -> node id) selects, as a DAG of ``Term`` (shared classes share)."""
+    memo = {} if memo is None else memo
+    c = g.root if c is None else c
+    if c in memo:
+        return memo[c]
+    if not g.is_term_class(c):
+        return g.leaf_value(c)
+    node = g.nodes[choice[c]]
+    if node.op == "TNil":
+        value: object = []
+    elif node.op == "TCons":
+        value = [build_term(g, choice, node.children[0], memo), *build_term(g, choice, node.children[1], memo)]
+    else:
+        value = Term(node.op, tuple(build_term(g, choice, k, memo) for k in node.children), c)
+    memo[c] = value
+    return value

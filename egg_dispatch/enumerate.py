@@ -1,0 +1,65 @@
+"""Every plan a (small) e-graph represents, for tests and for checking the exact extractor.
+
+A plan is a choice of one extractable node per e-class reachable from the root, acyclic.
+Materialized forms (Pack / Unpack / Mmt4d) sit in the same classes as the encoding-level ops and
+compute the same bytes; they are skipped here when an encoding-level node exists, so plans differ
+in placement decisions, not in spelling (the emitter picks the spelling).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .egraph_data import EGraphData
+
+__all__ = ["MATERIALIZED_OPS", "enumerate_plans", "is_acyclic"]
+
+MATERIALIZED_OPS = frozenset({"Pack", "Unpack", "Mmt4d"})
+
+
+def _options(g: EGraphData, c: str) -> list[str]:
+    nodes = g.choices(c)
+    plain = [n for n in nodes if n.op not in MATERIALIZED_OPS]
+    return [n.id for n in (plain or nodes)]
+
+
+def is_acyclic(g: EGraphData, choice: dict[str, str]) -> bool:
+    state: dict[str, int] = {}
+
+    def visit(c: str) -> bool:
+        s = state.get(c)
+        if s == 1:
+            return False
+        if s == 2 or not g.is_term_class(c):
+            return True
+        state[c] = 1
+        ok = all(visit(k) for k in g.nodes[choice[c]].children)
+        state[c] = 2
+        return ok
+
+    return visit(g.root)
+
+
+def enumerate_plans(g: EGraphData, limit: int = 1000) -> Iterator[dict[str, str]]:
+    """Yield acyclic choices (class -> node id), depth-first in a deterministic order, at most
+    ``limit`` of them."""
+    count = 0
+
+    def rec(todo: tuple[str, ...], choice: dict[str, str]) -> Iterator[dict[str, str]]:
+        while todo and (todo[-1] in choice or not g.is_term_class(todo[-1])):
+            todo = todo[:-1]
+        if not todo:
+            yield choice
+            return
+        c = todo[-1]
+        for nid in _options(g, c):
+            new = dict(choice)
+            new[c] = nid
+            yield from rec(todo[:-1] + tuple(reversed(g.nodes[nid].children)), new)
+
+    for plan in rec((g.root,), {}):
+        if is_acyclic(g, plan):
+            yield plan
+            count += 1
+            if count >= limit:
+                return
