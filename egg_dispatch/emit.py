@@ -216,7 +216,7 @@ class Emitter:
                 Operation(
                     "util.global",
                     attributes={"sym_visibility": StrAttr("private"), "sym_name": StrAttr(name), "type": TypeAttr(typ)},
-                )  # fmt: skip
+                )
             )
             body = Block()
             load_ctx = _Ctx(body, at_load=True)
@@ -244,8 +244,9 @@ class Emitter:
         if op == "Slice":
             return self.add(ctx, "tensor.extract_slice", [v(a[0])], [typ], attributes=_slice_attrs(*a[1:4])).result
         if op == "InsertSlice":
-            return self.add(ctx, "tensor.insert_slice", [v(a[0]), v(a[1])], [typ],
-                            attributes=_slice_attrs(*a[2:5])).result  # fmt: skip
+            return self.add(
+                ctx, "tensor.insert_slice", [v(a[0]), v(a[1])], [typ], attributes=_slice_attrs(*a[2:5])
+            ).result
         if op == "EncodedSlice":
             src_t = self.type_of(a[0])
             if isinstance(src_t, TensorType) and src_t.encoding is None:
@@ -272,18 +273,23 @@ class Emitter:
             src = v(a[0])
             empty = self.add(ctx, "tensor.empty", [], [typ]).result
             zero = self._zero(src.type, ctx)  # type: ignore[arg-type]
-            attrs = {"inner_dims_pos": make_int_list(layout.inner_dims_pos),
-                     "inner_tiles": make_int_list(layout.inner_tiles),
-                     "outer_dims_perm": make_int_list(layout.outer_dims_perm),
-                     "has_padding": UnitAttr(), "operandSegmentSizes": make_int_list((1, 1))}  # fmt: skip
+            attrs = {
+                "inner_dims_pos": make_int_list(layout.inner_dims_pos),
+                "inner_tiles": make_int_list(layout.inner_tiles),
+                "outer_dims_perm": make_int_list(layout.outer_dims_perm),
+                "has_padding": UnitAttr(),
+                "operandSegmentSizes": make_int_list((1, 1)),
+            }
             return self.add(ctx, "linalg.pack", [src, empty, zero], [typ], attributes=attrs).result
         if op == "Unpack":
             layout = _layout(a[2])
             empty = self.add(ctx, "tensor.empty", [], [typ]).result
-            attrs = {"inner_dims_pos": make_int_list(layout.inner_dims_pos),
-                     "inner_tiles": make_int_list(layout.inner_tiles),
-                     "outer_dims_perm": make_int_list(layout.outer_dims_perm),
-                     "operandSegmentSizes": make_int_list((1, 1))}  # fmt: skip
+            attrs = {
+                "inner_dims_pos": make_int_list(layout.inner_dims_pos),
+                "inner_tiles": make_int_list(layout.inner_tiles),
+                "outer_dims_perm": make_int_list(layout.outer_dims_perm),
+                "operandSegmentSizes": make_int_list((1, 1)),
+            }
             return self.add(ctx, "linalg.unpack", [v(a[0]), empty], [typ], attributes=attrs).result
         if op == "Mmt4d":
             lhs, rhs, acc = v(a[0]), v(a[1]), v(a[2])
@@ -331,8 +337,9 @@ def _clone_region(r: Region, mapping: dict[Value, Value]) -> Region:
             mapping[a] = na
             nb.args.append(na)
         for o in b.ops:
-            no = Operation(o.name, [mapping.get(x, x) for x in o.operands], [], dict(o.attributes), [], o.loc,
-                           o.opaque_text)  # fmt: skip
+            no = Operation(
+                o.name, [mapping.get(x, x) for x in o.operands], [], dict(o.attributes), [], o.loc, o.opaque_text
+            )
             no.results = [Value(x.name, x.type, no, x.index) for x in o.results]
             for x, y in zip(o.results, no.results, strict=True):
                 mapping[x] = y
@@ -353,8 +360,11 @@ def _seg(n_in: int, n_out: int) -> dict:
 
 
 def _slice_attrs(offsets, sizes, strides) -> dict:
-    return {"static_offsets": make_int_list(offsets), "static_sizes": make_int_list(sizes),
-            "static_strides": make_int_list(strides)}  # fmt: skip
+    return {
+        "static_offsets": make_int_list(offsets),
+        "static_sizes": make_int_list(sizes),
+        "static_strides": make_int_list(strides),
+    }
 
 
 def _type_tag(t: Type) -> str:

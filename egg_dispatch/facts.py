@@ -64,8 +64,9 @@ def encoding_layout(target: Target, e: EncodingAttr) -> Layout | None:
     return resolve_layout(target, e.operand_index, types, maps, e.iteration_sizes)  # type: ignore[arg-type]
 
 
-def slice_is_flow_mappable(src: Sequence[int], offsets: Sequence[int], sizes: Sequence[int],
-                           strides: Sequence[int]) -> bool:  # fmt: skip
+def slice_is_flow_mappable(
+    src: Sequence[int], offsets: Sequence[int], sizes: Sequence[int], strides: Sequence[int]
+) -> bool:
     """``isStructurallyFlowMappable`` (domain.md §1.5): unit strides, no rank drop, and one
     contiguous range -- from the innermost dim outwards, once a dim is not taken whole every outer
     dim has size 1. Row blocks pass, column blocks fail."""
@@ -80,8 +81,9 @@ def slice_is_flow_mappable(src: Sequence[int], offsets: Sequence[int], sizes: Se
     return True
 
 
-def tile_aligned(layout: Layout, src: Sequence[int], offsets: Sequence[int], sizes: Sequence[int],
-                 strides: Sequence[int]) -> bool:  # fmt: skip
+def tile_aligned(
+    layout: Layout, src: Sequence[int], offsets: Sequence[int], sizes: Sequence[int], strides: Sequence[int]
+) -> bool:
     """A slice of a packed tensor is a plain slice of its outer dims only when, on every tiled dim,
     the offset is a multiple of the tile and the size is too (or the slice runs to the end, where
     the padding of both sides agrees)."""
@@ -120,8 +122,10 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
         if layout is None:
             lines.append(f"(set (layout-of {key}) (IdentityLayout))")
             continue
-        lines.append(f"(set (layout-of {key}) (Tiled {ivec(layout.inner_dims_pos)} {ivec(layout.inner_tiles)} "
-                     f"{ivec(layout.outer_dims_perm)}))")  # fmt: skip
+        lines.append(
+            f"(set (layout-of {key}) (Tiled {ivec(layout.inner_dims_pos)} {ivec(layout.inner_tiles)} "
+            f"{ivec(layout.outer_dims_perm)}))"
+        )
         maps = encoding_maps(e)
         types = tuple(t.name for t in e.element_types)
         if e.operand_index == 2 and maps and swaps_operands(target, types, maps, e.iteration_sizes):  # type: ignore[arg-type]

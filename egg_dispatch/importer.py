@@ -159,8 +159,10 @@ class _Importer:
         return self.let(value, term, typ)
 
     def op_key(self, op: Operation, unique: bool) -> str:
-        attrs = sorted((k, repr(v) if not isinstance(v, DenseAttr) else _digest(v.array.tobytes()))
-                       for k, v in op.attributes.items())  # fmt: skip
+        attrs = sorted(
+            (k, repr(v) if not isinstance(v, DenseAttr) else _digest(v.array.tobytes()))
+            for k, v in op.attributes.items()
+        )
         body = ""
         if op.regions:
             body = "\n".join(self.printer.region(r, "") for r in op.regions)
@@ -235,8 +237,9 @@ class _Importer:
             kind = f"{n}:{maps_key(a.get('indexing_maps'))}"
             self.out.ops.setdefault(f"contract:{kind}", op)
             lhs, rhs = ins(op)
-            self.let(op.result, f"(Contract {quote(kind)} {self.t(lhs)} {self.t(rhs)} {self.t(outs(op)[0])})",
-                     op.result.type)  # fmt: skip
+            self.let(
+                op.result, f"(Contract {quote(kind)} {self.t(lhs)} {self.t(rhs)} {self.t(outs(op)[0])})", op.result.type
+            )
             return
         if n == "linalg.mmt4d":
             lhs, rhs = ins(op)

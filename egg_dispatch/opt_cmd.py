@@ -70,9 +70,12 @@ def add_budget_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("opt", help="run rule families and print every plan (rule-regression driver)",
-                       description="Run the selected rule families on FILE and print every plan the e-graph "
-                                   "represents, as MLIR (for FileCheck).")  # fmt: skip
+    p = sub.add_parser(
+        "opt",
+        help="run rule families and print every plan (rule-regression driver)",
+        description="Run the selected rule families on FILE and print every plan the e-graph "
+        "represents, as MLIR (for FileCheck).",
+    )
     p.add_argument("file", nargs="?", metavar="FILE|-", help="MLIR input; '-' reads stdin; default: built-in example")
     add_budget_arguments(p)
     p.add_argument("--max-plans", type=int, default=64, metavar="N", help="print at most N plans per function")

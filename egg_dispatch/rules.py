@@ -98,8 +98,10 @@ def saturate(
     budget = budget or Budget()
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
-        raise ValueError(f"unknown rule famil{'ies' if len(unknown) > 1 else 'y'}: {', '.join(unknown)} "
-                         f"(known: {', '.join(FAMILIES)})")  # fmt: skip
+        raise ValueError(
+            f"unknown rule famil{'ies' if len(unknown) > 1 else 'y'}: {', '.join(unknown)} "
+            f"(known: {', '.join(FAMILIES)})"
+        )
     start = time.perf_counter()
     extra = family_source("analysis") + "\n" + "\n".join(family_source(f) for f in families)
     graph = ProgramGraph(imported, extra=extra)
