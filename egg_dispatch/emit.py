@@ -9,10 +9,10 @@ it; ``ConstEval(t)`` becomes a ``util.global`` filled by a ``util.initializer``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .egraph_data import EGraphData, Term
-from .enumerate import MATERIALIZED_OPS
 from .importer import ImportedProgram
 from .mlir.ir import (
     Block,
@@ -45,19 +45,31 @@ class EmitError(Exception):
     pass
 
 
+def _operands(op: str, children: tuple[str, ...]) -> frozenset[str] | tuple[str, ...]:
+    """The tensor operands a node and its twin at the other level share (mmt4d may swap lhs/rhs)."""
+    if op == "Contract":
+        return frozenset(children[1:3]), children[3]  # type: ignore[return-value]
+    if op == "Mmt4d":
+        return frozenset(children[0:2]), children[2]  # type: ignore[return-value]
+    return children[:1]
+
+
 def normalize_choice(g: EGraphData, choice: dict[str, str], materialized: bool) -> dict[str, str]:
-    """Spell every class at one level: encoding-level ops, or their materialized twins."""
+    """Spell every class at one level: encoding-level ops, or their materialized twins.
+
+    A twin computes the same bytes from the same operand classes (``Pack(x)`` for
+    ``SetEncoding(x)``, ``Mmt4d(a, b, c)`` or ``Mmt4d(b, a, c)`` for ``Contract(k, a, b, c)``).
+    """
+    twins = {v: k for k, v in _ENCODING_LEVEL.items()} if materialized else _ENCODING_LEVEL
     out = dict(choice)
     for c, nid in choice.items():
-        op = g.nodes[nid].op
-        want = (lambda o: o in MATERIALIZED_OPS) if materialized else (lambda o: o in _ENCODING_LEVEL.values())
-        if want(op):
+        node = g.nodes[nid]
+        want = twins.get(node.op)
+        if want is None:
             continue
-        current_is_other = op in (_ENCODING_LEVEL.values() if materialized else MATERIALIZED_OPS)
-        if not current_is_other:
-            continue
+        key = _operands(node.op, node.children)
         for alt in g.choices(c):
-            if want(alt.op) and all(k in choice or not g.is_term_class(k) for k in alt.children):
+            if alt.op == want and _operands(alt.op, alt.children) == key:
                 out[c] = alt.id
                 break
     return out
@@ -84,6 +96,8 @@ class Emitter:
                 self.arg_types[int(term[5:-1])] = imported.let_types[let]
         self.globals = 0
         self.global_cache: dict[int, str] = {}
+        self.opaque: list[tuple[Operation, list[str]]] = []
+        """Cloned opaque ops and their operands' names in the source text, renamed after numbering."""
 
     # ------------------------------------------------------------------------------- types
     def encoding_attr(self, e: Term):
@@ -159,6 +173,8 @@ class Emitter:
         )
         self.module.ops.append(func)
         _rename(self.module)
+        for op, names in self.opaque:
+            op.opaque_text = _rename_uses(op.opaque_text or "", names, [v.name for v in op.operands])
         return self.module
 
     def add(self, ctx: _Ctx, name: str, operands: list[Value], types: list[Type], **kw: object) -> Operation:
@@ -321,6 +337,8 @@ class Emitter:
 
     def _clone(self, proto: Operation, operands: list[Value], types: list[Type], ctx: _Ctx) -> Value:
         op = Operation(proto.name, operands, [], dict(proto.attributes), [], None, proto.opaque_text)
+        if proto.opaque_text is not None:
+            self.opaque.append((op, [v.name for v in proto.operands]))
         op.results = [Value("", t, op, i) for i, t in enumerate(types)]
         mapping: dict[Value, Value] = {}
         op.regions = [_clone_region(r, mapping) for r in proto.regions]
@@ -371,6 +389,12 @@ def _type_tag(t: Type) -> str:
     if isinstance(t, TensorType):
         return "tensor_" + "x".join(map(str, t.shape)) + "x" + t.element.name + ("__encoded" if t.encoding else "")
     return str(t)
+
+
+def _rename_uses(text: str, old: list[str], new: list[str]) -> str:
+    """Rewrite ``%old`` uses in an opaque op's kept text to the operands' new names."""
+    table = dict(zip(old, new, strict=True))
+    return re.sub(r"%([A-Za-z0-9_$.\-]+)", lambda m: "%" + table.get(m.group(1), m.group(1)), text)
 
 
 def _rename(module: Module) -> None:

@@ -85,6 +85,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="spell encodings as linalg.pack/mmt4d/unpack (default: when 'materialize' runs)",
     )
     p.add_argument(
+        "--split-input-file",
+        action="store_true",
+        help="treat each '// -----'-separated chunk of FILE as its own module (as mlir-opt does)",
+    )
+    p.add_argument(
         "--no-initial-plan",
         action="store_true",
         help="import the input as it is instead of first forming IREE's data-tiling start state",
@@ -109,11 +114,66 @@ def plans_for_function(module: Module, function: str, args: argparse.Namespace, 
     graph, report = saturate(imported, target, families, budget)
     data = EGraphData.from_serialized(graph.serialized())
     materialized = args.materialize or "materialize" in families
-    plans = []
-    for choice in enumerate_plans(data, args.max_plans):
+    plans: list[Module] = []
+    seen: set[str] = set()
+    for choice in enumerate_plans(data, 50 * args.max_plans):
         term = build_term(data, normalize_choice(data, choice, materialized))
-        plans.append(Emitter(imported, function).emit(term))  # type: ignore[arg-type]
+        plan = Emitter(imported, function).emit(term)  # type: ignore[arg-type]
+        text = print_mlir(plan)
+        if text in seen:  # choices that differ only in spelling emit the same IR
+            continue
+        seen.add(text)
+        plans.append(plan)
+        if len(plans) >= args.max_plans:
+            break
     return plans, report
+
+
+_QUIET = {"arith.constant", "tensor.empty", "flow.return", "util.return", "util.global.store"}
+
+
+def plan_signature(plan: Module) -> str:
+    """One line per plan for FileCheck: what each dispatch, encode and initializer computes.
+
+    ``init{...}`` are load-time initializers, ``dispatch{...}`` run-time dispatches (ops in order,
+    constants and empties left out), ``encode`` a ``flow.tensor.encode``.
+    """
+    parts: list[str] = []
+    for top in plan.ops:
+        if top.name == "util.initializer":
+            inner = [o.name for o in top.regions[0].entry.ops if o.name not in _QUIET]
+            parts.append("init{" + ", ".join(inner) + "}")
+    func = next(op for op in plan.ops if op.name == "func.func")
+    for op in func.regions[0].entry.ops:
+        if op.name == "flow.dispatch.region":
+            inner = [o.name for o in op.regions[0].entry.ops if o.name not in _QUIET]
+            parts.append("dispatch{" + ", ".join(inner) + "}")
+        elif op.name == "flow.tensor.encode":
+            parts.append("encode")
+        elif op.name not in _QUIET | {"func.return", "util.global.load"}:
+            parts.append(op.name)
+    return " ".join(parts)
+
+
+def _chunks(args: argparse.Namespace) -> list[Module]:
+    if not args.split_input_file or args.file in (None, "-"):
+        return [load_input(args.file)]
+    from pathlib import Path
+
+    from .mlir.parser import parse_mlir
+
+    text = Path(args.file).read_text()
+    modules = []
+    lines = text.split("\n")
+    start = 0
+    for i, line in enumerate([*lines, "// -----"]):
+        if line.strip() == "// -----":
+            # Keep line numbers: pad each chunk with the blank lines before it.
+            chunk = "\n" * start + "\n".join(lines[start:i])
+            if chunk.strip():
+                modules.append(parse_mlir(chunk, args.file))
+            start = i + 1
+    return modules
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,17 +182,19 @@ def run(args: argparse.Namespace) -> int:
         load_target(args.target)
     except TargetError as e:
         raise InputError(f"error: {e}") from None
-    module = load_input(args.file)
-    names = [args.function] if args.function else [f.attributes["sym_name"].value for f in module.functions()]  # type: ignore[attr-defined]
     out = sys.stdout
-    for name in names:
-        try:
-            prepared = prepare(module, name, not args.no_initial_plan)
-            plans, report = plans_for_function(prepared, name, args, families)
-        except (KeyError, ImportError_) as e:
-            raise InputError(f"{module.file}: error: {e}") from None
-        out.write(f"// ===== @{name}: {len(plans)} plan(s); {report.render().replace(chr(10), '; ')}\n")
-        for i, plan in enumerate(plans):
-            out.write(f"// ----- plan {i} of @{name}\n")
-            out.write(print_mlir(plan))
+    for index, module in enumerate(_chunks(args)):
+        if index:
+            out.write("// -----\n")
+        names = [args.function] if args.function else [f.attributes["sym_name"].value for f in module.functions()]  # type: ignore[attr-defined]
+        for name in names:
+            try:
+                prepared = prepare(module, name, not args.no_initial_plan)
+                plans, report = plans_for_function(prepared, name, args, families)
+            except (KeyError, ImportError_) as e:
+                raise InputError(f"{module.file}: error: {e}") from None
+            out.write(f"// ===== plans for @{name}: {len(plans)}; {report.render().replace(chr(10), '; ')}\n")
+            for i, plan in enumerate(plans):
+                out.write(f"// ----- plan {i} of @{name}: {plan_signature(plan)}\n")
+                out.write(print_mlir(plan))
     return 0
