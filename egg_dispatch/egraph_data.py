@@ -38,6 +38,9 @@ class EGraphData:
     root: str
     lets: dict[str, str] = field(default_factory=dict)
     """Class id -> the importer's let name, where the class was bound by a let."""
+    facts: dict[str, dict[str, object]] = field(default_factory=dict)
+    """Analysis values per term class: ``{"shape": (8, 8), "dtype": "f32", "encoding-of": Term}``,
+    and per encoding class ``{"layout-of": Term}`` (what the cost model reads)."""
 
     @classmethod
     def from_serialized(cls, data: Mapping, root_let: str = "$root") -> EGraphData:
@@ -47,9 +50,12 @@ class EGraphData:
         if root is None:
             raise ValueError(f"the e-graph has no let {root_let}")
         nodes: dict[str, Node] = {}
+        analysis: list[tuple[str, str, str]] = []  # (function, argument class, value class)
         for nid in sorted(raw_nodes):
             n = raw_nodes[nid]
             if n["op"] in ANALYSIS_FUNCTIONS:
+                arg = raw_nodes[n["children"][0]]["eclass"]
+                analysis.append((n["op"], arg, n["eclass"]))
                 continue
             kids = tuple(raw_nodes[c]["eclass"] for c in n["children"])
             nodes[nid] = Node(nid, n["op"], n["eclass"], kids, tuple(n["children"]), bool(n.get("subsumed")))
@@ -70,7 +76,13 @@ class EGraphData:
         classes = {c: sorted(by_class[c]) for c in sorted(keep)}
         lets = {c: d["let"] for c, d in class_data.items() if "let" in d and c in keep}
         kept_nodes = {nid: nodes[nid] for c in classes for nid in classes[c]}
-        return cls(kept_nodes, classes, {c: types[c] for c in classes}, root, lets)
+        out = cls(kept_nodes, classes, {c: types[c] for c in classes}, root, lets)
+        leaf_classes = {c: sorted(ids) for c, ids in by_class.items()}
+        for fn, arg, value in analysis:
+            if arg in keep and value in leaf_classes:
+                node = nodes[leaf_classes[value][0]]
+                out.facts.setdefault(arg, {})[fn] = _leaf(out if value in classes else _Lookup(nodes), node)
+        return out
 
     def is_term_class(self, c: str) -> bool:
         return self.class_type.get(c) in TERM_SORTS
@@ -99,7 +111,14 @@ class Term:
         return f"({self.op} {' '.join(map(repr, self.args))})"
 
 
-def _leaf(g: EGraphData, node: Node) -> object:
+class _Lookup:
+    """Just enough of EGraphData for ``_leaf`` on classes outside the root's cone."""
+
+    def __init__(self, nodes: dict[str, Node]):
+        self.nodes = nodes
+
+
+def _leaf(g: EGraphData | _Lookup, node: Node) -> object:
     op = node.op
     if op.startswith('"'):
         return op[1:-1].replace('\\"', '"').replace("\\\\", "\\")

@@ -342,8 +342,37 @@ class Emitter:
         op.results = [Value("", t, op, i) for i, t in enumerate(types)]
         mapping: dict[Value, Value] = {}
         op.regions = [_clone_region(r, mapping) for r in proto.regions]
+        _inline_captured_constants(proto, op, mapping)
         ctx.block.ops.append(op)
         return op.results[0]
+
+
+def _inline_captured_constants(proto: Operation, op: Operation, mapping: dict[Value, Value]) -> None:
+    """A body that uses a value from outside (``%zero`` in a relu) gets its own copy of that
+    constant, so the op stays valid wherever the plan puts it."""
+    inner = {v for r in proto.regions for b in r.blocks for v in b.args}
+    inner |= {v for r in proto.regions for b in r.blocks for o in b.ops for w in o.walk() for v in w.results}
+    for region, new_region in zip(proto.regions, op.regions, strict=True):
+        block = new_region.blocks[0]
+        added: dict[Value, Value] = {}
+        for b in region.blocks:
+            for o in b.ops:
+                for w in o.walk():
+                    for v in w.operands:
+                        if v in inner or v in added:
+                            continue
+                        owner = v.owner
+                        if not (isinstance(owner, Operation) and owner.name == "arith.constant"):
+                            raise EmitError(
+                                f"{proto.loc}: '{proto.name}' uses %{v.name} from outside its body; "
+                                "only constants can be captured"
+                            )
+                        const = Operation("arith.constant", [], [], dict(owner.attributes))
+                        const.results = [Value(v.name, v.type, const, 0)]
+                        added[v] = const.results[0]
+                        block.ops.insert(len(added) - 1, const)
+        for o in (w for b in new_region.blocks for op_ in b.ops for w in op_.walk()):
+            o.operands = [added.get(x, x) for x in o.operands]
 
 
 def _clone_region(r: Region, mapping: dict[Value, Value]) -> Region:
