@@ -1,0 +1,63 @@
+"""NumPy evaluator: reference semantics for every op egg_dispatch models (design.md §2.6).
+
+``evaluate(module, inputs)`` runs one function of a parsed module on NumPy arrays and returns its
+results. Without a target, encodings are ignored (plain semantics). With a target, every encoded
+tensor whose encoding the target resolves to tiles is held *physically* packed: ``set_encoding``
+packs with zero padding, contractions on packed operands run the mmt4d kernel, ``unset_encoding``
+unpacks; so a wrong layout, a wrong slice of a packed tensor or a wrong rewrite gives wrong numbers.
+
+Modules: ``values`` (PackedTensor, EvaluationError, casts), ``scalar`` (arith/math), ``structured``
+(generic, contractions, attention, gather on arrays), ``encoding`` (layouts, packed ops), ``core``
+(the interpreter), ``ops_tensor``/``ops_linalg`` (op handlers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from egg_dispatch.mlir.ir import Module, Operation
+from egg_dispatch.targets import Target, load_target
+
+from .core import Interpreter, function_input_types
+from .encoding import encoding_layout
+from .scalar import erf
+from .values import EvaluationError, PackedTensor
+
+__all__ = [
+    "EvaluationError",
+    "Interpreter",
+    "PackedTensor",
+    "encoding_layout",
+    "erf",
+    "evaluate",
+    "function_input_types",
+    "select_function",
+]
+
+
+def select_function(module: Module, function: str | None = None) -> Operation:
+    """The function ``evaluate`` runs: ``function`` by name, else the first public one."""
+    try:
+        return module.function(function)
+    except KeyError as e:
+        raise EvaluationError(str(e).strip("'\"")) from None
+
+
+def evaluate(
+    module: Module,
+    inputs: Sequence[np.ndarray | float | int | bool],
+    function: str | None = None,
+    target: Target | str | None = None,
+) -> list[np.ndarray]:
+    """Run ``function`` (default: the first public function) on ``inputs``; returns its results.
+
+    Inputs must match the signature exactly (shape and dtype; a ``!hal.buffer_view`` argument takes
+    the type of its ``hal.tensor.import``). Module initializers run first. ``target`` (a
+    :class:`~egg_dispatch.targets.Target` or a built-in name) materializes encodings physically.
+    Raises :class:`EvaluationError` (with ``file:line:col``) for an op it cannot evaluate.
+    """
+    if isinstance(target, str):
+        target = load_target(target)
+    return Interpreter(module, target).call(select_function(module, function), inputs)

@@ -1,0 +1,239 @@
+"""The interpreter: frames of SSA values, the op-handler table, functions, globals and initializers.
+
+Handlers live in ``ops_tensor`` (arith/math, tensor, encodings, flow, hal, util) and ``ops_linalg``
+(linalg and iree_linalg_ext); each takes ``(interpreter, op, frame)`` and returns the op's result
+values. Any error raised while running an op is re-raised as an :class:`EvaluationError` carrying
+that op's name and ``file:line:col`` (the innermost op, for errors inside a region).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from egg_dispatch.mlir.ir import (
+    Block,
+    DenseAttr,
+    FloatAttr,
+    FunctionType,
+    IntAttr,
+    Module,
+    OpaqueType,
+    Operation,
+    ScalarType,
+    StrAttr,
+    TensorType,
+    Type,
+    TypeAttr,
+    Value,
+)
+from egg_dispatch.mlir.printer import Printer
+from egg_dispatch.targets import Target
+
+from .encoding import encode, logical
+from .structured import LoopSpace
+from .values import EvaluationError, PackedTensor, dtype_of, to_type
+
+__all__ = ["HANDLERS", "Frame", "Interpreter", "function_input_types", "handles", "type_str"]
+
+TERMINATORS = frozenset(
+    {"func.return", "return", "util.return", "flow.return", "linalg.yield", "iree_linalg_ext.yield", "tensor.yield"}
+)
+
+
+def type_str(t: Type) -> str:
+    """A type as MLIR prints it, for messages."""
+    return Printer(use_aliases=False).type(t)
+
+
+class Frame:
+    """SSA values of one region (chained to the enclosing one unless the region is isolated).
+
+    ``space`` is the loop space of the innermost structured op body, for ``linalg.index``.
+    """
+
+    __slots__ = ("parent", "space", "values")
+
+    def __init__(self, parent: Frame | None = None, space: LoopSpace | None = None) -> None:
+        self.parent = parent
+        self.space = space
+        self.values: dict[Value, object] = {}
+
+    def get(self, v: Value) -> object:
+        """The value bound to ``v`` here or in an enclosing frame."""
+        f: Frame | None = self
+        while f is not None:
+            if v in f.values:
+                return f.values[v]
+            f = f.parent
+        raise EvaluationError(f"%{v.name} has no value here (defined by an op that was not evaluated?)")
+
+    def loop_space(self) -> LoopSpace:
+        """The innermost structured op's loop space (for ``linalg.index``)."""
+        f: Frame | None = self
+        while f is not None:
+            if f.space is not None:
+                return f.space
+            f = f.parent
+        raise EvaluationError("linalg.index outside a structured op body")
+
+
+Handler = Callable[["Interpreter", Operation, Frame], list[object]]
+HANDLERS: dict[str, Handler] = {}
+"""Op name -> handler; filled by the ``ops_*`` modules."""
+
+
+def handles(*names: str) -> Callable[[Handler], Handler]:
+    """Decorator: register a handler for the named ops."""
+
+    def register(fn: Handler) -> Handler:
+        for n in names:
+            HANDLERS[n] = fn
+        return fn
+
+    return register
+
+
+def function_input_types(func: Operation) -> list[Type]:
+    """Argument types as the caller sees them: a ``!hal.buffer_view`` argument takes the tensor type
+    of the ``hal.tensor.import`` that reads it (IREE's ABI wrapper functions)."""
+    block = func.regions[0].entry
+    types: list[Type] = []
+    for arg in block.args:
+        t = arg.type
+        if isinstance(t, OpaqueType):
+            imports = [op for op in func.walk() if op.name == "hal.tensor.import" and op.operands[0] is arg]
+            if not imports:
+                raise EvaluationError(f"argument %{arg.name} of type {t} is not imported as a tensor", func.loc)
+            t = imports[0].result.type
+        types.append(t)
+    return types
+
+
+class Interpreter:
+    """Runs functions of one module; ``target`` None means plain semantics (encodings ignored)."""
+
+    def __init__(self, module: Module, target: Target | None = None) -> None:
+        self.module = module
+        self.target = target
+        self.globals: dict[str, object] = {}
+        self._initialized = False
+
+    # ---------------------------------------------------------------------------- running ops
+    def eval_op(self, op: Operation, frame: Frame) -> list[object]:
+        """Run one op; every failure becomes an EvaluationError naming the op and its location."""
+        if op.opaque_text is not None:
+            raise EvaluationError("not modelled (kept as an opaque op), so it cannot be evaluated", op.loc, op.name)
+        handler = HANDLERS.get(op.name)
+        if handler is None:
+            raise EvaluationError("the evaluator has no semantics for this op", op.loc, op.name)
+        try:
+            results = handler(self, op, frame)
+        except EvaluationError as e:
+            if e.loc is None:
+                raise EvaluationError(e.message, op.loc, op.name) from e
+            raise
+        except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, AssertionError) as e:
+            raise EvaluationError(str(e) or type(e).__name__, op.loc, op.name) from e
+        if len(results) != len(op.results):
+            raise EvaluationError(f"produced {len(results)} values for {len(op.results)} results", op.loc, op.name)
+        return results
+
+    def exec_ops(self, ops: Sequence[Operation], frame: Frame) -> list[object] | None:
+        """Run ops in order; the operands of a terminator, if one is reached."""
+        for op in ops:
+            if op.name in TERMINATORS:
+                return [frame.get(v) for v in op.operands]
+            for r, val in zip(op.results, self.eval_op(op, frame), strict=True):
+                frame.values[r] = val
+        return None
+
+    def run_block(
+        self, block: Block, args: Sequence[object], parent: Frame | None, space: LoopSpace | None = None
+    ) -> list[object]:
+        """Run a block with its arguments bound; returns its terminator's operands."""
+        frame = Frame(parent, space)
+        if len(args) != len(block.args):
+            raise EvaluationError(f"block takes {len(block.args)} arguments, got {len(args)}")
+        frame.values.update(zip(block.args, args, strict=True))
+        out = self.exec_ops(block.ops, frame)
+        if out is None:
+            raise EvaluationError("region ends without a terminator")
+        return out
+
+    # ------------------------------------------------------------------------- value access
+    def array(self, v: Value, frame: Frame) -> np.ndarray:
+        """A plain (logical) array; a packed operand here is an error (the op has no packed form)."""
+        x = frame.get(v)
+        if isinstance(x, PackedTensor):
+            raise EvaluationError(f"operand %{v.name} is a packed (encoded) tensor, which this op cannot read")
+        if not isinstance(x, np.ndarray):
+            raise EvaluationError(f"operand %{v.name} is not a tensor or scalar value")
+        return x
+
+    # ------------------------------------------------------------------------ module and calls
+    def initialize(self) -> None:
+        """Globals with initial values, then ``util.initializer`` bodies, in module order (as at load)."""
+        if self._initialized:
+            return
+        self._initialized = True
+        for op in self.module.ops:
+            if op.name == "util.global":
+                self._init_global(op)
+            elif op.name == "util.initializer":
+                self.run_block(op.regions[0].entry, [], None)
+
+    def _init_global(self, op: Operation) -> None:
+        name = op.attributes["sym_name"]
+        typ = op.attributes["type"]
+        assert isinstance(name, StrAttr) and isinstance(typ, TypeAttr)
+        init = op.attributes.get("initial_value")
+        t = typ.type
+        if isinstance(init, DenseAttr) and isinstance(t, TensorType):
+            self.globals[name.value] = encode(init.array, t, self.target)
+        elif isinstance(init, IntAttr | FloatAttr) and isinstance(t, ScalarType):
+            self.globals[name.value] = to_type(init.value, t)
+
+    def call(self, func: Operation, inputs: Sequence[object]) -> list[np.ndarray]:
+        """Run ``func`` on ``inputs`` (checked against its signature); returns logical arrays."""
+        self.initialize()
+        types = function_input_types(func)
+        name = func.attributes["sym_name"].value  # type: ignore[attr-defined]
+        if len(inputs) != len(types):
+            raise EvaluationError(f"@{name} takes {len(types)} inputs, got {len(inputs)}", func.loc)
+        args = [self._check_input(i, x, t, func) for i, (x, t) in enumerate(zip(inputs, types, strict=True))]
+        results = self.run_block(func.regions[0].entry, args, None)
+        return [np.array(logical(r), copy=True) for r in results]  # type: ignore[arg-type]
+
+    def _check_input(self, i: int, x: object, t: Type, func: Operation) -> object:
+        if isinstance(t, ScalarType):
+            if isinstance(x, bool | int | float):
+                return to_type(x, t)
+            arr = np.asarray(x)
+            if arr.shape != () or arr.dtype != dtype_of(t):
+                raise EvaluationError(
+                    f"input {i}: expected a scalar {t}, got an array {arr.dtype}{list(arr.shape)}", func.loc
+                )
+            return arr
+        if not isinstance(t, TensorType):
+            raise EvaluationError(f"input {i}: cannot pass a value of type {type_str(t)}", func.loc)
+        arr = np.asarray(x)
+        if arr.shape != t.shape or arr.dtype != dtype_of(t):
+            shape = "x".join(map(str, arr.shape))
+            raise EvaluationError(
+                f"input {i}: expected {type_str(t.without_encoding())}, "
+                f"got an array of shape [{shape}] and dtype {arr.dtype}",
+                func.loc,
+            )
+        return encode(arr, t, self.target) if t.encoding is not None else arr
+
+
+def function_type(func: Operation) -> FunctionType:
+    """The declared signature of a ``func.func`` / ``util.func``."""
+    t = func.attributes["function_type"]
+    assert isinstance(t, TypeAttr) and isinstance(t.type, FunctionType)
+    return t.type
+
+
+from . import ops_linalg, ops_tensor  # noqa: E402, F401  (fill HANDLERS)

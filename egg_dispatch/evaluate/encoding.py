@@ -1,0 +1,153 @@
+"""Physical encodings: the packed layout a target gives an encoded tensor, and ops on packed tensors.
+
+With a target, an encoded tensor type (``tensor<8x8xf32, #iree_encoding.encoding<...>>``) resolves
+through :func:`egg_dispatch.targets.resolve_layout` (operand_index, element_types,
+user_indexing_maps -> dim positions, iteration_sizes) to a ``linalg.pack`` layout, as IREE's CPU
+materialization does (domain.md §1.9, §4). ``set_encoding`` then packs with zero padding, a contraction
+on packed operands runs the mmt4d kernel (``batch_mmt4d`` with a batch dim; operands swapped for a
+narrow-N result), and ``unset_encoding`` unpacks and drops the padding. An encoding the target resolves
+to the identity (target ``none``, no tile for the element types, not a matmul) stays a plain array.
+Without a target every encoding is ignored (plain semantics).
+
+A slice of a packed tensor is taken physically (whole tiles along tiled dims), so an unaligned or
+otherwise illegal slice gives wrong numbers, as it would on the device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from egg_dispatch.kernels import batch_mmt4d, mmt4d, pack
+from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, TensorType
+from egg_dispatch.targets import Layout, Target, packed_shape, resolve_layout, swaps_operands
+
+from .values import EvaluationError, PackedTensor, dtype_of
+
+__all__ = [
+    "contract_packed",
+    "encode",
+    "encoding_layout",
+    "encoding_matmul_setup",
+    "logical",
+    "slice_packed",
+    "zeros",
+]
+
+Value = np.ndarray | PackedTensor
+
+
+def encoding_matmul_setup(enc: EncodingAttr) -> tuple[tuple[str, str, str], list[tuple[int, ...]], list[int | None]]:
+    """(element type names, per-operand loop dims, iteration sizes) of a matmul encoding."""
+    types = tuple(t.name for t in enc.element_types)
+    if len(types) != 3:
+        raise EvaluationError(f"encoding has {len(types)} element types; a matmul encoding has 3")
+    maps: list[tuple[int, ...]] = []
+    for m in enc.user_indexing_maps or ():
+        if isinstance(m, tuple):
+            if len(m) != 1:
+                raise EvaluationError("bubbled encodings (a tuple of user_indexing_maps) are not supported")
+            m = m[0]
+        assert isinstance(m, AffineMapAttr)
+        pos = m.dim_positions()
+        if pos is None:
+            raise EvaluationError("an encoding's user_indexing_maps must be projected permutations")
+        maps.append(pos)
+    if len(maps) != 3:
+        raise EvaluationError("a matmul encoding needs user_indexing_maps for its 3 operands")
+    num_loops = max((max(p) + 1 for p in maps if p), default=0)
+    sizes = list(enc.iteration_sizes) if enc.iteration_sizes is not None else [None] * num_loops
+    return (types[0], types[1], types[2]), maps, sizes
+
+
+def encoding_layout(target: Target | None, t: TensorType) -> Layout | None:
+    """The packed layout of encoded type ``t`` on ``target``; None is the identity (a plain array)."""
+    enc = t.encoding
+    if target is None or not isinstance(enc, EncodingAttr) or enc.op_type != "matmul":
+        return None
+    types, maps, sizes = encoding_matmul_setup(enc)
+    if enc.operand_index not in (0, 1, 2):
+        return None
+    if len(maps[enc.operand_index]) != t.rank:
+        raise EvaluationError(
+            f"encoding map of operand {enc.operand_index} has rank {len(maps[enc.operand_index])}, the tensor {t.rank}"
+        )
+    return resolve_layout(target, enc.operand_index, types, maps, sizes)
+
+
+def encode(x: np.ndarray, t: TensorType, target: Target | None) -> Value:
+    """``set_encoding``: pack ``x`` into ``t``'s layout with zero padding (identity: ``x`` itself)."""
+    if tuple(x.shape) != t.shape:
+        raise EvaluationError(f"encoding a tensor of shape {x.shape} as {t.shape}")
+    lay = encoding_layout(target, t)
+    if lay is None:
+        return x
+    return PackedTensor(pack(x, lay.inner_dims_pos, lay.inner_tiles, lay.outer_dims_perm, 0), lay, t.shape)
+
+
+def logical(x: Value) -> np.ndarray:
+    """The logical values (``unset_encoding`` for a packed tensor)."""
+    return x.unpack() if isinstance(x, PackedTensor) else x
+
+
+def zeros(t: TensorType, target: Target | None, fill: np.ndarray | float = 0) -> Value:
+    """``tensor.empty`` / ``linalg.fill`` of type ``t``: packed when its encoding resolves to tiles.
+
+    The fill covers the padding too, as a fill materialized on the packed type does.
+    """
+    dt = dtype_of(t)
+    lay = encoding_layout(target, t)
+    if lay is None:
+        return np.full(t.shape, fill, dt)
+    return PackedTensor(np.full(packed_shape(t.shape, lay), fill, dt), lay, t.shape)
+
+
+def contract_packed(
+    lhs: PackedTensor, rhs: PackedTensor, acc: PackedTensor, acc_type: TensorType, target: Target
+) -> PackedTensor:
+    """A matmul-like op on packed operands: ``(batch_)mmt4d``, on swapped operands for narrow N."""
+    enc = acc_type.encoding
+    if not isinstance(enc, EncodingAttr):
+        raise EvaluationError("the accumulator of a contraction on packed operands has no encoding")
+    types, maps, sizes = encoding_matmul_setup(enc)
+    a, b = (rhs, lhs) if swaps_operands(target, types, maps, sizes) else (lhs, rhs)
+    ranks = {a.packed.ndim, b.packed.ndim, acc.packed.ndim}
+    if ranks == {4}:
+        out = mmt4d(a.packed, b.packed, acc.packed)
+    elif ranks == {5}:
+        out = batch_mmt4d(a.packed, b.packed, acc.packed)
+    else:
+        raise EvaluationError(f"packed operands of ranks {sorted(ranks)} do not form an (batch_)mmt4d")
+    return PackedTensor(out, acc.layout, acc.shape)
+
+
+def slice_packed(
+    src: PackedTensor,
+    offsets: Sequence[int],
+    sizes: Sequence[int],
+    strides: Sequence[int],
+    result: TensorType,
+    target: Target | None,
+) -> PackedTensor:
+    """``extract_slice`` of a packed tensor, taken on the packed array: whole tiles along tiled dims.
+
+    Offsets are divided by the tile (rounding down) and sizes rounded up to whole tiles, so a slice
+    that is not tile-aligned reads the wrong rows and carries real data where padding should be zero.
+    """
+    lay = encoding_layout(target, result)
+    if lay != src.layout:
+        raise EvaluationError(
+            f"slice of a packed tensor with layout {src.layout} into a type whose encoding resolves to {lay}"
+        )
+    if any(s != 1 for s in strides):
+        raise EvaluationError("strided slices of a packed tensor are not supported")
+    if len(sizes) != result.rank:
+        raise EvaluationError("rank-reducing slices of a packed tensor are not supported")
+    tile_of = dict(zip(lay.inner_dims_pos, lay.inner_tiles, strict=True))
+    outer: list[slice] = []
+    for d, (o, s) in enumerate(zip(offsets, sizes, strict=True)):
+        t = tile_of.get(d, 1)
+        outer.append(slice(o // t, o // t + -(-s // t)))
+    sel = [outer[d] for d in lay.outer_dims_perm] + [slice(None)] * len(lay.inner_tiles)
+    return PackedTensor(np.ascontiguousarray(src.packed[tuple(sel)]), lay, tuple(result.shape))

@@ -1,0 +1,352 @@
+"""Handlers for ``linalg`` and ``iree_linalg_ext`` ops, plain and on packed (encoded) operands."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from egg_dispatch import kernels
+from egg_dispatch.mlir.ir import AffineMapAttr, ArrayAttr, Block, Operation, ScalarType, Value
+from egg_dispatch.mlir.ops import ins, int_list, iterator_types, outs, tensor_type
+
+from .core import Frame, Interpreter, handles
+from .encoding import contract_packed, zeros
+from .scalar import apply_elementwise
+from .structured import (
+    Fold,
+    LoopSpace,
+    attention,
+    contract,
+    gather,
+    identity_map,
+    perm_map,
+    reduction_combiners,
+    run_generic,
+)
+from .values import EvaluationError, PackedTensor, element_type, to_type
+
+__all__ = ["NAMED_CONTRACTIONS"]
+
+NAMED_CONTRACTIONS: dict[str, tuple[int, tuple[tuple[int, ...], ...]]] = {
+    "linalg.matmul": (3, ((0, 2), (2, 1), (0, 1))),
+    "linalg.matmul_transpose_a": (3, ((2, 0), (2, 1), (0, 1))),
+    "linalg.matmul_transpose_b": (3, ((0, 2), (1, 2), (0, 1))),
+    "linalg.batch_matmul": (4, ((0, 1, 3), (0, 3, 2), (0, 1, 2))),
+    "linalg.batch_matmul_transpose_a": (4, ((0, 3, 1), (0, 3, 2), (0, 1, 2))),
+    "linalg.batch_matmul_transpose_b": (4, ((0, 1, 3), (0, 2, 3), (0, 1, 2))),
+    "linalg.matvec": (2, ((0, 1), (1,), (0,))),
+    "linalg.vecmat": (2, ((1,), (1, 0), (0,))),
+    "linalg.batch_matvec": (3, ((0, 1, 2), (0, 2), (0, 1))),
+    "linalg.batch_vecmat": (3, ((0, 2), (0, 2, 1), (0, 1))),
+    "linalg.dot": (1, ((0,), (0,), ())),
+}
+"""Implicit (lhs, rhs, acc) maps of the named contractions: (number of loops, loop dims per operand)."""
+
+_NAMED_ELEMENTWISE: dict[str, tuple[str, str]] = {
+    "linalg.add": ("arith.addf", "arith.addi"),
+    "linalg.sub": ("arith.subf", "arith.subi"),
+    "linalg.mul": ("arith.mulf", "arith.muli"),
+    "linalg.div": ("arith.divf", "arith.divsi"),
+    "linalg.div_unsigned": ("arith.divf", "arith.divui"),
+    "linalg.max": ("arith.maximumf", "arith.maxsi"),
+    "linalg.min": ("arith.minimumf", "arith.minsi"),
+    "linalg.powf": ("math.powf", "math.powf"),
+    "linalg.exp": ("math.exp", "math.exp"),
+    "linalg.log": ("math.log", "math.log"),
+    "linalg.abs": ("math.absf", "math.absi"),
+    "linalg.ceil": ("math.ceil", "math.ceil"),
+    "linalg.floor": ("math.floor", "math.floor"),
+    "linalg.negf": ("arith.negf", "arith.negf"),
+    "linalg.sqrt": ("math.sqrt", "math.sqrt"),
+    "linalg.rsqrt": ("math.rsqrt", "math.rsqrt"),
+    "linalg.tanh": ("math.tanh", "math.tanh"),
+    "linalg.erf": ("math.erf", "math.erf"),
+    "linalg.round": ("math.round", "math.round"),
+}
+"""Named elementwise ops as the ``arith``/``math`` op they apply (float, integer)."""
+
+_CASTS = frozenset({"arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.sitofp", "arith.uitofp"})
+
+
+def _maps(op: Operation) -> list[AffineMapAttr]:
+    attr = op.attributes.get("indexing_maps")
+    if attr is None:
+        return []
+    assert isinstance(attr, ArrayAttr)
+    maps = [m for m in attr.items if isinstance(m, AffineMapAttr)]
+    if len(maps) != len(attr.items):
+        raise EvaluationError("indexing_maps must be affine maps")
+    return maps
+
+
+def _operands(vals: list[Value], frame: Frame) -> list[object]:
+    """Operand values as held: arrays (scalars are 0-d, with the map ``() -> ()``) or packed tensors."""
+    return [frame.get(v) for v in vals]
+
+
+def _plain(it: Interpreter, vals: list[Value], frame: Frame) -> list[np.ndarray]:
+    """Operand values that must be plain arrays (an op without a packed form)."""
+    return [it.array(v, frame) for v in vals]
+
+
+def _out_types(op: Operation) -> list[ScalarType]:
+    return [element_type(r.type) for r in op.results]
+
+
+# --------------------------------------------------------------------------- simple linalg ops
+
+
+@handles("linalg.fill")
+def _fill(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    value = to_type(it.array(op.operands[0], frame), op.result.type)
+    init = frame.get(op.operands[1])
+    if isinstance(init, PackedTensor):
+        return [PackedTensor(np.full(init.packed.shape, value, init.dtype), init.layout, init.shape)]
+    return [zeros(tensor_type(op.result).without_encoding(), None, value)]
+
+
+@handles("linalg.index")
+def _index(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    return [frame.loop_space().index(op.attributes["dim"].value)]  # type: ignore[attr-defined]
+
+
+@handles("linalg.transpose")
+def _transpose(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    x = it.array(ins(op)[0], frame)
+    return [to_type(x.transpose(int_list(op.attributes["permutation"])), op.result.type)]
+
+
+@handles("linalg.broadcast")
+def _broadcast(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    x = it.array(ins(op)[0], frame)
+    shape = tensor_type(op.result).shape
+    x = np.expand_dims(x, tuple(int_list(op.attributes["dimensions"])))
+    return [to_type(np.broadcast_to(x, shape), op.result.type)]
+
+
+@handles("linalg.copy")
+def _copy(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    return [to_type(it.array(ins(op)[0], frame), op.result.type)]
+
+
+@handles(*_NAMED_ELEMENTWISE)
+def _named_elementwise(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    args = _plain(it, ins(op), frame)
+    out = it.array(outs(op)[0], frame)
+    maps = _maps(op) or [identity_map(out.ndim)] * (len(args) + 1)
+    out_t = _out_types(op)[0]
+    name = _NAMED_ELEMENTWISE[op.name][0 if out_t.is_float else 1]
+    in_t = [element_type(v.type) for v in ins(op)]
+
+    def body(vals: list[np.ndarray], space: LoopSpace) -> list[np.ndarray]:
+        return [apply_elementwise(name, vals[: len(args)], in_t, out_t, {})]
+
+    res = run_generic(maps, ["parallel"] * maps[0].num_dims, args, [out], body)
+    return [to_type(res[0], out_t)]
+
+
+# -------------------------------------------------------------------------------- generic
+
+
+def _contraction_body(block: Block) -> bool:
+    """``yield add(out, mul(cast?(in0), cast?(in1)))``: a matmul-like generic."""
+    if len(block.args) != 3 or not block.ops or len(block.ops[-1].operands) != 1:
+        return False
+
+    def strip(v: Value) -> Value:
+        while isinstance(v.owner, Operation) and v.owner.name in _CASTS:
+            v = v.owner.operands[0]
+        return v
+
+    add = block.ops[-1].operands[0].owner
+    if not isinstance(add, Operation) or add.name not in ("arith.addf", "arith.addi"):
+        return False
+    others = [v for v in add.operands if v is not block.args[2]]
+    if len(others) != 1 or not isinstance(others[0].owner, Operation):
+        return False
+    mul = others[0].owner
+    if mul.name not in ("arith.mulf", "arith.muli"):
+        return False
+    return {strip(v) for v in mul.operands} == {block.args[0], block.args[1]}
+
+
+@handles("linalg.generic")
+def _generic(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    in_vals, out_vals = _operands(ins(op), frame), _operands(outs(op), frame)
+    maps, iters = _maps(op), list(iterator_types(op))
+    block = op.regions[0].entry
+    if any(isinstance(x, PackedTensor) for x in [*in_vals, *out_vals]):
+        return _generic_packed(it, op, frame, in_vals, out_vals, maps, iters, block)
+    n_in = len(in_vals)
+    plain_in, plain_out = _plain(it, ins(op), frame), _plain(it, outs(op), frame)
+
+    def body(args: list[np.ndarray], space: LoopSpace) -> list[np.ndarray]:
+        return it.run_block(block, args, frame, space)  # type: ignore[return-value]
+
+    fold = None
+    found = reduction_combiners(block, n_in) if "reduction" in iters else None
+    if found:
+        skip = {c for c, _ in found}
+        kept = [o for o in block.ops[:-1] if o not in skip]
+
+        def contributions(args: list[np.ndarray], space: LoopSpace) -> list[np.ndarray]:
+            sub = Frame(frame, space)
+            sub.values.update(zip(block.args[:n_in], args, strict=True))
+            it.exec_ops(kept, sub)
+            return [sub.get(x) for _, x in found]  # type: ignore[misc]
+
+        def combine(k: int, init: np.ndarray, reduced: np.ndarray) -> np.ndarray:
+            cop = found[k][0]
+            t = element_type(cop.result.type)
+            pair = [init, reduced] if cop.operands[0] is block.args[n_in + k] else [reduced, init]
+            return apply_elementwise(cop.name, pair, [t, t], t, {})
+
+        fold = Fold([c.name for c, _ in found], contributions, combine)
+    results = run_generic(maps, iters, plain_in, plain_out, body, fold)
+    return [to_type(r, t) for r, t in zip(results, _out_types(op), strict=True)]
+
+
+def _generic_packed(
+    it: Interpreter,
+    op: Operation,
+    frame: Frame,
+    in_vals: list[object],
+    out_vals: list[object],
+    maps: list[AffineMapAttr],
+    iters: list[str],
+    block: Block,
+) -> list[object]:
+    """A generic on packed operands: a contraction runs mmt4d; an elementwise op runs on the tiles."""
+    if len(in_vals) == 2 and len(out_vals) == 1 and "reduction" in iters and _contraction_body(block):
+        return _contraction_packed(it, op, in_vals, out_vals)
+    tensors = [x for x in [*in_vals, *out_vals] if not (isinstance(x, np.ndarray) and x.ndim == 0)]
+    first = tensors[0]
+    same = all(isinstance(x, PackedTensor) and x.layout == first.layout and x.shape == first.shape for x in tensors)  # type: ignore[union-attr]
+    elementwise = all(i == "parallel" for i in iters) and all(
+        m == identity_map(len(first.shape)) or not m.results  # type: ignore[union-attr]
+        for m in maps
+    )
+    if not (same and elementwise) or any(o.name == "linalg.index" for o in block.ops):
+        raise EvaluationError(
+            "a linalg.generic on packed (encoded) operands must be a contraction or elementwise on one layout"
+        )
+    assert isinstance(first, PackedTensor)
+    rank = first.packed.ndim
+    pmaps = [identity_map(rank) if m.results else AffineMapAttr(rank, 0, ()) for m in maps]
+    arrays = [x.packed if isinstance(x, PackedTensor) else x for x in [*in_vals, *out_vals]]
+    n_in = len(in_vals)
+
+    def body(args: list[np.ndarray], space: LoopSpace) -> list[np.ndarray]:
+        return it.run_block(block, args, frame, space)  # type: ignore[return-value]
+
+    results = run_generic(pmaps, ["parallel"] * rank, arrays[:n_in], arrays[n_in:], body)  # type: ignore[arg-type]
+    return [
+        PackedTensor(to_type(r, t), first.layout, first.shape) for r, t in zip(results, _out_types(op), strict=True)
+    ]
+
+
+# ---------------------------------------------------------------------------- contractions
+
+
+def _contraction_packed(it: Interpreter, op: Operation, in_vals: list[object], out_vals: list[object]) -> list[object]:
+    lhs, rhs = in_vals
+    acc = out_vals[0]
+    if not all(isinstance(x, PackedTensor) for x in (lhs, rhs, acc)):
+        raise EvaluationError("a contraction mixes packed (encoded) and plain operands")
+    if it.target is None:  # pragma: no cover - packed values only exist with a target
+        raise EvaluationError("packed operands without a target")
+    return [contract_packed(lhs, rhs, acc, tensor_type(op.result), it.target)]  # type: ignore[arg-type]
+
+
+@handles(*NAMED_CONTRACTIONS)
+def _contraction(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    in_vals, out_vals = _operands(ins(op), frame), _operands(outs(op), frame)
+    if any(isinstance(x, PackedTensor) for x in [*in_vals, *out_vals]):
+        return _contraction_packed(it, op, in_vals, out_vals)
+    lhs, rhs = _plain(it, ins(op), frame)
+    acc = it.array(outs(op)[0], frame)
+    maps = _maps(op)
+    if not maps:
+        n, dims = NAMED_CONTRACTIONS[op.name]
+        maps = [perm_map(n, d) for d in dims]
+    out_t = tensor_type(op.result)
+    return [to_type(contract(lhs, rhs, acc, maps, np.dtype(acc.dtype)), out_t)]
+
+
+@handles("linalg.mmt4d", "linalg.batch_mmt4d")
+def _mmt4d(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    lhs, rhs = _plain(it, ins(op), frame)
+    acc = it.array(outs(op)[0], frame)
+    fn = kernels.mmt4d if op.name == "linalg.mmt4d" else kernels.batch_mmt4d
+    return [to_type(fn(lhs, rhs, acc), op.result.type)]
+
+
+@handles("linalg.pack")
+def _pack(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    src = it.array(op.operands[0], frame)
+    pad = it.array(op.operands[2], frame) if len(op.operands) > 2 else np.asarray(0, src.dtype)
+    perm = op.attributes.get("outer_dims_perm")
+    out = kernels.pack(
+        src,
+        int_list(op.attributes["inner_dims_pos"]),
+        int_list(op.attributes["inner_tiles"]),
+        int_list(perm) if perm is not None else None,
+        pad.item(),
+    )
+    t = tensor_type(op.result)
+    if out.shape != t.shape:
+        raise EvaluationError(f"pack produces shape {out.shape}, but the result type is {t.shape}")
+    return [out]
+
+
+@handles("linalg.unpack")
+def _unpack(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    src = it.array(op.operands[0], frame)
+    perm = op.attributes.get("outer_dims_perm")
+    return [
+        kernels.unpack(
+            src,
+            int_list(op.attributes["inner_dims_pos"]),
+            int_list(op.attributes["inner_tiles"]),
+            int_list(perm) if perm is not None else None,
+            tensor_type(op.result).shape,
+        )
+    ]
+
+
+# -------------------------------------------------------------------------------- linalg_ext
+
+
+def _is_passthrough(block: Block | None) -> bool:
+    return block is None or (len(block.ops) == 1 and block.ops[0].operands == block.args[:1])
+
+
+@handles("iree_linalg_ext.attention")
+def _attention(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    vals = _plain(it, ins(op), frame)
+    maps = _maps(op)
+    if len(vals) not in (4, 5) or len(maps) != len(vals) + 1:
+        raise EvaluationError("attention takes (q, k, v, scale[, mask]) and one indexing map per operand")
+    block = op.regions[0].entry if op.regions else None
+    score_body = None
+    if not _is_passthrough(block):
+        assert block is not None
+
+        def score_body(s: np.ndarray, space: LoopSpace) -> np.ndarray:
+            return np.asarray(it.run_block(block, [s], frame, space)[0])
+
+    mask = vals[4] if len(vals) == 5 else None
+    out_t = tensor_type(op.result)
+    o = attention(vals[0], vals[1], vals[2], vals[3], mask, maps, score_body, np.dtype(np.float64))
+    return [to_type(o, out_t)]
+
+
+@handles("iree_linalg_ext.gather")
+def _gather(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    source, indices = _plain(it, ins(op), frame)
+    out = it.array(outs(op)[0], frame)
+    got = gather(source, indices, int_list(op.attributes["dimension_map"]), out.shape)
+    block = op.regions[0].entry if op.regions else None
+    if not _is_passthrough(block):
+        assert block is not None
+        got = np.asarray(it.run_block(block, [got, out], frame, LoopSpace.full(out.shape))[0])
+    return [to_type(np.broadcast_to(got, out.shape), op.result.type)]

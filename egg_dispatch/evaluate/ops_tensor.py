@@ -1,0 +1,241 @@
+"""Handlers for arith/math, tensor, encodings, flow, hal, util and the dispatch-binding ops."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from egg_dispatch.mlir.ir import (
+    BoolAttr,
+    DenseAttr,
+    FloatAttr,
+    IntAttr,
+    Operation,
+    StrAttr,
+    SymbolRefAttr,
+    TensorType,
+    Value,
+)
+from egg_dispatch.mlir.ops import DYNAMIC, static_slice, tensor_type
+
+from .core import Frame, Interpreter, handles
+from .encoding import encode, logical, slice_packed, zeros
+from .scalar import ELEMENTWISE, apply_elementwise
+from .values import EvaluationError, PackedTensor, element_type, to_type
+
+__all__: list[str] = []
+
+
+@handles(*ELEMENTWISE)
+def _elementwise(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    args = [it.array(v, frame) for v in op.operands]
+    attrs = {k: a.value for k, a in op.attributes.items() if isinstance(a, StrAttr)}
+    in_t = [element_type(v.type) for v in op.operands]
+    return [apply_elementwise(op.name, args, in_t, element_type(op.result.type), attrs)]
+
+
+@handles("arith.constant")
+def _constant(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    value = op.attributes["value"]
+    t = op.result.type
+    if isinstance(value, DenseAttr):
+        return [to_type(value.array, t)]
+    if isinstance(value, IntAttr | FloatAttr | BoolAttr):
+        return [to_type(value.value, t)]
+    raise EvaluationError(f"unsupported constant value {value!r}")
+
+
+# ------------------------------------------------------------------------------------- tensor
+
+
+def _resolved_slice(op: Operation, frame: Frame, it: Interpreter, first_dynamic: int) -> tuple[list[int], ...]:
+    """(offsets, sizes, strides) with SSA entries read from the operands after ``first_dynamic``."""
+    dyn = iter(op.operands[first_dynamic:])
+    out: list[list[int]] = []
+    for static in static_slice(op):
+        vals = []
+        for s in static:
+            vals.append(int(it.array(next(dyn), frame)) if s == DYNAMIC else s)
+        out.append(vals)
+    return out[0], out[1], out[2]
+
+
+def _index(offsets: list[int], sizes: list[int], strides: list[int]) -> tuple[slice, ...]:
+    return tuple(
+        slice(o, o + (s - 1) * st + 1 if s else o, st) for o, s, st in zip(offsets, sizes, strides, strict=True)
+    )
+
+
+@handles("tensor.empty")
+def _empty(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    return [zeros(tensor_type(op.result), it.target)]
+
+
+@handles("tensor.extract_slice")
+def _extract_slice(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    src = frame.get(op.operands[0])
+    offs, sizes, strides = _resolved_slice(op, frame, it, 1)
+    t = tensor_type(op.result)
+    if isinstance(src, PackedTensor):
+        return [slice_packed(src, offs, sizes, strides, t, it.target)]
+    return [it.array(op.operands[0], frame)[_index(offs, sizes, strides)].reshape(t.shape)]
+
+
+@handles("tensor.insert_slice")
+def _insert_slice(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    src = it.array(op.operands[0], frame)
+    dest = it.array(op.operands[1], frame).copy()
+    offs, sizes, strides = _resolved_slice(op, frame, it, 2)
+    dest[_index(offs, sizes, strides)] = src.reshape(sizes)
+    return [dest]
+
+
+@handles("tensor.collapse_shape", "tensor.expand_shape")
+def _reshape(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    return [it.array(op.operands[0], frame).reshape(tensor_type(op.result).shape)]
+
+
+@handles("tensor.extract")
+def _extract(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    src = it.array(op.operands[0], frame)
+    idx = [it.array(v, frame).astype(np.int64) for v in op.operands[1:]]
+    for d, i in enumerate(idx):
+        if np.any(i < 0) or np.any(i >= src.shape[d]):
+            raise EvaluationError(f"index out of bounds in dim {d} (size {src.shape[d]})")
+    return [np.asarray(src[tuple(idx)])]
+
+
+@handles("tensor.dim")
+def _dim(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    src = frame.get(op.operands[0])
+    d = int(it.array(op.operands[1], frame))
+    shape = src.shape if isinstance(src, PackedTensor | np.ndarray) else ()
+    if not 0 <= d < len(shape):
+        raise EvaluationError(f"dim {d} of a rank-{len(shape)} tensor")
+    return [np.asarray(shape[d], np.int64)]
+
+
+# ----------------------------------------------------------------------------------- encodings
+
+
+@handles("iree_encoding.set_encoding", "flow.tensor.encode")
+def _encode(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    x = logical(frame.get(op.operands[0]))  # type: ignore[arg-type]
+    return [encode(x, tensor_type(op.result), it.target)]
+
+
+@handles("iree_encoding.unset_encoding")
+def _unset(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    x = logical(frame.get(op.operands[0]))  # type: ignore[arg-type]
+    shape = tensor_type(op.result).shape
+    if x.shape != shape:
+        x = np.ascontiguousarray(x[tuple(slice(0, s) for s in shape)])
+    return [x]
+
+
+@handles(
+    "hal.tensor.import",
+    "hal.tensor.export",
+    "iree_tensor_ext.compute_barrier.start",
+    "iree_tensor_ext.compute_barrier.end",
+)
+def _identity(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    return [frame.get(op.operands[0])]
+
+
+# -------------------------------------------------------------------------------------- flow
+
+
+@handles("flow.dispatch.region")
+def _dispatch_region(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    return it.run_block(op.regions[0].entry, [], frame)
+
+
+@dataclass
+class _Binding:
+    """A ``!iree_tensor_ext.dispatch.tensor`` binding inside a ``flow.dispatch.workgroups`` body."""
+
+    type: TensorType
+    value: object = None
+
+
+@handles("flow.dispatch.workgroups")
+def _workgroups(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    block = op.regions[0].entry
+    if len(block.args) != len(op.operands) + len(op.results):
+        raise EvaluationError("dispatch results tied to operands are not supported")
+    args: list[object] = []
+    for v in op.operands:
+        x = frame.get(v)
+        args.append(_Binding(tensor_type(v), x) if isinstance(v.type, TensorType) else x)
+    outs = [_Binding(tensor_type(r)) for r in op.results]
+    it.run_block(block, [*args, *outs], None)
+    for i, b in enumerate(outs):
+        if b.value is None:
+            raise EvaluationError(f"the dispatch never stores result #{i}")
+    return [b.value for b in outs]
+
+
+def _binding(frame: Frame, op: Operation, v: Value) -> _Binding:
+    b = frame.get(v)
+    if not isinstance(b, _Binding):
+        raise EvaluationError("operand is not a dispatch binding")
+    return b
+
+
+def _is_whole(t: TensorType, offs: list[int], sizes: list[int], strides: list[int]) -> bool:
+    return all(o == 0 for o in offs) and tuple(sizes) == t.shape and all(s == 1 for s in strides)
+
+
+@handles("iree_tensor_ext.dispatch.tensor.load")
+def _load(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    b = _binding(frame, op, op.operands[0])
+    offs, sizes, strides = _resolved_slice(op, frame, it, 1)
+    if b.value is None:
+        raise EvaluationError("load from a binding that holds no value")
+    t = tensor_type(op.result)
+    if _is_whole(b.type, offs, sizes, strides):
+        return [b.value if t.shape == b.type.shape else logical(b.value).reshape(t.shape)]  # type: ignore[arg-type]
+    if isinstance(b.value, PackedTensor):
+        return [slice_packed(b.value, offs, sizes, strides, t, it.target)]
+    return [np.asarray(b.value)[_index(offs, sizes, strides)].reshape(t.shape)]
+
+
+@handles("iree_tensor_ext.dispatch.tensor.store")
+def _store(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    value = frame.get(op.operands[0])
+    b = _binding(frame, op, op.operands[1])
+    offs, sizes, strides = _resolved_slice(op, frame, it, 2)
+    if _is_whole(b.type, offs, sizes, strides) and not (isinstance(value, np.ndarray) and value.shape != b.type.shape):
+        b.value = value
+        return []
+    if isinstance(value, PackedTensor) or isinstance(b.value, PackedTensor):
+        raise EvaluationError("partial stores of packed (encoded) tensors are not supported")
+    dest = np.asarray(zeros(b.type.without_encoding(), None) if b.value is None else b.value).copy()
+    dest[_index(offs, sizes, strides)] = np.asarray(value).reshape(sizes)
+    b.value = dest
+    return []
+
+
+# -------------------------------------------------------------------------------------- util
+
+
+def _global_name(op: Operation) -> str:
+    ref = op.attributes["global"]
+    assert isinstance(ref, SymbolRefAttr)
+    return ref.name
+
+
+@handles("util.global.load")
+def _global_load(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    name = _global_name(op)
+    if name not in it.globals:
+        raise EvaluationError(f"global @{name} has no value (no initial value and no initializer stored one)")
+    return [it.globals[name]]
+
+
+@handles("util.global.store")
+def _global_store(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    it.globals[_global_name(op)] = frame.get(op.operands[0])
+    return []
