@@ -59,6 +59,15 @@ class EGraphData:
                 continue
             kids = tuple(raw_nodes[c]["eclass"] for c in n["children"])
             nodes[nid] = Node(nid, n["op"], n["eclass"], kids, tuple(n["children"]), bool(n.get("subsumed")))
+        # A child may be referenced through an analysis row that lives in its class (egglog picks any
+        # member); point it at a constructor of that class instead.
+        rep: dict[str, str] = {}
+        for nid, node in nodes.items():
+            rep.setdefault(node.eclass, nid)
+        for nid, node in nodes.items():
+            if any(k not in nodes for k in node.child_nodes):
+                fixed = tuple(k if k in nodes else rep[raw_nodes[k]["eclass"]] for k in node.child_nodes)
+                nodes[nid] = Node(nid, node.op, node.eclass, node.children, fixed, node.subsumed)
         # Prune to the root's cone: analysis tables (shape, dtype, relations) are not part of a plan.
         by_class: dict[str, list[str]] = {}
         for nid, node in nodes.items():
@@ -83,6 +92,13 @@ class EGraphData:
                 node = nodes[leaf_classes[value][0]]
                 out.facts.setdefault(arg, {})[fn] = _leaf(out if value in classes else _Lookup(nodes), node)
         return out
+
+    def class_of_let(self, let: str) -> str | None:
+        """The e-class a let name was bound to (egglog joins the names of lets in one class)."""
+        for c, names in self.lets.items():
+            if let in names.split(", "):
+                return c
+        return None
 
     def is_term_class(self, c: str) -> bool:
         return self.class_type.get(c) in TERM_SORTS

@@ -1,7 +1,9 @@
-"""``egg-dispatch explore``: read a program, import it into the e-graph, report what is there.
+"""``egg-dispatch explore``: the chosen dispatch plan for a program, next to IREE's, and why.
 
-Until the rule families and the extractor land, explore prints the parsed program's summary
-(functions, ops by kind, constants and their bytes) and the e-graph's size after import.
+Runs the whole pipeline (``pipeline.explore``) and prints the report (``report.py``): the chosen
+plan's dispatches and globals, totals against the modelled IREE 3.13 baseline, the e-graph's size
+and whether it saturated, the rule families that made the difference, and the plan as MLIR.
+Exit codes: 0 ok, 1 ``--check`` found a plan that does not compute the input's numbers, 2 bad input.
 """
 
 from __future__ import annotations
@@ -9,110 +11,143 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
-from dataclasses import asdict, dataclass
+import threading
+import time
+from collections.abc import Callable
 
 from .cli import InputError, load_input
-from .egraph import ProgramGraph
-from .importer import ImportedProgram, ImportError_, import_function
-from .mlir.ir import DenseAttr, Module
+from .cost import DEFAULT_LAMBDA
+from .importer import ImportError_
+from .opt_cmd import add_budget_arguments, parse_families
+from .rules import Budget
+from .targets import TargetError, load_target
 
-__all__ = ["ProgramSummary", "add_arguments", "run", "summarize"]
+__all__ = ["add_arguments", "run"]
 
-
-@dataclass(frozen=True)
-class ConstantInfo:
-    name: str
-    type: str
-    bytes: int
-    source: str
-    """``dense``, ``hex``, ``resource`` (with blob) or ``resource-elided`` (filled deterministically)."""
-
-
-@dataclass(frozen=True)
-class ProgramSummary:
-    file: str
-    functions: list[str]
-    function: str
-    ops_by_kind: dict[str, int]
-    constants: list[ConstantInfo]
-    constant_bytes: int
-    opaque_ops: list[str]
-    imported_terms: dict[str, int]
-    egraph_enodes: int
-    egraph_eclasses: int
-    warnings: list[str]
-
-
-def summarize(module: Module, imported: ImportedProgram, graph: ProgramGraph) -> ProgramSummary:
-    from .mlir.printer import Printer
-
-    kinds = Counter(op.name for op in module.walk())
-    consts: list[ConstantInfo] = []
-    for key, attr in imported.constants.items():
-        assert isinstance(attr, DenseAttr)
-        source = attr.form
-        if attr.form == "resource" and attr.resource_key not in module.resources:
-            source = "resource-elided"
-        consts.append(ConstantInfo(key, Printer().type(attr.type), attr.type.nbytes, source))
-    size = graph.size()
-    opaque = sorted({op.name for op in module.walk() if op.opaque_text is not None})
-    return ProgramSummary(
-        file=module.file,
-        functions=[f.attributes["sym_name"].value for f in module.functions()],  # type: ignore[attr-defined]
-        function=imported.function,
-        ops_by_kind=dict(sorted(kinds.items())),
-        constants=consts,
-        constant_bytes=sum(c.bytes for c in consts),
-        opaque_ops=opaque,
-        imported_terms=imported.counts(),
-        egraph_enodes=size.enodes,
-        egraph_eclasses=size.eclasses,
-        warnings=list(module.warnings) + list(imported.warnings),
-    )
+PROGRESS_AFTER_SECONDS = 2.0
+"""Runs longer than this print what they are doing on stderr."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--function", metavar="NAME", help="function to explore (default: the first public one)")
+    add_budget_arguments(p)
+    p.add_argument("--target-file", metavar="JSON", help="load a target profile from a JSON file (overrides --target)")
+    p.add_argument(
+        "--lambda",
+        dest="lam",
+        type=float,
+        default=DEFAULT_LAMBDA,
+        metavar="L",
+        help=f"weight of memory in the objective, seconds per byte (default {DEFAULT_LAMBDA:g})",
+    )
+    p.add_argument("--pareto", action="store_true", help="also compute the time/memory frontier (a λ sweep)")
+    p.add_argument(
+        "--extractor",
+        choices=("exact", "greedy"),
+        default="exact",
+        help="exact ILP on HiGHS (warm-started from greedy; default) or greedy DAG only",
+    )
+    p.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="ILP time limit per solve (default 10)")
     p.add_argument(
         "--emit",
-        choices=("text", "json"),
+        choices=("text", "json", "mlir", "dot"),
         default="text",
-        help="report format: a readable text report (default) or JSON for scripts",
+        help="text report (default), JSON (schema in report.py), the chosen plan's MLIR, or its DOT graph",
     )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="evaluate the input and every reported plan with NumPy on seeded inputs; exit 1 on mismatch",
+    )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="for every set_encoding: the alternatives held, why others were refused, what decided",
+    )
+    p.add_argument("--timings", action="store_true", help="include wall times in the report (not deterministic)")
+
+
+class _Progress:
+    """Prints stage messages on stderr once a run has taken longer than PROGRESS_AFTER_SECONDS."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.last = "starting"
+        self.shown = False
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _watch(self) -> None:
+        if not self.done.wait(PROGRESS_AFTER_SECONDS):
+            self.shown = True
+            print(f"egg-dispatch: {self.last} ...", file=sys.stderr, flush=True)
+
+    def __call__(self, message: str) -> None:
+        self.last = message
+        if self.shown:
+            print(f"egg-dispatch: {message} ({time.perf_counter() - self.start:.1f} s)", file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        self.done.set()
 
 
 def run(args: argparse.Namespace) -> int:
+    from . import report
+    from .pipeline import explore
+
+    families = parse_families(args.rules)
+    try:
+        target = load_target(args.target_file or args.target)
+    except TargetError as e:
+        raise InputError(f"error: {e}") from None
     module = load_input(args.file)
     for w in module.warnings:
         print(w, file=sys.stderr)
     try:
-        imported = import_function(module, args.function)
-    except KeyError as e:
-        raise InputError(f"{module.file}: error: {e.args[0]}") from None
-    except ImportError_ as e:
-        raise InputError(f"{module.file}: error: {e}") from None
-    graph = ProgramGraph(imported)
-    summary = summarize(module, imported, graph)
-    if args.emit == "json":
-        data = asdict(summary)
-        data["warnings"] = [w for w in data["warnings"]]
-        print(json.dumps(data, indent=2, sort_keys=True))
-    else:
-        print(render_text(summary))
+        budget = Budget(args.max_iterations, args.max_enodes, args.max_seconds)
+    except ValueError as e:
+        raise InputError(f"error: {e}") from None
+    progress = _Progress()
+    try:
+        result = explore(
+            module,
+            target,
+            families=families,
+            budget=budget,
+            lam=args.lam,
+            extractor=args.extractor,
+            time_limit=args.time_limit,
+            function=args.function,
+            pareto=args.pareto,
+            progress=progress,
+        )
+    except (KeyError, ImportError_) as e:
+        raise InputError(f"{module.file}: error: {e.args[0] if e.args else e}") from None
+    finally:
+        progress.stop()
+    if not result.saturation.saturated:
+        print(f"egg-dispatch: saturation stopped early: {result.saturation.stop_reason}", file=sys.stderr)
+    emit: dict[str, Callable[[], str]] = {
+        "text": lambda: report.text(result),
+        "json": lambda: json.dumps(report.to_json(result, args.timings), indent=2, sort_keys=True),
+        "mlir": lambda: report.print_mlir(result.best.mlir).rstrip(),
+        "dot": lambda: report.dot(result.best),
+    }
+    print(emit[args.emit]())
+    if args.explain:
+        from .explain import explain
+
+        print(explain(result))
+    if args.timings and args.emit == "text":
+        print("timings: " + ", ".join(f"{k} {v:.3f} s" for k, v in result.timings.items()))
+    if args.check:
+        failures = 0
+        for r in result.check():
+            status = "ok" if r.ok else "MISMATCH"
+            print(
+                f"check {status}: {r.label}: max relative error {r.max_rel_error:.2e} (tolerance {r.tolerance:.2e})",
+                file=sys.stderr,
+            )
+            failures += not r.ok
+        return 1 if failures else 0
     return 0
-
-
-def render_text(s: ProgramSummary) -> str:
-    lines = [f"file: {s.file}", f"functions: {', '.join('@' + f for f in s.functions)} (exploring @{s.function})"]
-    lines.append("ops by kind:")
-    width = max((len(k) for k in s.ops_by_kind), default=0)
-    lines += [f"  {k:<{width}}  {n}" for k, n in s.ops_by_kind.items()]
-    lines.append(f"constants: {len(s.constants)}, {s.constant_bytes} bytes")
-    lines += [f"  {c.name}: {c.type}, {c.bytes} B ({c.source})" for c in s.constants]
-    if s.opaque_ops:
-        lines.append(f"opaque ops (barriers): {', '.join(s.opaque_ops)}")
-    terms = ", ".join(f"{k} {n}" for k, n in s.imported_terms.items())
-    lines.append(f"imported terms: {terms}")
-    lines.append(f"e-graph after import: {s.egraph_enodes} e-nodes, {s.egraph_eclasses} e-classes")
-    return "\n".join(lines)
