@@ -32,7 +32,6 @@ from egg_dispatch.mlir.ir import (
     Value,
     numpy_dtype,
 )
-from egg_dispatch.mlir.lexer import MLIRSyntaxError
 from egg_dispatch.mlir.ops import static_slice
 from egg_dispatch.mlir.parser import parse_file, parse_mlir
 from egg_dispatch.mlir.printer import print_mlir
@@ -43,13 +42,6 @@ IREE_OUTPUT = ["seed_after_set_encoding", "seed_dispatch_creation"]
 LINALG = sorted(p.stem for p in FIXTURES.glob("*.mlir") if p.stem not in IREE_OUTPUT)
 TRANSCENDENTAL = {"transformer_block", "attention_explicit", "torch_export"}
 """Fixtures with exp / erf / rsqrt / divisions: packed (mmt4d) summation order may differ in the last bit."""
-
-PARSER_TRANSPOSE_BUG = {"attention_explicit", "torch_export", "transformer_block"}
-PARSER_BUG = (
-    "our parser reads `linalg.transpose ... permutation = [..]` followed by an op without results "
-    "(`flow.return`) as a `flow.return = ...` attribute of the transpose; iree-opt accepts the text"
-)
-"""Strict xfail: flips to a failure once the parser is fixed, so the mark gets removed."""
 
 SEED_DISPATCH_OPS = [
     "arith.constant",
@@ -200,12 +192,7 @@ def test_input_is_not_mutated_and_planned_input_is_unchanged() -> None:
 # ----------------------------------------------------------------------------- printing round trip
 
 
-def _reparse_params() -> list:
-    xfail = pytest.mark.xfail(reason=PARSER_BUG, raises=MLIRSyntaxError, strict=True)
-    return [pytest.param(n, marks=xfail) if n in PARSER_TRANSPOSE_BUG else n for n in LINALG + IREE_OUTPUT]
-
-
-@pytest.mark.parametrize("name", _reparse_params())
+@pytest.mark.parametrize("name", LINALG + IREE_OUTPUT)
 def test_output_reparses_to_the_same_ir(name: str) -> None:
     planned = _plan_fixture(name)
     assert modules_equal(parse_mlir(print_mlir(planned)), planned)

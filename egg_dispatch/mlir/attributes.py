@@ -5,19 +5,16 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from .dense import _array_from_bytes, _array_from_text, _hex_bytes, _hex_float
+from .affine import AffineParser
+from .dense import DenseParser, _hex_float
+from .encoding import EncodingParser
 from .ir import (
-    AffineMapAttr,
     ArrayAttr,
     Attr,
     BoolAttr,
-    DenseAttr,
     DialectAttr,
     DictAttr,
     DispatchTensorType,
-    EncodingAttr,
     FloatAttr,
     FunctionType,
     IntAttr,
@@ -29,44 +26,86 @@ from .ir import (
     Type,
     TypeAttr,
     UnitAttr,
-    is_known_element,
-    numpy_dtype,
 )
-from .lexer import describe
+from .lexer import Token, describe, int_value
 
 if TYPE_CHECKING:
     from .parser import Parser
 
-__all__ = ["AttrParser"]
+__all__ = ["AttrParser", "int_in_range", "symbol_name", "unescape"]
 
 _SHAPE = re.compile(r"((?:(?:[0-9]+|\?)x)*)")
 _SCALAR = re.compile(r"(?:[su]?i[0-9]+|bf16|f16|f32|f64|f8E[0-9A-Za-z]+|index)\b")
+_ALIAS_REF = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|(?P<ref>[#!][A-Za-z_][A-Za-z0-9_$]*)(?![A-Za-z0-9_$.<\-])')
+"""An alias reference inside verbatim text; strings and comments are matched only to be skipped."""
+_ESCAPE = re.compile(r"\\(?:([\\\"])|([nt])|([0-9a-fA-F]{2}))|\\")
+_MAX_DIM = 2**63 - 1
 
 
-_ALIAS_REF = re.compile(r"#[A-Za-z_][A-Za-z0-9_$]*(?![A-Za-z0-9_$.<])")
+def unescape(lex: object, tok: Token) -> str:
+    """The value of a string token: MLIR escapes are ``\\\\``, ``\\"``, ``\\n``, ``\\t`` and ``\\XX`` (a hex byte)."""
+    body = tok.text[1:-1]
+    if "\\" not in body:
+        return body
+    out = bytearray()
+    i = 0
+    for m in _ESCAPE.finditer(body):
+        out += body[i : m.start()].encode("utf-8", "surrogateescape")
+        if m.group(1):
+            out += m.group(1).encode()
+        elif m.group(2):
+            out += b"\n" if m.group(2) == "n" else b"\t"
+        elif m.group(3):
+            out.append(int(m.group(3), 16))
+        else:
+            where = tok.pos + 1 + m.start()
+            raise lex.error('bad escape in a string: expected \\\\, \\", \\n, \\t or two hex digits', where)  # type: ignore[attr-defined]
+        i = m.end()
+    out += body[i:].encode("utf-8", "surrogateescape")
+    return out.decode("utf-8", "surrogateescape")
 
 
-def _unescape(s: str) -> str:
-    return bytes(s[1:-1], "utf-8").decode("unicode_escape") if "\\" in s else s[1:-1]
+def symbol_name(lex: object, tok: Token) -> str:
+    """The name of a ``@symbol`` token (quoted names unescaped)."""
+    if tok.text.startswith('@"'):
+        return unescape(lex, Token("string", tok.text[1:], tok.pos + 1))
+    return tok.text[1:]
 
 
-class AttrParser:
+def int_in_range(value: int, typ: ScalarType) -> bool:
+    """Whether ``value`` fits ``typ``: signless ints take either the signed or the unsigned range."""
+    name = typ.name
+    bits = 64 if name == "index" else int(name.lstrip("sui") or 0)
+    if name.startswith("ui"):
+        return 0 <= value < 2**bits
+    if name.startswith("si"):
+        return -(2 ** (bits - 1)) <= value < 2 ** (bits - 1)
+    return -(2 ** (bits - 1)) <= value < 2**bits
+
+
+class AttrParser(AffineParser, EncodingParser, DenseParser):
     """Mixin with the type and attribute grammar; ``Parser`` supplies ``lex`` and alias tables."""
-
-    lex: object  # Lexer, typed loosely to keep the mixin light
 
     # ------------------------------------------------------------------------------------ types
     def parse_type(self: Parser) -> Type:
         lex = self.lex
         tok = lex.peek()
+        lex.enter("types", tok.pos)
+        try:
+            return self._parse_type(tok)
+        finally:
+            lex.leave()
+
+    def _parse_type(self: Parser, tok: Token) -> Type:
+        lex = self.lex
         if tok.kind == "ident" and tok.text == "tensor":
             return self.parse_tensor_type()
         if tok.kind == "ident" and _SCALAR.fullmatch(tok.text):
             lex.next()
             return ScalarType(tok.text)
-        if tok.kind == "ident" and tok.text in ("none", "i1"):
+        if tok.kind == "ident" and tok.text == "none":
             lex.next()
-            return ScalarType(tok.text) if tok.text == "i1" else OpaqueType("none")
+            return OpaqueType("none")
         if tok.kind == "bang":
             if tok.text in self.type_aliases:
                 lex.next()
@@ -81,25 +120,28 @@ class AttrParser:
                 if not isinstance(tensor, TensorType):
                     raise lex.error("expected a tensor type in a dispatch tensor", tok.pos)
                 return DispatchTensorType(access, tensor)
-            lex.next()
-            end = tok.pos + len(tok.text)
-            if lex.text.startswith("<", end):
-                close = lex.balanced(end)
-                lex.restore(close)
-                return OpaqueType(lex.text[tok.pos : close])
-            return OpaqueType(tok.text)
+            return OpaqueType(self._bracketed_text(tok, required=False))
         if tok.kind == "punct" and tok.text == "(":
             inputs = self.parse_paren_types()
             lex.expect("->", "in a function type")
             results = self.parse_result_types()
             return FunctionType(tuple(inputs), tuple(results))
         if tok.kind == "ident" and tok.text in ("vector", "memref", "complex", "tuple"):
-            lex.next()
-            end = tok.pos + len(tok.text)
-            close = lex.balanced(lex.text.index("<", end))
-            lex.restore(close)
-            return OpaqueType(lex.text[tok.pos : close])
+            return OpaqueType(self._bracketed_text(tok, required=True))
         raise lex.error(f"expected a type, found {describe(tok)}")
+
+    def _bracketed_text(self: Parser, tok: Token, required: bool) -> str:
+        """``name`` or ``name<...>`` kept verbatim (dialect types, vectors, memrefs)."""
+        lex = self.lex
+        lex.next()
+        end = tok.pos + len(tok.text)
+        if not lex.text.startswith("<", end):
+            if required:
+                raise lex.error(f"expected '<' right after '{tok.text}'", end)
+            return tok.text
+        close = lex.balanced(end)
+        lex.restore(close)
+        return lex.text[tok.pos : close]
 
     def parse_tensor_type(self: Parser) -> TensorType:
         lex = self.lex
@@ -113,6 +155,9 @@ class AttrParser:
                 "dynamic dimensions ('?') are not supported yet: egg_dispatch handles static shapes only",
                 start,
             )
+        shape = tuple(int(d) for d in dims)
+        if any(d > _MAX_DIM for d in shape):
+            raise lex.error("tensor dimension too large (more than 2^63 - 1)", start)
         elem = self.parse_type()
         if not isinstance(elem, ScalarType):
             raise lex.error(f"expected a scalar element type in a tensor type, found '{elem}'", start)
@@ -120,7 +165,7 @@ class AttrParser:
         if lex.accept(","):
             encoding = self.parse_attribute()
         lex.expect(">", "to close the tensor type")
-        return TensorType(tuple(int(d) for d in dims), elem, encoding)
+        return TensorType(shape, elem, encoding)
 
     def parse_paren_types(self: Parser) -> list[Type]:
         self.lex.expect("(")
@@ -147,21 +192,24 @@ class AttrParser:
     def parse_attribute(self: Parser, expected: Type | None = None) -> Attr:
         lex = self.lex
         tok = lex.peek()
+        lex.enter("attributes", tok.pos)
+        try:
+            return self._parse_attribute(tok, expected)
+        finally:
+            lex.leave()
+
+    def _parse_attribute(self: Parser, tok: Token, expected: Type | None) -> Attr:
+        lex = self.lex
         k = tok.kind
         if k == "string":
             lex.next()
-            return StrAttr(_unescape(tok.text))
+            return StrAttr(unescape(lex, tok))
         if k == "symbol":
             lex.next()
-            return SymbolRefAttr(tok.text[1:].strip('"'))
+            return SymbolRefAttr(symbol_name(lex, tok))
         if k in ("int", "float"):
             lex.next()
-            typ = self.parse_type() if lex.accept(":") else expected
-            if k == "int" and not (isinstance(typ, ScalarType) and typ.is_float):
-                return IntAttr(int(tok.text, 0), typ)
-            if k == "int" and tok.text.lower().startswith(("0x", "-0x")):
-                return FloatAttr(_hex_float(tok.text, typ), typ, tok.text)  # type: ignore[arg-type]
-            return FloatAttr(float(tok.text), typ, tok.text)
+            return self._number(tok, self.parse_type() if lex.accept(":") else expected)
         if k == "ident":
             if tok.text in ("true", "false"):
                 lex.next()
@@ -177,13 +225,13 @@ class AttrParser:
             if tok.text == "array":
                 lex.next()
                 lex.expect("<")
-                self.parse_type()
+                elem = self.parse_type()
                 items: list[Attr] = []
                 if lex.accept(":"):
-                    items.append(self.parse_attribute())
+                    items.append(self.parse_attribute(elem))
                     while lex.accept(","):
-                        items.append(self.parse_attribute())
-                lex.expect(">")
+                        items.append(self.parse_attribute(elem))
+                lex.expect(">", "to close the array attribute")
                 return ArrayAttr(tuple(items))
             return TypeAttr(self.parse_type())
         if k == "punct" and tok.text == "[":
@@ -193,7 +241,7 @@ class AttrParser:
                 items.append(self.parse_attribute())
                 while lex.accept(","):
                     items.append(self.parse_attribute())
-            lex.expect("]")
+            lex.expect("]", "to close the list")
             return ArrayAttr(tuple(items))
         if k == "punct" and tok.text == "{":
             return self.parse_dict()
@@ -203,6 +251,21 @@ class AttrParser:
             return TypeAttr(self.parse_type())
         raise lex.error(f"expected an attribute, found {describe(tok)}")
 
+    def _number(self: Parser, tok: Token, typ: Type | None) -> Attr:
+        """An integer or float literal with its (written or expected) type."""
+        lex = self.lex
+        is_float_type = isinstance(typ, ScalarType) and typ.is_float
+        if tok.kind == "int" and not is_float_type:
+            value = int_value(lex, tok)
+            if isinstance(typ, ScalarType) and not int_in_range(value, typ):
+                raise lex.error(f"integer {value} does not fit in {typ.name}", tok.pos)
+            return IntAttr(value, typ)
+        if tok.kind == "float" and isinstance(typ, ScalarType) and not typ.is_float:
+            raise lex.error(f"a floating-point literal is not valid for the integer type {typ.name}", tok.pos)
+        if tok.kind == "int" and tok.text.lower().startswith(("0x", "-0x")):
+            return FloatAttr(_hex_float(tok.text, typ), typ, tok.text)
+        return FloatAttr(float(tok.text), typ, tok.text)
+
     def parse_dict(self: Parser) -> DictAttr:
         lex = self.lex
         lex.expect("{")
@@ -211,7 +274,7 @@ class AttrParser:
             key_tok = lex.next()
             if key_tok.kind not in ("ident", "string"):
                 raise lex.error(f"expected an attribute name, found {describe(key_tok)}", key_tok.pos)
-            key = _unescape(key_tok.text) if key_tok.kind == "string" else key_tok.text
+            key = unescape(lex, key_tok) if key_tok.kind == "string" else key_tok.text
             value: Attr = UnitAttr()
             if lex.accept("="):
                 value = self.parse_attribute()
@@ -235,189 +298,30 @@ class AttrParser:
             return self.parse_encoding()
         close = lex.balanced(end)
         lex.restore(close)
-        text = _ALIAS_REF.sub(lambda m: self.alias_text(m.group(0)), lex.text[tok.pos : close])
-        # Inline aliases inside opaque attributes stay as written; they print back the same way.
+        text = self.inline_aliases(lex.text[tok.pos : close], tok.pos)
         if tok.text == "#linalg.iterator_type":
             return StrAttr(text[len(tok.text) + 1 : -1].strip())
         return DialectAttr(text)
 
-    def alias_text(self: Parser, name: str) -> str:
-        """Inline an alias used inside an opaque attribute, so the attribute stands alone."""
+    def inline_aliases(self: Parser, text: str, pos: int) -> str:
+        """Replace alias references in verbatim text (opaque attributes and ops) by their definitions, so
+        the text stands alone: the printer names its own aliases and must not capture these."""
         from .printer import Printer
 
-        value = self.attr_aliases.get(name)
-        if value is None:
-            return name
-        text = Printer(use_aliases=False).attr(value)
-        if name in self.attr_alias_types:
-            text += " : " + Printer(use_aliases=False).type(self.attr_alias_types[name])
-        return text
+        def sub(m: re.Match[str]) -> str:
+            name = m.group("ref")
+            if name is None:
+                return m.group(0)
+            printer = Printer(use_aliases=False)
+            if name.startswith("!"):
+                alias = self.type_aliases.get(name)
+                return m.group(0) if alias is None else printer.type(alias)
+            value = self.attr_aliases.get(name)
+            if value is None:
+                raise self.lex.error(f"undefined attribute alias {name}", pos + m.start())
+            out = printer.attr(value)
+            if name in self.attr_alias_types:
+                out += " : " + printer.type(self.attr_alias_types[name])
+            return out
 
-    def parse_encoding(self: Parser) -> EncodingAttr:
-        lex = self.lex
-        start = lex.expect("<").pos
-        fields: dict[str, object] = {}
-        index_type = "index"
-        while not lex.at(">"):
-            key = lex.expect_kind("ident", "an encoding field name").text
-            lex.expect("=")
-            if key == "operand_index":
-                fields[key] = int(lex.expect_kind("int", "an operand index").text)
-                if lex.accept(":"):
-                    index_type = lex.expect_kind("ident", "an integer type").text
-            elif key == "op_type":
-                fields[key] = lex.expect_kind("ident", "an op type (matmul, scaled_matmul, conv)").text
-            elif key in ("element_types", "original_element_type"):
-                t = self.parse_attribute()
-                fields[key] = t
-            elif key == "user_indexing_maps":
-                fields[key] = self.parse_attribute()
-            elif key == "iteration_sizes":
-                lex.expect("[")
-                sizes: list[int | None] = []
-                while not lex.at("]"):
-                    if lex.accept("?"):
-                        sizes.append(None)
-                    else:
-                        sizes.append(int(lex.expect_kind("int", "an iteration size or '?'").text))
-                    if not lex.accept(","):
-                        break
-                lex.expect("]")
-                fields[key] = tuple(sizes)
-            else:
-                raise lex.error(f"unknown #iree_encoding.encoding field '{key}'")
-            if not lex.accept(","):
-                break
-        lex.expect(">", "to close #iree_encoding.encoding")
-        if "operand_index" not in fields or "op_type" not in fields or "element_types" not in fields:
-            raise lex.error("#iree_encoding.encoding needs operand_index, op_type and element_types", start)
-
-        def scalar(a: object) -> ScalarType:
-            if isinstance(a, TypeAttr) and isinstance(a.type, ScalarType):
-                return a.type
-            raise lex.error("expected an element type in #iree_encoding.encoding", start)
-
-        et = fields["element_types"]
-        if not isinstance(et, ArrayAttr):
-            raise lex.error("element_types must be a list of types", start)
-        maps = fields.get("user_indexing_maps")
-        maps_t = None
-        if maps is not None:
-            if not isinstance(maps, ArrayAttr):
-                raise lex.error("user_indexing_maps must be a list of affine maps", start)
-            entries: list[AffineMapAttr | tuple[AffineMapAttr, ...]] = []
-            for m in maps.items:
-                if isinstance(m, AffineMapAttr):
-                    entries.append(m)
-                elif isinstance(m, ArrayAttr) and all(isinstance(x, AffineMapAttr) for x in m.items):
-                    entries.append(tuple(m.items))  # type: ignore[arg-type]
-                else:
-                    raise lex.error("user_indexing_maps entries must be affine maps or lists of them", start)
-            maps_t = tuple(entries)
-        oet = fields.get("original_element_type")
-        return EncodingAttr(
-            operand_index=fields["operand_index"],  # type: ignore[arg-type]
-            op_type=fields["op_type"],  # type: ignore[arg-type]
-            element_types=tuple(scalar(a) for a in et.items),
-            user_indexing_maps=maps_t,
-            iteration_sizes=fields.get("iteration_sizes"),  # type: ignore[arg-type]
-            original_element_type=scalar(oet) if oet is not None else None,
-            operand_index_type=index_type,
-        )
-
-    def parse_affine_map(self: Parser) -> AffineMapAttr:
-        lex = self.lex
-        lex.expect("<")
-        dims = self._affine_names("(", ")")
-        syms = self._affine_names("[", "]") if lex.at("[") else []
-        lex.expect("->", "in an affine map")
-        names = {n: ("d", i) for i, n in enumerate(dims)} | {n: ("s", i) for i, n in enumerate(syms)}
-        lex.expect("(")
-        results: list[tuple] = []
-        while not lex.at(")"):
-            results.append(self._affine_expr(names))
-            if not lex.accept(","):
-                break
-        lex.expect(")")
-        lex.expect(">", "to close the affine map")
-        return AffineMapAttr(len(dims), len(syms), tuple(results))
-
-    def _affine_names(self: Parser, open_: str, close: str) -> list[str]:
-        lex = self.lex
-        lex.expect(open_)
-        names: list[str] = []
-        while not lex.at(close):
-            names.append(lex.expect_kind("ident", "an affine dimension or symbol name").text)
-            if not lex.accept(","):
-                break
-        lex.expect(close)
-        return names
-
-    def _affine_expr(self: Parser, names: dict[str, tuple]) -> tuple:
-        lhs = self._affine_term(names)
-        while self.lex.at("+") or self.lex.at("-"):
-            op = self.lex.next().text
-            lhs = (op, lhs, self._affine_term(names))
-        return lhs
-
-    def _affine_term(self: Parser, names: dict[str, tuple]) -> tuple:
-        lhs = self._affine_atom(names)
-        while self.lex.at("*") or self.lex.at("floordiv") or self.lex.at("ceildiv") or self.lex.at("mod"):
-            op = self.lex.next().text
-            lhs = (op, lhs, self._affine_atom(names))
-        return lhs
-
-    def _affine_atom(self: Parser, names: dict[str, tuple]) -> tuple:
-        lex = self.lex
-        tok = lex.next()
-        if tok.kind == "int":
-            return ("c", int(tok.text, 0))
-        if tok.kind == "ident" and tok.text in names:
-            return names[tok.text]
-        if tok.text == "(":
-            e = self._affine_expr(names)
-            lex.expect(")")
-            return e
-        if tok.text == "-":
-            return ("*", ("c", -1), self._affine_atom(names))
-        raise lex.error(f"expected an affine expression, found {describe(tok)}", tok.pos)
-
-    def parse_dense(self: Parser) -> DenseAttr:
-        lex = self.lex
-        kw = lex.next()
-        lex.expect("<")
-        if kw.text == "dense_resource":
-            key_tok = lex.next()
-            if key_tok.kind not in ("ident", "string"):
-                raise lex.error(f"expected a resource key, found {describe(key_tok)}", key_tok.pos)
-            key = key_tok.text.strip('"')
-            lex.expect(">")
-            lex.expect(":", "before the type of a dense_resource")
-            typ = self._dense_type(kw.pos)
-            attr = DenseAttr(np.zeros(typ.shape, numpy_dtype(typ.element)), typ, "resource", key)
-            self.pending_resources.append((attr, self.lex.loc(key_tok.pos)))
-            return attr
-        body_start = lex.save()
-        if lex.peek().kind == "string":
-            hex_tok = lex.next()
-            lex.expect(">")
-            lex.expect(":", "before the type of a dense literal")
-            typ = self._dense_type(kw.pos)
-            data = _hex_bytes(hex_tok.text[1:-1])
-            if data is None:
-                raise lex.error('a dense hex literal must be "0x" followed by hex digits', hex_tok.pos)
-            return DenseAttr(_array_from_bytes(self, data, typ, hex_tok.pos, allow_splat=True), typ, "hex")
-        close = lex.balanced(body_start - 1)
-        body = lex.text[body_start : close - 1]
-        lex.restore(close)
-        lex.expect(":", "before the type of a dense literal")
-        typ = self._dense_type(kw.pos)
-        return DenseAttr(_array_from_text(self, body, typ, body_start), typ, "list")
-
-    def _dense_type(self: Parser, pos: int) -> TensorType:
-        typ = self.parse_type()
-        if not isinstance(typ, TensorType):
-            raise self.lex.error(f"a dense literal needs a tensor type, found '{typ}'", pos)
-        if not is_known_element(typ.element.name):
-            raise self.lex.error(f"unsupported element type {typ.element} in a dense literal", pos)
-        return typ
+        return _ALIAS_REF.sub(sub, text) if ("#" in text or "!" in text) else text

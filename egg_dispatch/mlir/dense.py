@@ -1,4 +1,4 @@
-"""Element data of ``dense<...>`` and ``dense_resource`` literals as NumPy arrays."""
+"""``dense<...>`` and ``dense_resource<...>`` literals: their element data as NumPy arrays."""
 
 from __future__ import annotations
 
@@ -8,41 +8,175 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .ir import ScalarType, TensorType, Type, numpy_dtype
+from .ir import DenseAttr, ScalarType, TensorType, Type, is_known_element, numpy_dtype
+from .lexer import describe
 
 if TYPE_CHECKING:
+    from .lexer import Lexer
     from .parser import Parser
 
-_NUM = re.compile(r"[-+]?(?:0x[0-9a-fA-F]+|nan|inf|[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)|true|false")
-_JUNK = re.compile(r"[\s\[\](),]+")
+__all__ = ["MAX_CONSTANT_ELEMENTS", "DenseParser", "resource_array", "round_bf16"]
+
+MAX_CONSTANT_ELEMENTS = 1 << 28
+"""Largest constant the reader materializes (a splat or a resource is an array of this many elements)."""
+
+_DENSE_TOKEN = re.compile(r"[\[\](),]|[^\s\[\](),]+")
+_FLOAT = re.compile(r"[-+]?(?:0x[0-9a-fA-F]+|nan|inf|[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)")
+_INT = re.compile(r"[-+]?(?:0x[0-9a-fA-F]+|[0-9]+)")
 
 
-def _array_from_text(p: Parser, body: str, typ: TensorType, pos: int) -> np.ndarray:
+class DenseParser:
+    """Mixin: ``dense<...>`` / ``dense_resource<...>`` attributes."""
+
+    def parse_dense(self: Parser) -> DenseAttr:
+        lex = self.lex
+        kw = lex.next()
+        lex.expect("<")
+        if kw.text == "dense_resource":
+            key_tok = lex.next()
+            if key_tok.kind not in ("ident", "string"):
+                raise lex.error(f"expected a resource key, found {describe(key_tok)}", key_tok.pos)
+            key = key_tok.text.strip('"')
+            lex.expect(">", "to close dense_resource")
+            lex.expect(":", "before the type of a dense_resource")
+            typ = self._dense_type(kw.pos)
+            attr = DenseAttr(np.zeros(typ.shape, numpy_dtype(typ.element)), typ, "resource", key)
+            self.pending_resources.append((attr, lex.loc(key_tok.pos)))
+            return attr
+        body_start = lex.save()
+        if lex.peek().kind == "string":
+            hex_tok = lex.next()
+            lex.expect(">", "to close the dense literal")
+            lex.expect(":", "before the type of a dense literal")
+            typ = self._dense_type(kw.pos)
+            data = _hex_bytes(hex_tok.text[1:-1])
+            if data is None:
+                raise lex.error('a dense hex literal must be "0x" followed by hex digits', hex_tok.pos)
+            return DenseAttr(_array_from_bytes(lex, data, typ, hex_tok.pos, allow_splat=True), typ, "hex")
+        close = lex.balanced(body_start - 1)
+        body = lex.text[body_start : close - 1]
+        lex.restore(close)
+        lex.expect(":", "before the type of a dense literal")
+        typ = self._dense_type(kw.pos)
+        return DenseAttr(_array_from_text(lex, body, typ, body_start), typ, "list")
+
+    def _dense_type(self: Parser, pos: int) -> TensorType:
+        typ = self.parse_type()
+        lex = self.lex
+        if not isinstance(typ, TensorType):
+            raise lex.error(f"a dense literal needs a tensor type, found '{typ}'", pos)
+        try:
+            if not is_known_element(typ.element.name):
+                raise ValueError
+            numpy_dtype(typ.element)
+        except ValueError:
+            raise lex.error(f"unsupported element type {typ.element} in a dense literal", pos) from None
+        if typ.num_elements > MAX_CONSTANT_ELEMENTS:
+            raise lex.error(
+                f"constant of {typ.num_elements} elements is too large (the limit is {MAX_CONSTANT_ELEMENTS})", pos
+            )
+        return typ
+
+
+def _element(lex: Lexer, t: str, elem: ScalarType, pos: int) -> float | int:
+    """One element of a dense list, checked against the element type."""
+    from .attributes import int_in_range
+
+    if elem.name == "i1" and t in ("true", "false"):
+        return int(t == "true")
+    if elem.is_float:
+        if not _FLOAT.fullmatch(t):
+            raise lex.error(f"expected a floating-point element, found '{t}'", pos)
+        return _hex_float(t, elem) if "0x" in t else float(t)
+    if not _INT.fullmatch(t):
+        raise lex.error(f"expected an integer element of type {elem.name}, found '{t}'", pos)
+    v = int(t, 16) if "0x" in t else int(t)
+    if not int_in_range(v, elem):
+        raise lex.error(f"element {v} does not fit in {elem.name}", pos)
+    bits = 64 if elem.name == "index" else int(elem.name.lstrip("sui"))
+    if not elem.name.startswith("ui") and v >= 2 ** (bits - 1) and bits > 1:
+        v -= 2**bits  # a signless value written in its unsigned range: same bits
+    return v
+
+
+def _array_from_text(lex: Lexer, body: str, typ: TensorType, pos: int) -> np.ndarray:
+    """``[[1.0, 2.0], [3.0, 4.0]]`` (nesting checked against the shape) or a splat scalar."""
     dtype = numpy_dtype(typ.element)
-    stripped = _JUNK.sub(" ", body).strip()
-    tokens = stripped.split() if stripped else []
+    toks = [(m.group(), pos + m.start()) for m in _DENSE_TOKEN.finditer(body)]
+    if not toks:
+        if typ.num_elements:
+            raise lex.error(f"empty dense literal for {_fmt(typ)}, which has {typ.num_elements} elements", pos)
+        return np.zeros(typ.shape, dtype)
+    if toks[0][0] != "[":
+        if len(toks) > 1:
+            raise lex.error(f"expected '>' after a splat value, found '{toks[1][0]}'", toks[1][1])
+        value = _element(lex, toks[0][0], typ.element, toks[0][1])
+        with np.errstate(all="ignore"):
+            return round_bf16(np.full(typ.shape, value, dtype=dtype), typ.element)
     values: list[float | int] = []
-    for t in tokens:
-        if not _NUM.fullmatch(t):
-            raise p.lex.error(f"bad element '{t}' in a dense literal", pos)
-        if t in ("true", "false"):
-            values.append(1 if t == "true" else 0)
-        elif t.lower().startswith(("0x", "-0x")):
-            values.append(_hex_float(t, typ.element) if typ.element.is_float else int(t, 16))
+    counts: list[int] = []  # items so far in each open list
+    opens: list[int] = []
+    expect_item = True
+    end = len(toks)
+    for i, (t, p) in enumerate(toks):
+        if t == "[":
+            if not expect_item:
+                raise lex.error("expected ',' or ']' in a dense literal", p)
+            if len(counts) == typ.rank:
+                raise lex.error(f"dense literal is nested deeper than the rank {typ.rank} of {_fmt(typ)}", p)
+            counts.append(0)
+            opens.append(p)
+            expect_item = True
+        elif t == "]":
+            if expect_item and counts and counts[-1]:
+                raise lex.error("expected an element after ',' in a dense literal", p)
+            dim = len(counts) - 1
+            if counts[-1] != typ.shape[dim]:
+                raise lex.error(
+                    f"dense literal has {counts[-1]} element(s) in dimension {dim}, but {_fmt(typ)} has "
+                    f"{typ.shape[dim]}",
+                    opens[-1],
+                )
+            counts.pop()
+            opens.pop()
+            expect_item = False
+            if not counts:
+                end = i + 1
+                break
+            counts[-1] += 1
+        elif t == ",":
+            if expect_item:
+                raise lex.error("expected an element before ',' in a dense literal", p)
+            expect_item = True
         else:
-            values.append(float(t) if typ.element.is_float else int(float(t)))
-    if "[" in body:
-        depth = body.lstrip().index(next(c for c in body.lstrip() if c != "["))
-        if depth != typ.rank and not (len(values) == 1):
-            raise p.lex.error(f"dense literal nesting depth {depth} does not match tensor rank {typ.rank}", pos)
-    if len(values) == 1:
-        return np.full(typ.shape, values[0], dtype=dtype)
-    if len(values) != typ.num_elements:
-        raise p.lex.error(f"dense literal has {len(values)} elements but {_fmt(typ)} needs {typ.num_elements}", pos)
-    return np.array(values, dtype=dtype).reshape(typ.shape)
+            if not expect_item:
+                raise lex.error(f"expected ',' or ']' in a dense literal, found '{t}'", p)
+            if len(counts) != typ.rank:
+                raise lex.error(f"element '{t}' at nesting depth {len(counts)}, but {_fmt(typ)} has rank {typ.rank}", p)
+            values.append(_element(lex, t, typ.element, p))
+            counts[-1] += 1
+            expect_item = False
+    if counts:
+        raise lex.error("unclosed '[' in a dense literal", opens[-1])
+    if end < len(toks):
+        raise lex.error(f"unexpected '{toks[end][0]}' after the dense literal", toks[end][1])
+    with np.errstate(all="ignore"):
+        return round_bf16(np.array(values, dtype=dtype).reshape(typ.shape), typ.element)
 
 
-def _array_from_bytes(p: Parser, data: bytes, typ: TensorType, pos: int, allow_splat: bool) -> np.ndarray:
+def round_bf16(a: np.ndarray, elem: ScalarType) -> np.ndarray:
+    """bf16 values are held as float32: round a literal to the nearest bf16 (ties to even), as MLIR does."""
+    if elem.name != "bf16":
+        return a
+    bits = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32)
+    quiet_nan = (bits & 0x80000000).astype(np.uint32) | np.uint32(0x7FC00000)
+    return np.where(np.isnan(a), quiet_nan, rounded).view(np.float32)
+
+
+def _array_from_bytes(
+    lex: Lexer, data: bytes, typ: TensorType, pos: int, allow_splat: bool, what: str = "constant data"
+) -> np.ndarray:
     dtype = numpy_dtype(typ.element)
     if typ.element.name == "bf16":
         raw = np.frombuffer(data[: len(data) // 2 * 2], dtype="<u2").astype(np.uint32) << 16
@@ -54,12 +188,12 @@ def _array_from_bytes(p: Parser, data: bytes, typ: TensorType, pos: int, allow_s
     if allow_splat and flat.size == 1 and typ.num_elements != 1:
         return np.full(typ.shape, flat[0], dtype=dtype)
     if flat.size < typ.num_elements:
-        raise p.lex.error(
-            f"constant data holds {flat.size} elements ({len(data)} bytes) but {_fmt(typ)} needs {typ.num_elements}",
+        raise lex.error(
+            f"{what} holds {flat.size} elements ({len(data)} bytes) but {_fmt(typ)} needs {typ.num_elements}",
             pos,
         )
     if flat.size > typ.num_elements:
-        raise p.lex.error(f"constant data holds {flat.size} elements, more than {_fmt(typ)} has", pos)
+        raise lex.error(f"{what} holds {flat.size} elements, more than {_fmt(typ)} has", pos)
     return flat.astype(dtype).reshape(typ.shape)
 
 
@@ -79,7 +213,7 @@ def _hex_bytes(s: str) -> bytes | None:
 def _hex_float(text: str, typ: Type | None) -> float:
     """MLIR writes special floats as their bit pattern (``0x7FC00000``)."""
     neg = text.startswith("-")
-    bits = int(text.lstrip("-"), 16)
+    bits = int(text.lstrip("-+"), 16)
     name = typ.name if isinstance(typ, ScalarType) else "f32"
     if name == "f64":
         v = struct.unpack("<d", struct.pack("<Q", bits & (2**64 - 1)))[0]
@@ -92,8 +226,9 @@ def _hex_float(text: str, typ: Type | None) -> float:
     return -v if neg else v
 
 
-def resource_array(p: Parser, blob: bytes, typ: TensorType, pos: int) -> np.ndarray:
+def resource_array(lex: Lexer, blob: bytes, typ: TensorType, pos: int, key: str = "") -> np.ndarray:
     """Decode a ``dialect_resources`` blob: a 4-byte little-endian alignment, then the raw elements."""
     if len(blob) < 4:
-        raise p.lex.error("resource blob is shorter than its 4-byte alignment header", pos)
-    return _array_from_bytes(p, blob[4:], typ, pos, allow_splat=False)
+        raise lex.error(f"resource blob '{key}' is shorter than its 4-byte alignment header", pos)
+    what = f"resource blob '{key}' (after its 4-byte header)"
+    return _array_from_bytes(lex, blob[4:], typ, pos, allow_splat=False, what=what)

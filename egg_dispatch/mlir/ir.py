@@ -12,6 +12,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .ir_types import (
+    DispatchTensorType,
+    FunctionType,
+    OpaqueType,
+    ScalarType,
+    TensorType,
+    Type,
+    element_nbytes,
+    is_known_element,
+    numpy_dtype,
+)
+
 __all__ = [
     "AffineMapAttr",
     "ArrayAttr",
@@ -40,6 +52,7 @@ __all__ = [
     "UnitAttr",
     "Value",
     "element_nbytes",
+    "is_known_element",
     "numpy_dtype",
 ]
 
@@ -54,113 +67,6 @@ class Loc:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"
-
-
-# ----------------------------------------------------------------------------------------------- types
-
-
-class Type:
-    """Base of all types."""
-
-
-@dataclass(frozen=True)
-class ScalarType(Type):
-    """A builtin scalar: ``f32``, ``f16``, ``bf16``, ``f64``, ``i1``..``i64``, ``ui8``, ``index``."""
-
-    name: str
-
-    def __str__(self) -> str:
-        return self.name
-
-    @property
-    def is_float(self) -> bool:
-        return self.name in ("f16", "bf16", "f32", "f64")
-
-    @property
-    def is_int(self) -> bool:
-        return self.name == "index" or self.name.startswith(("i", "si", "ui"))
-
-
-@dataclass(frozen=True)
-class TensorType(Type):
-    """A ranked, statically shaped tensor, optionally carrying an encoding attribute."""
-
-    shape: tuple[int, ...]
-    element: ScalarType
-    encoding: Attr | None = None
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
-
-    @property
-    def num_elements(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
-
-    @property
-    def nbytes(self) -> int:
-        """Logical size in bytes (encodings may pad; the target layout decides that)."""
-        return self.num_elements * element_nbytes(self.element)
-
-    def without_encoding(self) -> TensorType:
-        return TensorType(self.shape, self.element, None)
-
-
-@dataclass(frozen=True)
-class DispatchTensorType(Type):
-    """``!iree_tensor_ext.dispatch.tensor<readonly:tensor<...>>`` -- a dispatch's binding."""
-
-    access: str
-    tensor: TensorType
-
-
-@dataclass(frozen=True)
-class FunctionType(Type):
-    inputs: tuple[Type, ...]
-    results: tuple[Type, ...]
-
-
-@dataclass(frozen=True)
-class OpaqueType(Type):
-    """Any type we do not model (``!hal.buffer_view``, ``!hal.device``, ...), kept as text."""
-
-    text: str
-
-    def __str__(self) -> str:
-        return self.text
-
-
-_ELEMENT_BITS = {
-    "i1": 1, "i4": 4, "i8": 8, "si8": 8, "ui8": 8, "i16": 16, "ui16": 16, "si16": 16,
-    "i32": 32, "si32": 32, "ui32": 32, "i64": 64, "si64": 64, "ui64": 64, "index": 64,
-    "f16": 16, "bf16": 16, "f32": 32, "f64": 64,
-}  # fmt: skip
-
-_NUMPY = {
-    "i1": np.bool_, "i8": np.int8, "si8": np.int8, "ui8": np.uint8, "i16": np.int16, "si16": np.int16,
-    "ui16": np.uint16, "i32": np.int32, "si32": np.int32, "ui32": np.uint32, "i64": np.int64,
-    "si64": np.int64, "ui64": np.uint64, "index": np.int64, "f16": np.float16, "f32": np.float32,
-    "f64": np.float64,
-}  # fmt: skip
-
-
-def element_nbytes(t: ScalarType) -> int:
-    """Storage bytes of one element (sub-byte types round up to one byte)."""
-    return max(1, _ELEMENT_BITS[t.name] // 8)
-
-
-def numpy_dtype(t: ScalarType) -> np.dtype:
-    """The NumPy dtype that holds values of ``t``; bf16 is held as float32 (NumPy has no bf16)."""
-    if t.name == "bf16":
-        return np.dtype(np.float32)
-    try:
-        return np.dtype(_NUMPY[t.name])
-    except KeyError:
-        raise ValueError(f"no NumPy dtype for element type {t.name}") from None
-
-
-def is_known_element(name: str) -> bool:
-    return name in _ELEMENT_BITS
 
 
 # ------------------------------------------------------------------------------------------ attributes
@@ -253,7 +159,9 @@ class DenseAttr(Attr):
 
     __slots__ = ("array", "form", "resource_key", "type")
 
-    def __init__(self, array: np.ndarray, type: TensorType, form: str = "list", resource_key: str | None = None):
+    def __init__(
+        self, array: np.ndarray, type: TensorType, form: str = "list", resource_key: str | None = None
+    ) -> None:
         self.array = array
         self.type = type
         self.form = form
@@ -311,7 +219,7 @@ class Value:
 
     __slots__ = ("index", "name", "owner", "type")
 
-    def __init__(self, name: str, type: Type, owner: Operation | Block | None = None, index: int = 0):
+    def __init__(self, name: str, type: Type, owner: Operation | Block | None = None, index: int = 0) -> None:
         self.name = name
         self.type = type
         self.owner = owner
@@ -352,6 +260,9 @@ class Operation:
     regions: list[Region] = field(default_factory=list)
     loc: Loc | None = None
     opaque_text: str | None = None
+    generic_form: bool = False
+    """Read from MLIR's generic form (``"d.op"(...) : (...) -> ...``). Such an op whose name has a custom
+    syntax is kept opaque, with ``opaque_text`` the generic text after the quoted name."""
 
     @property
     def result(self) -> Value:

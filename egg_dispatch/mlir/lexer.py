@@ -13,13 +13,17 @@ from dataclasses import dataclass
 
 from .ir import Loc
 
-__all__ = ["Lexer", "MLIRSyntaxError", "Token"]
+__all__ = ["MAX_NESTING", "Lexer", "MLIRSyntaxError", "Token", "int_value"]
+
+MAX_NESTING = 128
+"""Deepest nesting of regions, attributes, types and affine expressions the reader accepts; deeper
+input is an error rather than a ``RecursionError`` (every level costs a few Python frames)."""
 
 
 class MLIRSyntaxError(Exception):
     """Bad input: carries the position so the CLI prints ``file:line:col: error: message``."""
 
-    def __init__(self, loc: Loc, message: str):
+    def __init__(self, loc: Loc, message: str) -> None:
         super().__init__(f"{loc}: error: {message}")
         self.loc = loc
         self.message = message
@@ -54,12 +58,14 @@ _SKIP = re.compile(r"(?:\s+|//[^\n]*)+")
 
 
 class Lexer:
-    def __init__(self, text: str, file: str = "<input>"):
+    def __init__(self, text: str, file: str = "<input>") -> None:
         self.text = text
         self.file = file
         self.pos = 0
-        self._line_starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self._peeked: Token | None = None
+        self.depth = 0
+        """Current nesting depth (see ``enter``)."""
 
     # -- positions -----------------------------------------------------------------------------
     def loc(self, pos: int | None = None) -> Loc:
@@ -70,6 +76,19 @@ class Lexer:
 
     def error(self, message: str, pos: int | None = None) -> MLIRSyntaxError:
         return MLIRSyntaxError(self.loc(pos), message)
+
+    def pos_of(self, loc: Loc) -> int:
+        """The offset of a ``Loc`` made by this lexer."""
+        return self._line_starts[loc.line - 1] + loc.col - 1
+
+    def enter(self, what: str, pos: int | None = None) -> None:
+        """Go one nesting level deeper; pair with ``leave``. Too deep is an error at ``pos``."""
+        if self.depth >= MAX_NESTING:
+            raise self.error(f"{what} nested more than {MAX_NESTING} levels deep", pos)
+        self.depth += 1
+
+    def leave(self) -> None:
+        self.depth -= 1
 
     def save(self) -> int:
         self._peeked = None
@@ -95,6 +114,8 @@ class Lexer:
             m = _TOKEN.match(self.text, self.pos)
             if m is None:
                 ch = self.text[self.pos]
+                if ch == '"':
+                    raise self.error("unterminated string literal (a string must close on its own line)", self.pos)
                 raise self.error(f"unexpected character {ch!r}", self.pos)
             kind = m.lastgroup or "punct"
             if kind == "fileres":
@@ -167,6 +188,17 @@ class Lexer:
                     return i + 1
             i += 1
         raise self.error(f"unterminated '{text[open_pos]}' (reached the end of the file)", open_pos)
+
+
+def int_value(lex: Lexer, tok: Token) -> int:
+    """The value of an ``int`` token: decimal (leading zeros allowed, as in MLIR) or ``0x`` hex."""
+    text = tok.text
+    digits = text.lstrip("-")
+    try:
+        value = int(digits[2:], 16) if digits[:2] in ("0x", "0X") else int(digits, 10)
+    except ValueError:
+        raise lex.error(f"expected an integer, found {describe(tok)}", tok.pos) from None
+    return -value if text.startswith("-") else value
 
 
 def describe(tok: Token) -> str:

@@ -11,10 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from .attributes import AttrParser
-from .dense import resource_array
+from .attributes import AttrParser, symbol_name
 from .ir import (
     Attr,
     Block,
@@ -27,14 +24,13 @@ from .ir import (
     Type,
     Value,
 )
-from .lexer import Lexer, MLIRSyntaxError, describe
+from .lexer import Lexer, MLIRSyntaxError, describe, int_value
+from .print_ops import has_custom_printer
+from .resources import ELIDED_SEED, ResourceParser
 from .syntax import OpSyntax
 from .syntax_iree import UNKNOWN
 
-__all__ = ["MLIRSyntaxError", "parse_file", "parse_mlir"]
-
-ELIDED_SEED = 20250616
-"""Seed of the deterministic fill for elided resources (the date of IREE issue #21100)."""
+__all__ = ["ELIDED_SEED", "MLIRSyntaxError", "parse_bytes", "parse_file", "parse_mlir"]
 
 
 @dataclass
@@ -43,8 +39,8 @@ class _Scope:
     isolated: bool = False
 
 
-class Parser(AttrParser, OpSyntax):
-    def __init__(self, text: str, file: str = "<input>"):
+class Parser(AttrParser, OpSyntax, ResourceParser):
+    def __init__(self, text: str, file: str = "<input>") -> None:
         self.lex = Lexer(text, file)
         self.attr_aliases: dict[str, Attr] = {}
         self.attr_alias_types: dict[str, Type] = {}
@@ -52,12 +48,14 @@ class Parser(AttrParser, OpSyntax):
         self.pending_resources: list[tuple[DenseAttr, Loc]] = []
         self.scopes: list[_Scope] = []
         self.warnings: list[str] = []
+        self.use_pos: dict[int, list[int]] = {}
+        """Offsets of the uses of each value (by id), so type errors point at the operand."""
 
     # ------------------------------------------------------------------------------ module level
     def parse_module(self) -> Module:
         lex = self.lex
         module = Module(file=lex.file)
-        if not lex.text.strip():
+        if lex.peek().kind == "eof":
             raise lex.error("empty input: expected a module or a function", 0)
         self._parse_aliases(module)
         self.scopes.append(_Scope(isolated=True))
@@ -65,7 +63,7 @@ class Parser(AttrParser, OpSyntax):
             lex.next()
             module.has_module_op = True
             if lex.peek().kind == "symbol":
-                module.name = lex.next().text[1:]
+                module.name = symbol_name(lex, lex.next())
             if lex.accept("attributes"):
                 module.attributes = dict(self.parse_dict().items)
             lex.expect("{", "to open the module body")
@@ -94,6 +92,8 @@ class Parser(AttrParser, OpSyntax):
             if not lex.accept("="):
                 lex.restore(start)
                 return
+            if name.text in self.attr_aliases or name.text in self.type_aliases:
+                raise lex.error(f"redefinition of alias {name.text}", name.pos)
             if name.kind == "hash":
                 value = self.parse_attribute()
                 self.attr_aliases[name.text] = value
@@ -101,65 +101,6 @@ class Parser(AttrParser, OpSyntax):
                     self.attr_alias_types[name.text] = self.parse_type()
             else:
                 self.type_aliases[name.text] = self.parse_type()
-
-    def _parse_file_resources(self) -> dict[str, bytes]:
-        lex = self.lex
-        lex.expect("{-#")
-        blobs: dict[str, bytes] = {}
-        while not lex.at("#-}"):
-            section = lex.expect_kind("ident", "'dialect_resources' or 'external_resources'").text
-            lex.expect(":")
-            lex.expect("{")
-            while not lex.at("}"):
-                dialect = lex.expect_kind("ident", "a dialect name").text
-                lex.expect(":")
-                lex.expect("{")
-                while not lex.at("}"):
-                    key_tok = lex.next()
-                    if key_tok.kind not in ("ident", "string"):
-                        raise lex.error(f"expected a resource key, found {describe(key_tok)}", key_tok.pos)
-                    lex.expect(":")
-                    val = lex.expect_kind("string", "a hex resource blob")
-                    if section == "dialect_resources" and dialect == "builtin":
-                        hex_text = val.text[1:-1]
-                        if not hex_text.startswith("0x"):
-                            raise lex.error('a resource blob must start with "0x"', val.pos)
-                        try:
-                            blobs[key_tok.text.strip('"')] = bytes.fromhex(hex_text[2:])
-                        except ValueError:
-                            raise lex.error("a resource blob must be hex digits", val.pos) from None
-                    if not lex.accept(","):
-                        break
-                lex.expect("}")
-                if not lex.accept(","):
-                    break
-            lex.expect("}")
-            if not lex.accept(","):
-                break
-        lex.expect("#-}", "to close the file resources")
-        return blobs
-
-    def _resolve_resources(self, module: Module) -> None:
-        for attr, loc in self.pending_resources:
-            key = attr.resource_key or ""
-            blob = module.resources.get(key)
-            if blob is None:
-                # Elided or missing blob: a deterministic fill, loudly (design.md §2.1).
-                why = "is elided" if key == "__elided__" else "has no blob in the file"
-                rng = np.random.default_rng(ELIDED_SEED + sum(map(ord, key)))
-                data = rng.uniform(-1.0, 1.0, attr.type.shape)
-                attr.array = (
-                    data.astype(attr.array.dtype)
-                    if attr.type.element.is_float
-                    else ((data * 8).astype(attr.array.dtype))
-                )
-                self.warnings.append(
-                    f"{loc}: warning: resource '{key}' {why}; filled with deterministic pseudo-random "
-                    f"values (seed {ELIDED_SEED}), so numbers are not the original model's"
-                )
-            else:
-                self.lex._peeked = None
-                attr.array = resource_array(self, blob, attr.type, _pos_of(self.lex, loc))
 
     # ---------------------------------------------------------------------------------- values
     def push_scope(self, isolated: bool = False) -> None:
@@ -191,7 +132,9 @@ class Parser(AttrParser, OpSyntax):
 
     def operand(self) -> Value:
         tok = self.lex.expect_kind("value", "an SSA value")
-        return self.lookup(tok.text, tok.pos)
+        value = self.lookup(tok.text, tok.pos)
+        self.use_pos.setdefault(id(value), []).append(tok.pos)
+        return value
 
     def operand_list(self, close: str | None = None) -> list[Value]:
         vals: list[Value] = []
@@ -206,14 +149,22 @@ class Parser(AttrParser, OpSyntax):
         """The types written next to operands must be the operands' own types (a verifier check)."""
         if len(values) != len(types):
             raise self.lex.error(f"{len(values)} operands but {len(types)} types", pos)
-        for v, t in zip(values, types, strict=True):
+        for i, (v, t) in enumerate(zip(values, types, strict=True)):
             if v.type == UNKNOWN:
                 v.type = t  # an opaque op's result: its uses tell its type
             elif v.type != t and not isinstance(v.type, OpaqueType):
                 raise self.lex.error(
                     f"operand %{v.name} has type {self.type_str(v.type)} but the op expects {self.type_str(t)}",
-                    pos,
+                    self._use_position(values, i, pos),
                 )
+
+    def _use_position(self, values: list[Value], i: int, default: int) -> int:
+        """Where ``values[i]`` was written: its uses in this op are its latest ones (a value may repeat)."""
+        v = values[i]
+        n = sum(1 for w in values if w is v)
+        k = sum(1 for w in values[:i] if w is v)
+        uses = self.use_pos.get(id(v), [])
+        return uses[len(uses) - n + k] if len(uses) >= n else default
 
     def type_str(self, t: Type) -> str:
         from .printer import Printer
@@ -232,7 +183,10 @@ class Parser(AttrParser, OpSyntax):
                     raise lex.error("a result name cannot carry '#N'", tok.pos)
                 count = 1
                 if lex.accept(":"):
-                    count = int(lex.expect_kind("int", "a result count").text)
+                    count_tok = lex.expect_kind("int", "a result count")
+                    count = int_value(lex, count_tok)
+                    if not 1 <= count <= 4096:
+                        raise lex.error(f"a result count must be between 1 and 4096, not {count}", count_tok.pos)
                 defs.append((tok.text[1:], count, tok.pos))
                 if not lex.accept(","):
                     break
@@ -267,19 +221,33 @@ class Parser(AttrParser, OpSyntax):
     def parse_region(self, args: list[tuple[str, Type, int]] | None = None, isolated: bool = False) -> Region:
         """``{ [^bb0(args):] ops }``; ``args`` are entry-block arguments declared by the op itself."""
         lex = self.lex
-        lex.expect("{", "to open a region")
+        open_tok = lex.expect("{", "to open a region")
+        lex.enter("regions", open_tok.pos)
         self.push_scope(isolated)
+        try:
+            region = self._region_body(open_tok.pos, args or [])
+        finally:
+            self.pop_scope()
+            lex.leave()
+        return region
+
+    def _region_body(self, open_pos: int, args: list[tuple[str, Type, int]]) -> Region:
+        lex = self.lex
         region = Region()
         block = Block()
         region.blocks.append(block)
-        for name, typ, pos in args or []:
+        for name, typ, pos in args:
             v = Value(name, typ, block, len(block.args))
             block.args.append(v)
             self.define(name, [v], pos)
         first = True
         while not lex.at("}"):
             if lex.peek().kind == "eof":
-                raise lex.error("expected '}' to close a region (reached the end of the file)")
+                opened = lex.loc(open_pos)
+                raise lex.error(
+                    f"expected '}}' to close the region opened at line {opened.line}, column {opened.col} "
+                    "(reached the end of the file)"
+                )
             if lex.peek().kind == "label":
                 label = lex.next()
                 if not (first and not block.ops and not block.args):
@@ -300,7 +268,6 @@ class Parser(AttrParser, OpSyntax):
             first = False
             block.ops.append(self.parse_op())
         lex.expect("}")
-        self.pop_scope()
         return region
 
     def parse_generic_op(self, name: str, start: int) -> Operation:
@@ -328,11 +295,18 @@ class Parser(AttrParser, OpSyntax):
         self.check_types(operands, ins, start)
         lex.expect("->")
         results = self.parse_result_types()
-        return self.make_op(name, operands, results, attributes=attrs, regions=regions)
-
-
-def _pos_of(lex: Lexer, loc: Loc) -> int:
-    return lex._line_starts[loc.line - 1] + loc.col - 1
+        op = self.make_op(name, operands, results, attributes=attrs, regions=regions)
+        op.generic_form = True
+        if has_custom_printer(name):
+            # The custom syntax needs structure the generic form spells differently: keep the text.
+            after_name = lex.text.index('"', start) + len(name) + 2
+            op.opaque_text = self.inline_aliases(lex.text[after_name : lex.pos], after_name).strip()
+            op.regions = []
+            self.warnings.append(
+                f"{lex.loc(start)}: warning: '{name}' in generic form is not modelled; kept as an opaque op "
+                "(a barrier for every rule)"
+            )
+        return op
 
 
 def parse_mlir(text: str, file: str = "<input>") -> Module:
@@ -340,18 +314,25 @@ def parse_mlir(text: str, file: str = "<input>") -> Module:
     if "\x00" in text:
         i = text.index("\x00")
         raise Lexer(text, file).error("binary data (NUL byte) in the input: expected MLIR text", i)
-    return Parser(text, file).parse_module()
+    parser = Parser(text, file)
+    try:
+        return parser.parse_module()
+    except RecursionError:  # a safety net: MAX_NESTING should stop deep input first
+        raise parser.lex.error("input nested too deeply", parser.lex.pos) from None
 
 
-def parse_file(path: str | Path) -> Module:
-    """Read and parse a file; undecodable bytes are a clean ``MLIRSyntaxError`` too."""
-    p = Path(path)
-    raw = p.read_bytes()
+def parse_bytes(raw: bytes, file: str = "<input>") -> Module:
+    """Parse MLIR given as bytes; bytes that are not UTF-8 are a clean ``MLIRSyntaxError`` too."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         prefix = raw[: e.start].decode("utf-8", "replace")
         line = prefix.count("\n") + 1
-        col = e.start - (prefix.rfind("\n") + 1) + 1
-        raise MLIRSyntaxError(Loc(str(path), line, col), "input is not UTF-8 text (binary file?)") from None
-    return parse_mlir(text, str(path))
+        col = len(prefix) - (prefix.rfind("\n") + 1) + 1
+        raise MLIRSyntaxError(Loc(file, line, col), "input is not UTF-8 text (binary file?)") from None
+    return parse_mlir(text, file)
+
+
+def parse_file(path: str | Path) -> Module:
+    """Read and parse a file (see ``parse_bytes``)."""
+    return parse_bytes(Path(path).read_bytes(), str(path))

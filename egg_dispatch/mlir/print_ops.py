@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .ir import DenseAttr, Operation, TensorType
+from .ir import DenseAttr, Operation, Region, TensorType
 from .ops import CONTRACTION_OPS, int_list, outs
+from .printer import symbol
 
 if TYPE_CHECKING:
     from .printer import Printer
 
-__all__ = ["GENERIC", "print_op_body"]
+__all__ = ["GENERIC", "has_custom_printer", "print_op_body"]
 
 GENERIC = "\x00"
 """Prefix of a body in MLIR's generic form: the caller then quotes the op name."""
@@ -19,6 +20,21 @@ _CAST = {"extf", "truncf", "sitofp", "uitofp", "fptosi", "fptoui", "extsi", "ext
          "index_castui", "bitcast"}  # fmt: skip
 _RETURNS = {"func.return", "return", "util.return", "flow.return", "linalg.yield", "iree_linalg_ext.yield",
             "tensor.yield", "scf.yield"}  # fmt: skip
+
+
+_CUSTOM = {
+    "func.func", "util.func", "arith.constant", "tensor.empty", "tensor.extract_slice", "tensor.insert_slice",
+    "tensor.collapse_shape", "tensor.expand_shape", "tensor.extract", "tensor.dim", "linalg.index", "linalg.pack",
+    "linalg.unpack", "iree_encoding.set_encoding", "iree_encoding.unset_encoding", "flow.tensor.encode",
+    "iree_tensor_ext.compute_barrier.start", "iree_tensor_ext.compute_barrier.end", "hal.tensor.import",
+    "hal.tensor.export", "flow.dispatch.region", "flow.dispatch.workgroups", "iree_tensor_ext.dispatch.tensor.load",
+    "iree_tensor_ext.dispatch.tensor.store", "util.global", "util.initializer", "util.global.load", "util.global.store",
+} | _RETURNS  # fmt: skip
+
+
+def has_custom_printer(name: str) -> bool:
+    """Whether ``print_op_body`` writes ``name`` in a custom syntax (which needs the op's structure)."""
+    return name in _CUSTOM or name.startswith(("arith.", "math.", "linalg.", "iree_linalg_ext."))
 
 
 def _extra(p: Printer, op: Operation, skip: set[str]) -> dict:
@@ -52,7 +68,7 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
         extra = _extra(p, op, {"sym_name", "function_type", "sym_visibility", "arg_attrs"})
         attrs = f" attributes {p.dict(list(extra.items()))}" if extra else ""
         body = f" {p.region(op.regions[0], indent)}" if op.regions else ""
-        return f"{vis} @{a['sym_name'].value}({', '.join(args)}){res}{attrs}{body}"  # type: ignore[attr-defined]
+        return f"{vis} {symbol(a['sym_name'].value)}({', '.join(args)}){res}{attrs}{body}"  # type: ignore[attr-defined]
     if n in _RETURNS:
         if not op.operands:
             return ""
@@ -166,23 +182,23 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
             tail = f" = {p.attr(init)}"
         else:
             tail = f" = {p.attr(init)} : {p.type(typ)}"
-        return f"{vis}{mut} @{a['sym_name'].value}{extra}{tail}"  # type: ignore[attr-defined]
+        return f"{vis}{mut} {symbol(a['sym_name'].value)}{extra}{tail}"  # type: ignore[attr-defined]
     if n == "util.initializer":
         attrs = f" attributes {p.dict(list(a.items()))}" if a else ""
         return f"{attrs} {p.region(op.regions[0], indent)}"
     if n == "util.global.load":
         imm = " immutable" if "is_immutable" in a else ""
         extra = _attr_dict(p, _extra(p, op, {"is_immutable", "global"}))
-        return f"{imm} @{a['global'].name}{extra} : {p.type(op.result.type)}"  # type: ignore[attr-defined]
+        return f"{imm} {symbol(a['global'].name)}{extra} : {p.type(op.result.type)}"  # type: ignore[attr-defined]
     if n == "util.global.store":
         v = op.operands[0]
-        return f" {p.value(v)}, @{a['global'].name} : {p.type(v.type)}"  # type: ignore[attr-defined]
-    if "operandSegmentSizes" in a:
+        return f" {p.value(v)}, {symbol(a['global'].name)} : {p.type(v.type)}"  # type: ignore[attr-defined]
+    if "operandSegmentSizes" in a and n.startswith(("linalg.", "iree_linalg_ext.")):
         return _structured(p, op, indent)
     return _generic(p, op, indent)
 
 
-def _count(p: Printer, r, indent: str) -> str:
+def _count(p: Printer, r: Region, indent: str) -> str:
     args = ", ".join(f"%{v.name}: {p.type(v.type)}" for v in r.entry.args)
     return f" count({args}) -> (index, index, index) {p.region(r, indent)}"
 

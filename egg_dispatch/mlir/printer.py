@@ -7,6 +7,8 @@ verbatim.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .ir import (
@@ -37,7 +39,7 @@ from .ir import (
 )
 from .ops import DYNAMIC, ins, int_list, outs
 
-__all__ = ["Printer", "print_mlir"]
+__all__ = ["Printer", "print_mlir", "string_literal", "symbol"]
 
 HEX_THRESHOLD = 100
 """Dense literals with more elements are printed as hex, like ``--mlir-print-elementsattrs-with-hex-if-larger``."""
@@ -50,7 +52,7 @@ _STRUCTURED_KEYS = ("indexing_maps", "iterator_types")
 
 
 class Printer:
-    def __init__(self, use_aliases: bool = True):
+    def __init__(self, use_aliases: bool = True) -> None:
         self.use_aliases = use_aliases
         self.aliases: dict[Attr, str] = {}
         self.alias_order: list[tuple[str, str]] = []
@@ -104,12 +106,11 @@ class Printer:
         if isinstance(a, IntAttr):
             return str(a.value) if a.type is None else f"{a.value} : {self.type(a.type)}"
         if isinstance(a, FloatAttr):
-            body = a.text if a.text is not None else float_str(a.value)
-            return body if a.type is None else f"{body} : {self.type(a.type)}"
+            return _float_attr(a, self)
         if isinstance(a, StrAttr):
             return string_literal(a.value)
         if isinstance(a, SymbolRefAttr):
-            return f"@{a.name}"
+            return symbol(a.name)
         if isinstance(a, TypeAttr):
             return self.type(a.type)
         if isinstance(a, ArrayAttr):
@@ -148,7 +149,7 @@ class Printer:
     def dense(self, a: DenseAttr) -> str:
         t = self.type(a.type)
         if a.form == "resource":
-            return f"dense_resource<{a.resource_key}> : {t}"
+            return f"dense_resource<{_resource_key(a.resource_key or '')}> : {t}"
         arr = a.array
         if (a.is_splat and arr.size > 1) or (arr.size == 1 and a.type.rank == 0):
             return f"dense<{_scalar(arr.reshape(-1)[0], a.type.element)}> : {t}"
@@ -166,16 +167,18 @@ class Printer:
         if m.has_module_op:
             head = "module"
             if m.name:
-                head += f" @{m.name}"
+                head += f" {symbol(m.name)}"
             if m.attributes:
                 head += f" attributes {self.dict(list(m.attributes.items()))}"
-            text = f"{head} {{\n{text}\n}}"
+            text = f"{head} {{\n{text}\n}}" if text else f"{head} {{\n}}"
         aliases = "".join(f"{name} = {body}\n" for name, body in self.alias_order)
+        if not m.ops and not m.has_module_op:
+            text = "module {\n}"  # an empty module still prints as a valid file
         out = aliases + text + "\n"
-        used = {op.attributes["value"].resource_key for op in m.walk() if _resource(op)}  # type: ignore[union-attr]
+        used = {r.resource_key for op in m.walk() if (r := _resource(op)) is not None}
         blobs = {k: v for k, v in m.resources.items() if k in used}
         if blobs:
-            entries = ",\n".join(f'      {k}: "0x{v.hex().upper()}"' for k, v in blobs.items())
+            entries = ",\n".join(f'      {_resource_key(k)}: "0x{v.hex().upper()}"' for k, v in blobs.items())
             out += "\n{-#\n  dialect_resources: {\n    builtin: {\n" + entries + "\n    }\n  }\n#-}\n"
         return out
 
@@ -186,6 +189,8 @@ class Printer:
             res = ", ".join(names) + " = "
         from .print_ops import GENERIC, print_op_body
 
+        if op.generic_form and op.opaque_text is not None:
+            return f'{indent}{res}"{op.name}"{op.opaque_text}'
         body = print_op_body(self, op, indent)
         if body.startswith(GENERIC):
             return f'{indent}{res}"{op.name}"{body[len(GENERIC) :]}'
@@ -240,19 +245,41 @@ def _result_names(op: Operation) -> list[str]:
     return names
 
 
-def _resource(op: Operation) -> bool:
+def _resource(op: Operation) -> DenseAttr | None:
     v = op.attributes.get("value") or op.attributes.get("initial_value")
-    return isinstance(v, DenseAttr) and v.form == "resource"
+    return v if isinstance(v, DenseAttr) and v.form == "resource" else None
+
+
+def symbol(name: str) -> str:
+    """``@name``, quoted when the name is not a bare identifier."""
+    return f"@{name}" if re.fullmatch(r"[A-Za-z0-9_$.\-]+", name) else "@" + string_literal(name)
+
+
+def _resource_key(k: str) -> str:
+    return k if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.\-]*", k) else string_literal(k)
 
 
 def _key(k: str) -> str:
-    import re
-
     return k if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", k) else string_literal(k)
 
 
 def string_literal(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    """A quoted MLIR string: quotes, backslashes and unprintable bytes escaped (``\\XX``), as MLIR does."""
+    out: list[str] = []
+    for ch in s:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\{ord(ch):02X}")
+        elif 0xDC80 <= ord(ch) <= 0xDCFF:  # a byte that is not UTF-8, kept by the reader as a surrogate escape
+            out.append(f"\\{ord(ch) - 0xDC00:02X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
 
 
 def _affine(e: tuple) -> str:
@@ -269,10 +296,33 @@ def _affine(e: tuple) -> str:
 
 
 def float_str(v: float) -> str:
+    """A finite float as MLIR writes it (``1.250000e+00`` style, shortest exact digits)."""
     if np.isnan(v) or np.isinf(v):
         return repr(float(v))
     s = np.format_float_scientific(v, unique=True, exp_digits=2)
     return s.replace(".e", ".0e")
+
+
+def float_bits(v: float, name: str) -> str:
+    """A float as its bit pattern in type ``name`` -- how MLIR spells NaN and infinities."""
+    if name == "f16":
+        return f"0x{int(np.array([v], dtype=np.float16).view(np.uint16)[0]):04X}"
+    if name == "bf16":
+        return f"0x{int(np.array([v], dtype=np.float32).view(np.uint32)[0]) >> 16:04X}"
+    if name == "f32":
+        return f"0x{int(np.array([v], dtype=np.float32).view(np.uint32)[0]):08X}"
+    return f"0x{int(np.array([v], dtype=np.float64).view(np.uint64)[0]):016X}"
+
+
+def _float_attr(a: FloatAttr, p: Printer) -> str:
+    if a.text is not None:
+        body = a.text
+    elif np.isfinite(a.value):
+        body = float_str(a.value)
+    else:
+        name = a.type.name if isinstance(a.type, ScalarType) else "f64"
+        return f"{float_bits(a.value, name)} : {p.type(a.type) if a.type is not None else 'f64'}"
+    return body if a.type is None else f"{body} : {p.type(a.type)}"
 
 
 def _scalar(v: object, elem: ScalarType) -> str:
@@ -281,8 +331,7 @@ def _scalar(v: object, elem: ScalarType) -> str:
     if elem.is_float:
         f = float(v)  # type: ignore[arg-type]
         if np.isnan(f) or np.isinf(f):
-            bits = np.array([f], dtype=np.float32).view(np.uint32)[0]
-            return f"0x{int(bits):08X}"
+            return float_bits(f, elem.name)
         return float_str(np.float32(f) if elem.name == "f32" else f)  # type: ignore[arg-type]
     return str(int(v))  # type: ignore[call-overload]
 

@@ -6,11 +6,14 @@ of the attributes follow ``mlir.ops``. Unknown ops go through ``_p_opaque``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .attributes import symbol_name
 from .ir import (
     ArrayAttr,
     Attr,
+    BoolAttr,
     DenseAttr,
     DictAttr,
     FloatAttr,
@@ -22,11 +25,12 @@ from .ir import (
     TensorType,
     Type,
     TypeAttr,
-    UnitAttr,
     Value,
 )
+from .lexer import describe, int_value
 from .ops import DYNAMIC, make_int_list
 from .syntax_iree import IreeSyntax
+from .syntax_linalg import LinalgSyntax
 
 if TYPE_CHECKING:
     from .parser import Parser
@@ -42,7 +46,7 @@ _RETURNS = {"func.return", "return", "util.return", "flow.return", "linalg.yield
 _STRUCTURED_PREFIXES = ("linalg.", "iree_linalg_ext.")
 
 
-class OpSyntax(IreeSyntax):
+class OpSyntax(IreeSyntax, LinalgSyntax):
     def parse_custom_op(self: Parser, name: str, start: int, n_results: int) -> Operation:
         handler = _HANDLERS.get(name)
         if handler is not None:
@@ -57,31 +61,6 @@ class OpSyntax(IreeSyntax):
         return self._p_opaque(name, start, n_results)
 
     # ------------------------------------------------------------------------------ helpers
-    def _looks_structured(self: Parser) -> bool:
-        """A linalg-style op: optional attr dict / ``key = value`` pairs, then ``ins(`` or ``outs(``."""
-        lex = self.lex
-        save = lex.save()
-        try:
-            while True:
-                if lex.at("ins") or lex.at("outs"):
-                    return True
-                if lex.at("{"):
-                    lex.restore(lex.balanced(lex.peek().pos))
-                    continue
-                if lex.at("<"):
-                    lex.restore(lex.balanced(lex.peek().pos))
-                    continue
-                if lex.peek().kind == "ident":
-                    lex.next()
-                    if lex.accept("="):
-                        self.parse_attribute()
-                        continue
-                return False
-        except Exception:
-            return False
-        finally:
-            lex.restore(save)
-
     def _typed_operands(self: Parser, start: int) -> tuple[list[Value], list[Type]]:
         """``(%a, %b : T1, T2)``, checking the written types against the values."""
         lex = self.lex
@@ -110,7 +89,7 @@ class OpSyntax(IreeSyntax):
                 dyn.append(self.operand())
                 static.append(DYNAMIC)
             else:
-                static.append(int(lex.expect_kind("int", "an integer or an SSA value").text, 0))
+                static.append(int_value(lex, lex.expect_kind("int", "an integer or an SSA value")))
             if not lex.accept(","):
                 break
         lex.expect(close)
@@ -123,7 +102,7 @@ class OpSyntax(IreeSyntax):
         if lex.peek().kind == "ident" and lex.peek().text in ("public", "private", "nested"):
             attrs["sym_visibility"] = StrAttr(lex.next().text)
         sym = lex.expect_kind("symbol", "a function name (@name)")
-        attrs["sym_name"] = StrAttr(sym.text[1:].strip('"'))
+        attrs["sym_name"] = StrAttr(symbol_name(lex, sym))
         lex.expect("(")
         args: list[tuple[str, Type, int]] = []
         arg_attrs: list[Attr] = []
@@ -185,10 +164,14 @@ class OpSyntax(IreeSyntax):
             typ: Type = value.type
         elif isinstance(value, IntAttr | FloatAttr) and value.type is not None:
             typ = value.type
-        elif isinstance(value, TypeAttr):
-            raise self.lex.error("expected a constant value", start)
+        elif isinstance(value, BoolAttr):
+            typ = ScalarType("i1")
+        elif isinstance(value, IntAttr):
+            typ = ScalarType("i64")  # MLIR's default for an untyped integer
+        elif isinstance(value, FloatAttr):
+            typ = ScalarType("f64")
         else:
-            typ = ScalarType("i1") if not isinstance(value, IntAttr | FloatAttr) else ScalarType("i64")
+            raise self.lex.error("expected a constant value (a number, true/false or a dense literal)", start)
         attrs["value"] = value
         return self.make_op(name, [], [typ], attributes=attrs)
 
@@ -199,6 +182,8 @@ class OpSyntax(IreeSyntax):
             attrs["predicate"] = StrAttr(lex.expect_kind("ident", "a comparison predicate").text)
             lex.expect(",")
         vals = self.operand_list()
+        if not vals:
+            raise lex.error(f"expected an SSA operand for '{name}', found {describe(lex.peek())}")
         if lex.accept("fastmath"):
             lex.expect("<")
             attrs["fastmath"] = StrAttr(lex.expect_kind("ident", "fastmath flags").text)
@@ -316,8 +301,12 @@ class OpSyntax(IreeSyntax):
         lex.expect("]")
         lex.expect(":")
         t = self.parse_type()
+        if not isinstance(t, TensorType):
+            raise lex.error(f"tensor.extract needs a tensor type, found {self.type_str(t)}", start)
         self.check_types([src], [t], start)
-        assert isinstance(t, TensorType)
+        if len(idx) != t.rank:
+            raise lex.error(f"tensor.extract of a rank-{t.rank} tensor needs {t.rank} indices, found {len(idx)}", start)
+        self.check_types(idx, [ScalarType("index")] * len(idx), start)
         return self.make_op(name, [src, *idx], [t.element])
 
     def _p_dim(self: Parser, name: str, start: int) -> Operation:
@@ -326,111 +315,8 @@ class OpSyntax(IreeSyntax):
         lex.expect(",")
         idx = self.operand()
         lex.expect(":")
-        self.check_types([src], [self.parse_type()], start)
+        self.check_types([src, idx], [self.parse_type(), ScalarType("index")], start)
         return self.make_op(name, [src, idx], [ScalarType("index")])
-
-    # ------------------------------------------------------------------------------ structured
-    def _p_structured(self: Parser, name: str, start: int) -> Operation:
-        """linalg named ops, generic, fill, transpose, broadcast, mmt4d; attention and gather."""
-        lex = self.lex
-        attrs: dict[str, Attr] = {}
-        ins: list[Value] = []
-        outs: list[Value] = []
-        out_types: list[Type] = []
-        regions = []
-        while True:
-            if lex.at("ins"):
-                lex.next()
-                ins, _ = self._typed_operands(start)
-            elif lex.at("outs"):
-                lex.next()
-                outs, out_types = self._typed_operands(start)
-            elif lex.at("{") and not (ins or outs):
-                attrs.update(self.parse_dict().items)
-            elif lex.at("<"):
-                # Properties: ``<{k = v}>`` (generic) or ``<k = v, ...>`` (attention's custom form).
-                lex.next()
-                if lex.at("{"):
-                    attrs.update(self.parse_dict().items)
-                else:
-                    while not lex.at(">"):
-                        key = lex.expect_kind("ident", "a property name").text
-                        lex.expect("=")
-                        attrs[key] = self.parse_attribute()
-                        if not lex.accept(","):
-                            break
-                    attrs["__properties__"] = UnitAttr()
-                lex.expect(">")
-            elif lex.at("attrs"):
-                lex.next()
-                lex.expect("=")
-                attrs.update(self.parse_dict().items)
-            elif lex.peek().kind == "ident" and lex.peek().text not in ("ins", "outs"):
-                key = lex.next().text
-                lex.expect("=", f"after '{key}'")
-                attrs[key] = self.parse_attribute()
-            elif lex.at("{") and (ins or outs):
-                # A dictionary after outs is an attribute dict when it starts with a key; else a region.
-                save = lex.save()
-                lex.next()
-                first = lex.next()
-                second = lex.peek()
-                lex.restore(save)
-                is_dict = first.text == "}" or (first.kind in ("ident", "string") and second.text in ("=", ",", "}"))
-                if is_dict:
-                    attrs.update(self.parse_dict().items)
-                else:
-                    regions.append(self.parse_region())
-            else:
-                break
-        results = out_types
-        if lex.accept("->"):
-            results = self.parse_result_types()
-        if not (ins or outs):
-            raise lex.error(f"expected 'ins(' or 'outs(' in '{name}'", start)
-        attrs["operandSegmentSizes"] = make_int_list((len(ins), len(outs)))
-        return self.make_op(name, [*ins, *outs], results, attributes=attrs, regions=regions)
-
-    def _p_relayout(self: Parser, name: str, start: int) -> Operation:
-        """``linalg.pack %src [padding_value(%p : T)] [outer_dims_perm = ..] inner_dims_pos = ..
-        inner_tiles = .. into %dest : T -> T'`` and ``linalg.unpack`` (no padding)."""
-        lex = self.lex
-        src = self.operand()
-        attrs: dict[str, Attr] = {}
-        pad: list[Value] = []
-        if lex.accept("padding_value"):
-            lex.expect("(")
-            pad = [self.operand()]
-            lex.expect(":")
-            self.check_types(pad, [self.parse_type()], start)
-            lex.expect(")")
-            attrs["has_padding"] = UnitAttr()
-        while not lex.at("into"):
-            key = lex.expect_kind("ident", "'outer_dims_perm', 'inner_dims_pos', 'inner_tiles' or 'into'").text
-            lex.expect("=")
-            if key == "inner_tiles":
-                tiles, dyn = self._static_list()
-                if dyn:
-                    raise lex.error("dynamic inner_tiles are not supported yet", start)
-                attrs[key] = make_int_list(tiles)
-            else:
-                attrs[key] = self.parse_attribute()
-        lex.expect("into")
-        dest = self.operand()
-        self._opt_attr_dict(attrs)
-        lex.expect(":")
-        self.check_types([src], [self.parse_type()], start)
-        lex.expect("->")
-        res = self.parse_type()
-        self.check_types([dest], [res], start)
-        attrs["operandSegmentSizes"] = make_int_list((1, 1))
-        return self.make_op(name, [src, dest, *pad], [res], attributes=attrs)
-
-    def _p_index(self: Parser, name: str, start: int) -> Operation:
-        lex = self.lex
-        dim = int(lex.expect_kind("int", "a loop dimension").text)
-        lex.expect(":")
-        return self.make_op(name, [], [self.parse_type()], attributes={"dim": IntAttr(dim)})
 
 
 def _pos(p: Parser, op: Operation) -> int:
@@ -440,7 +326,7 @@ def _pos(p: Parser, op: Operation) -> int:
     return p.lex._line_starts[loc.line - 1] + loc.col - 1
 
 
-_HANDLERS = {
+_HANDLERS: dict[str, Callable[[Parser, str, int], Operation]] = {
     "func.func": OpSyntax._p_func,
     "util.func": OpSyntax._p_func,
     "arith.constant": OpSyntax._p_constant,
@@ -451,9 +337,9 @@ _HANDLERS = {
     "tensor.expand_shape": OpSyntax._p_reshape,
     "tensor.extract": OpSyntax._p_extract,
     "tensor.dim": OpSyntax._p_dim,
-    "linalg.pack": OpSyntax._p_relayout,
-    "linalg.unpack": OpSyntax._p_relayout,
-    "linalg.index": OpSyntax._p_index,
+    "linalg.pack": LinalgSyntax._p_relayout,
+    "linalg.unpack": LinalgSyntax._p_relayout,
+    "linalg.index": LinalgSyntax._p_index,
     "iree_encoding.set_encoding": IreeSyntax._p_unary_typed,
     "iree_encoding.unset_encoding": IreeSyntax._p_unary_typed,
     "flow.tensor.encode": IreeSyntax._p_unary_typed,

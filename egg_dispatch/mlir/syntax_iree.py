@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .ir import Attr, DenseAttr, OpaqueType, Operation, StrAttr, SymbolRefAttr, Type, TypeAttr, UnitAttr, Value
+from .attributes import symbol_name
+from .ir import Attr, DenseAttr, OpaqueType, Operation, Region, StrAttr, SymbolRefAttr, Type, TypeAttr, UnitAttr, Value
 from .ops import make_int_list
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ class IreeSyntax:
             regions.append(self._count_region())
         return self.make_op(name, [], results, attributes=attrs, regions=regions)
 
-    def _count_region(self: Parser):
+    def _count_region(self: Parser) -> Region:
         lex = self.lex
         lex.expect("(")
         args: list[tuple[str, Type, int]] = []
@@ -136,7 +137,7 @@ class IreeSyntax:
             attrs["is_mutable" if word == "mutable" else "sym_visibility"] = (
                 UnitAttr() if word == "mutable" else StrAttr(word)
             )
-        attrs["sym_name"] = StrAttr(lex.expect_kind("symbol", "a global name (@name)").text[1:])
+        attrs["sym_name"] = StrAttr(symbol_name(lex, lex.expect_kind("symbol", "a global name (@name)")))
         self._opt_attr_dict(attrs)
         typ: Type | None = None
         if lex.accept("="):
@@ -165,7 +166,7 @@ class IreeSyntax:
         attrs: dict[str, Attr] = {}
         if lex.accept("immutable"):
             attrs["is_immutable"] = UnitAttr()
-        attrs["global"] = SymbolRefAttr(lex.expect_kind("symbol", "a global name").text[1:])
+        attrs["global"] = SymbolRefAttr(symbol_name(lex, lex.expect_kind("symbol", "a global name")))
         self._opt_attr_dict(attrs)
         lex.expect(":")
         return self.make_op(name, [], [self.parse_type()], attributes=attrs)
@@ -174,7 +175,7 @@ class IreeSyntax:
         lex = self.lex
         v = self.operand()
         lex.expect(",")
-        attrs: dict[str, Attr] = {"global": SymbolRefAttr(lex.expect_kind("symbol", "a global name").text[1:])}
+        attrs: dict[str, Attr] = {"global": SymbolRefAttr(symbol_name(lex, lex.expect_kind("symbol", "a global name")))}
         lex.expect(":")
         self.check_types([v], [self.parse_type()], start)
         return self.make_op(name, [v], [], attributes=attrs)
@@ -219,6 +220,7 @@ class IreeSyntax:
         result_types: list[Type] = [UNKNOWN] * n_results
         if colon_at is not None and n_results:
             sub = lex.save()
+            n_pending = len(self.pending_resources)
             try:
                 lex.restore(colon_at)
                 types = self.parse_type_list() if not lex.at("(") else self.parse_paren_types()
@@ -228,10 +230,11 @@ class IreeSyntax:
                     result_types = types[-n_results:]
             except Exception:
                 pass
+            del self.pending_resources[n_pending:]
             lex.restore(sub)
         self.warnings.append(
             f"{lex.loc(start)}: warning: '{name}' is not modelled; kept as an opaque op (a barrier for every rule)"
         )
         op = self.make_op(name, operands, result_types)
-        op.opaque_text = text[lex.text.index(name, start) + len(name) : end].strip()
+        op.opaque_text = self.inline_aliases(text[pos:end], pos).strip()  # ``pos`` is just past the op name
         return op

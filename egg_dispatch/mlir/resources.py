@@ -1,0 +1,89 @@
+"""The trailing ``{-# dialect_resources: {builtin: {key: "0x..."}} #-}`` section and the
+``dense_resource<key>`` constants that refer to it (decoded, or filled deterministically when elided)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .dense import resource_array, round_bf16
+from .ir import Module, TensorType, numpy_dtype
+from .lexer import describe
+
+if TYPE_CHECKING:
+    from .parser import Parser
+
+__all__ = ["ELIDED_SEED", "ResourceParser", "elided_fill"]
+
+ELIDED_SEED = 20250616
+"""Seed of the deterministic fill for elided resources (the date of IREE issue #21100)."""
+
+
+def elided_fill(key: str, typ: TensorType) -> np.ndarray:
+    """Deterministic stand-in data for a resource without a blob: floats uniform in [-1, 1) (rounded to
+    the element type), signed integers in [-7, 7], unsigned in [0, 7], i1 alternating by sign."""
+    rng = np.random.default_rng(ELIDED_SEED + sum(map(ord, key)))
+    data = rng.uniform(-1.0, 1.0, typ.shape)
+    dtype = numpy_dtype(typ.element)
+    name = typ.element.name
+    if typ.element.is_float:
+        return round_bf16(data.astype(dtype), typ.element)
+    if name == "i1":
+        return data > 0
+    ints = np.trunc(data * 8)
+    return (np.abs(ints) if name.startswith("ui") else ints).astype(dtype)
+
+
+class ResourceParser:
+    def _parse_file_resources(self: Parser) -> dict[str, bytes]:
+        lex = self.lex
+        lex.expect("{-#")
+        blobs: dict[str, bytes] = {}
+        while not lex.at("#-}"):
+            section = lex.expect_kind("ident", "'dialect_resources' or 'external_resources'").text
+            lex.expect(":")
+            lex.expect("{")
+            while not lex.at("}"):
+                dialect = lex.expect_kind("ident", "a dialect name").text
+                lex.expect(":")
+                lex.expect("{")
+                while not lex.at("}"):
+                    key_tok = lex.next()
+                    if key_tok.kind not in ("ident", "string"):
+                        raise lex.error(f"expected a resource key, found {describe(key_tok)}", key_tok.pos)
+                    lex.expect(":")
+                    val = lex.expect_kind("string", "a hex resource blob")
+                    if section == "dialect_resources" and dialect == "builtin":
+                        hex_text = val.text[1:-1]
+                        if not hex_text.startswith("0x"):
+                            raise lex.error('a resource blob must start with "0x"', val.pos)
+                        try:
+                            blobs[key_tok.text.strip('"')] = bytes.fromhex(hex_text[2:])
+                        except ValueError:
+                            raise lex.error("a resource blob must be hex digits", val.pos) from None
+                    if not lex.accept(","):
+                        break
+                lex.expect("}")
+                if not lex.accept(","):
+                    break
+            lex.expect("}")
+            if not lex.accept(","):
+                break
+        lex.expect("#-}", "to close the file resources")
+        return blobs
+
+    def _resolve_resources(self: Parser, module: Module) -> None:
+        for attr, loc in self.pending_resources:
+            key = attr.resource_key or ""
+            blob = module.resources.get(key)
+            if blob is None:
+                # Elided or missing blob: a deterministic fill, loudly (design.md §2.1).
+                why = "is elided" if key == "__elided__" else "has no blob in the file"
+                attr.array = elided_fill(key, attr.type)
+                self.warnings.append(
+                    f"{loc}: warning: resource '{key}' {why}; filled with deterministic pseudo-random "
+                    f"values (seed {ELIDED_SEED}), so numbers are not the original model's"
+                )
+            else:
+                attr.array = resource_array(self.lex, blob, attr.type, self.lex.pos_of(loc), key)

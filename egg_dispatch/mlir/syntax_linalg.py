@@ -1,0 +1,159 @@
+"""Custom syntax of structured ops: linalg named ops, generic, fill, transpose, broadcast, pack/unpack,
+linalg.index, and iree_linalg_ext attention / gather (ins/outs style)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .ir import Attr, IntAttr, Operation, Type, UnitAttr, Value
+from .lexer import int_value
+from .ops import make_int_list
+
+if TYPE_CHECKING:
+    from .parser import Parser
+
+__all__ = ["LinalgSyntax"]
+
+
+class LinalgSyntax:
+    def _looks_structured(self: Parser) -> bool:
+        """A linalg-style op: optional attr dict / ``key = value`` pairs, then ``ins(`` or ``outs(``."""
+        lex = self.lex
+        save = lex.save()
+        n_pending = len(self.pending_resources)
+        try:
+            while True:
+                if lex.at("ins") or lex.at("outs"):
+                    return True
+                if lex.at("{"):
+                    lex.restore(lex.balanced(lex.peek().pos))
+                    continue
+                if lex.at("<"):
+                    lex.restore(lex.balanced(lex.peek().pos))
+                    continue
+                if lex.peek().kind == "ident":
+                    lex.next()
+                    if lex.accept("="):
+                        self.parse_attribute()
+                        continue
+                return False
+        except Exception:
+            return False
+        finally:
+            lex.restore(save)
+            del self.pending_resources[n_pending:]  # the lookahead's attributes are parsed again
+
+    def _is_key(self: Parser, operands_so_far: list[Value]) -> bool:
+        """Whether an attribute ``key = value`` comes next. After ``outs(...)`` the identifier may instead
+        be the next op (``flow.return %t`` after a transpose, whose syntax ends in ``permutation = [..]``)."""
+        if not operands_so_far:
+            return True
+        lex = self.lex
+        save = lex.save()
+        lex.next()
+        is_key = lex.at("=")
+        lex.restore(save)
+        return is_key
+
+    # ------------------------------------------------------------------------------ structured
+    def _p_structured(self: Parser, name: str, start: int) -> Operation:
+        """linalg named ops, generic, fill, transpose, broadcast, mmt4d; attention and gather."""
+        lex = self.lex
+        attrs: dict[str, Attr] = {}
+        ins: list[Value] = []
+        outs: list[Value] = []
+        out_types: list[Type] = []
+        regions = []
+        while True:
+            if lex.at("ins"):
+                lex.next()
+                ins, _ = self._typed_operands(start)
+            elif lex.at("outs"):
+                lex.next()
+                outs, out_types = self._typed_operands(start)
+            elif lex.at("{") and not (ins or outs):
+                attrs.update(self.parse_dict().items)
+            elif lex.at("<"):
+                # Properties: ``<{k = v}>`` (generic) or ``<k = v, ...>`` (attention's custom form).
+                lex.next()
+                if lex.at("{"):
+                    attrs.update(self.parse_dict().items)
+                else:
+                    while not lex.at(">"):
+                        key = lex.expect_kind("ident", "a property name").text
+                        lex.expect("=")
+                        attrs[key] = self.parse_attribute()
+                        if not lex.accept(","):
+                            break
+                    attrs["__properties__"] = UnitAttr()
+                lex.expect(">")
+            elif lex.at("attrs"):
+                lex.next()
+                lex.expect("=")
+                attrs.update(self.parse_dict().items)
+            elif lex.peek().kind == "ident" and lex.peek().text not in ("ins", "outs") and self._is_key(ins + outs):
+                key = lex.next().text
+                lex.expect("=", f"after '{key}'")
+                attrs[key] = self.parse_attribute()
+            elif lex.at("{") and (ins or outs):
+                # A dictionary after outs is an attribute dict when it starts with a key; else a region.
+                save = lex.save()
+                lex.next()
+                first = lex.next()
+                second = lex.peek()
+                lex.restore(save)
+                is_dict = first.text == "}" or (first.kind in ("ident", "string") and second.text in ("=", ",", "}"))
+                if is_dict:
+                    attrs.update(self.parse_dict().items)
+                else:
+                    regions.append(self.parse_region())
+            else:
+                break
+        results = out_types
+        if lex.accept("->"):
+            results = self.parse_result_types()
+        if not (ins or outs):
+            raise lex.error(f"expected 'ins(' or 'outs(' in '{name}'", start)
+        attrs["operandSegmentSizes"] = make_int_list((len(ins), len(outs)))
+        return self.make_op(name, [*ins, *outs], results, attributes=attrs, regions=regions)
+
+    def _p_relayout(self: Parser, name: str, start: int) -> Operation:
+        """``linalg.pack %src [padding_value(%p : T)] [outer_dims_perm = ..] inner_dims_pos = ..
+        inner_tiles = .. into %dest : T -> T'`` and ``linalg.unpack`` (no padding)."""
+        lex = self.lex
+        src = self.operand()
+        attrs: dict[str, Attr] = {}
+        pad: list[Value] = []
+        if lex.accept("padding_value"):
+            lex.expect("(")
+            pad = [self.operand()]
+            lex.expect(":")
+            self.check_types(pad, [self.parse_type()], start)
+            lex.expect(")")
+            attrs["has_padding"] = UnitAttr()
+        while not lex.at("into"):
+            key = lex.expect_kind("ident", "'outer_dims_perm', 'inner_dims_pos', 'inner_tiles' or 'into'").text
+            lex.expect("=")
+            if key == "inner_tiles":
+                tiles, dyn = self._static_list()
+                if dyn:
+                    raise lex.error("dynamic inner_tiles are not supported yet", start)
+                attrs[key] = make_int_list(tiles)
+            else:
+                attrs[key] = self.parse_attribute()
+        lex.expect("into")
+        dest = self.operand()
+        self._opt_attr_dict(attrs)
+        lex.expect(":")
+        self.check_types([src], [self.parse_type()], start)
+        lex.expect("->")
+        res = self.parse_type()
+        self.check_types([dest], [res], start)
+        attrs["operandSegmentSizes"] = make_int_list((1, 1))
+        return self.make_op(name, [src, dest, *pad], [res], attributes=attrs)
+
+    def _p_index(self: Parser, name: str, start: int) -> Operation:
+        lex = self.lex
+        dim = int_value(lex, lex.expect_kind("int", "a loop dimension"))
+        lex.expect(":")
+        return self.make_op(name, [], [self.parse_type()], attributes={"dim": IntAttr(dim)})
