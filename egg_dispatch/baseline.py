@@ -14,7 +14,7 @@ Modelled from domain.md §1.4-1.8 and §7 (and checked against IREE's own output
 
 from __future__ import annotations
 
-from .egraph_data import EGraphData, Node
+from .egraph_data import EGraphData, Node, node_order
 from .enumerate import MATERIALIZED_OPS, is_acyclic
 
 __all__ = ["BaselineError", "iree_baseline_choice"]
@@ -83,7 +83,7 @@ def iree_baseline_choice(g: EGraphData) -> dict[str, str]:
         options = g.choices(c)
         if not options:
             raise BaselineError(f"class {c} has no extractable node")
-        best = min(options, key=lambda n: (rank(n, ctx), n.id))
+        best = min(options, key=lambda n: (rank(n, ctx), node_order(n.id)))
         choice[c] = best.id
         child_ctx = {"Dispatch": "hoisted", "ConstEval": "load"}.get(best.op, ctx)
         for k in best.children:

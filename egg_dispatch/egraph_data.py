@@ -18,6 +18,13 @@ TERM_SORTS = frozenset({"Tensor", "TList", "Root"})
 """Sorts whose classes are decisions; everything else (encodings, layouts, vectors) is a leaf value."""
 
 
+def node_order(nid: str) -> tuple:
+    """Sort key of egglog's serialized node ids (``function-12-Slice``): by number, not by text, so
+    the order does not depend on how many nodes the e-graph has."""
+    parts = nid.split("-")
+    return tuple(int(p) if p.isdigit() else p for p in parts)
+
+
 @dataclass(frozen=True)
 class Node:
     id: str
@@ -146,19 +153,35 @@ def _leaf(g: EGraphData | _Lookup, node: Node) -> object:
 
 
 def build_term(g: EGraphData, choice: Mapping[str, str], c: str | None = None, memo: dict | None = None) -> object:
-    """The term a choice (class -> node id) selects, as a DAG of ``Term`` (shared classes share)."""
+    """The term a choice (class -> node id) selects, as a DAG of ``Term`` (shared classes share).
+
+    Iterative (post-order with an explicit stack): plans of deep programs are thousands of terms deep.
+    """
     memo = {} if memo is None else memo
-    c = g.root if c is None else c
-    if c in memo:
-        return memo[c]
-    if not g.is_term_class(c):
-        return g.leaf_value(c)
-    node = g.nodes[choice[c]]
-    if node.op == "TNil":
-        value: object = []
-    elif node.op == "TCons":
-        value = [build_term(g, choice, node.children[0], memo), *build_term(g, choice, node.children[1], memo)]
-    else:
-        value = Term(node.op, tuple(build_term(g, choice, k, memo) for k in node.children), c)
-    memo[c] = value
-    return value
+    root = g.root if c is None else c
+    stack: list[tuple[str, bool]] = [(root, False)]
+    open_: set[str] = set()
+    while stack:
+        cls, expanded = stack.pop()
+        if cls in memo:
+            continue
+        if not g.is_term_class(cls):
+            memo[cls] = g.leaf_value(cls)
+            continue
+        node = g.nodes[choice[cls]]
+        if not expanded:
+            if cls in open_:
+                raise ValueError(f"the choice is cyclic at class {cls}")
+            open_.add(cls)
+            stack.append((cls, True))
+            stack.extend((k, False) for k in reversed(node.children) if k not in memo)
+            continue
+        open_.discard(cls)
+        if node.op == "TNil":
+            value: object = []
+        elif node.op == "TCons":
+            value = [memo[node.children[0]], *memo[node.children[1]]]  # type: ignore[misc]
+        else:
+            value = Term(node.op, tuple([memo[k] for k in node.children]), cls)
+        memo[cls] = value
+    return memo[root]

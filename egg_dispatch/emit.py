@@ -336,11 +336,16 @@ class Emitter:
         return o, s
 
     def _clone(self, proto: Operation, operands: list[Value], types: list[Type], ctx: _Ctx) -> Value:
+        n = len(proto.operands)
+        mapping: dict[Value, Value] = {}
+        for key, captured in self.imp.captures.items():
+            if self.imp.ops.get(key) is proto:  # a body reading values from outside: they follow the operands
+                mapping.update(zip(captured, operands[n:], strict=True))
+        operands = operands[:n]
         op = Operation(proto.name, operands, [], dict(proto.attributes), [], None, proto.opaque_text)
         if proto.opaque_text is not None:
             self.opaque.append((op, [v.name for v in proto.operands]))
         op.results = [Value("", t, op, i) for i, t in enumerate(types)]
-        mapping: dict[Value, Value] = {}
         op.regions = [_clone_region(r, mapping) for r in proto.regions]
         _inline_captured_constants(proto, op, mapping)
         ctx.block.ops.append(op)
@@ -359,7 +364,7 @@ def _inline_captured_constants(proto: Operation, op: Operation, mapping: dict[Va
             for o in b.ops:
                 for w in o.walk():
                     for v in w.operands:
-                        if v in inner or v in added:
+                        if v in inner or v in added or v in mapping:
                             continue
                         owner = v.owner
                         if not (isinstance(owner, Operation) and owner.name == "arith.constant"):

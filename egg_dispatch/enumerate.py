@@ -24,20 +24,25 @@ def _options(g: EGraphData, c: str) -> list[str]:
 
 
 def is_acyclic(g: EGraphData, choice: dict[str, str]) -> bool:
-    state: dict[str, int] = {}
-
-    def visit(c: str) -> bool:
-        s = state.get(c)
-        if s == 1:
+    """True when the chosen nodes reachable from the root form a DAG (iterative DFS)."""
+    state: dict[str, int] = {g.root: 1}
+    stack: list[tuple[str, int]] = [(g.root, 0)]
+    while stack:
+        c, i = stack[-1]
+        kids = g.nodes[choice[c]].children
+        if i == len(kids):
+            state[c] = 2
+            stack.pop()
+            continue
+        stack[-1] = (c, i + 1)
+        k = kids[i]
+        if not g.is_term_class(k) or state.get(k) == 2:
+            continue
+        if state.get(k) == 1:
             return False
-        if s == 2 or not g.is_term_class(c):
-            return True
-        state[c] = 1
-        ok = all(visit(k) for k in g.nodes[choice[c]].children)
-        state[c] = 2
-        return ok
-
-    return visit(g.root)
+        state[k] = 1
+        stack.append((k, 0))
+    return True
 
 
 def enumerate_plans(g: EGraphData, limit: int = 1000) -> Iterator[dict[str, str]]:

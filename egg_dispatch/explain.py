@@ -99,7 +99,9 @@ def _complete(e: Exploration, choice: dict[str, str]) -> dict[str, str]:
         for n in g.choices(c):
             if any(k in stack for k in n.children):
                 continue
-            cost = costs[n.id].weighted(lam) + sum(tree(k, stack | {c}) for k in n.children)
+            cost = costs[n.id].weighted(lam)
+            for k in n.children:
+                cost += tree(k, stack | {c})
             best = min(best, cost)
         memo[c] = best
         return best
@@ -113,10 +115,13 @@ def _complete(e: Exploration, choice: dict[str, str]) -> dict[str, str]:
             continue
         seen.add(c)
         if c not in out:
-            out[c] = min(
-                g.choices(c),
-                key=lambda n: (costs[n.id].weighted(lam) + sum(tree(k, frozenset({c})) for k in n.children), n.id),
-            ).id
+            priced = []
+            for n in g.choices(c):
+                cost = costs[n.id].weighted(lam)
+                for k in n.children:
+                    cost += tree(k, frozenset({c}))
+                priced.append((cost, n.id))
+            out[c] = min(priced)[1]
         todo.extend(g.nodes[out[c]].children)
     return {c: n for c, n in out.items() if c in seen}
 

@@ -62,6 +62,9 @@ class ImportedProgram:
     """Key of every ``Generic`` / ``Op`` / ``Contract`` term -> the op it stands for."""
     encodings: dict[str, EncodingAttr] = field(default_factory=dict)
     """Encoding term text -> the attribute."""
+    captures: dict[str, list[Value]] = field(default_factory=dict)
+    """Key of an ``Op`` whose body uses non-constant values from outside -> those values, in the
+    order they follow the op's own operands in the term's input list."""
     arg_types: list[Type] = field(default_factory=list)
     result_types: list[Type] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -245,7 +248,7 @@ class _Importer:
             lhs, rhs = ins(op)
             self.let(op.result, f"(Mmt4d {self.t(lhs)} {self.t(rhs)} {self.t(outs(op)[0])})", op.result.type)
             return
-        if n == "linalg.generic" and len(op.results) == 1:
+        if n == "linalg.generic" and len(op.results) == 1 and not any(not _is_constant(v) for v in _captures(op)):
             key = self.op_key(op, unique=False)
             i_terms = tlist([self.t(v) for v in ins(op)])
             o_terms = tlist([self.t(v) for v in outs(op)])
@@ -289,7 +292,10 @@ class _Importer:
 
     def generic_op(self, op: Operation, unique: bool) -> None:
         key = self.op_key(op, unique)
-        inputs = tlist([self.t(v) for v in op.operands])
+        captured = [v for v in _captures(op) if not _is_constant(v)]
+        if captured:
+            self.out.captures[key] = captured
+        inputs = tlist([self.t(v) for v in [*op.operands, *captured]])
         for i, r in enumerate(op.results):
             self.let(r, f"(Op {quote(key)} {inputs} {i})", r.type)
 
@@ -354,6 +360,31 @@ class _Importer:
                     self.terms = saved
                     return values[0] if values else None
         return None
+
+
+def _captures(op: Operation) -> list[Value]:
+    """Values an op's regions use but do not define (a body reading a scalar from outside)."""
+    inner: set[Value] = set()
+    uses: list[Value] = []
+    for region in op.regions:
+        for block in region.blocks:
+            inner.update(block.args)
+            for o in block.ops:
+                for w in o.walk():
+                    inner.update(w.results)
+                    for r in w.regions:
+                        for b in r.blocks:
+                            inner.update(b.args)
+                    uses.extend(w.operands)
+    out: list[Value] = []
+    for v in uses:
+        if v not in inner and v not in out:
+            out.append(v)
+    return out
+
+
+def _is_constant(v: Value) -> bool:
+    return isinstance(v.owner, Operation) and v.owner.name == "arith.constant"
 
 
 def import_function(module: Module, function: str | None = None) -> ImportedProgram:

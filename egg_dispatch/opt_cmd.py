@@ -177,6 +177,9 @@ def _chunks(args: argparse.Namespace) -> list[Module]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .pipeline import RECURSION_LIMIT
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     families = parse_families(args.rules)
     try:
         load_target(args.target)

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,10 @@ from .rules import FAMILIES, Budget, SaturationReport, saturate
 from .targets import Target, load_target
 
 __all__ = ["Candidate", "CheckResult", "Exploration", "explore"]
+
+RECURSION_LIMIT = 200_000
+"""Plans of deep programs are walked recursively (emission, plan graph): Python-to-Python calls
+need no C stack on 3.12, so a high limit is safe; walks through generators are iterative."""
 
 PARETO_LAMBDAS = (0.0, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
 """λ values (seconds per byte) swept for the time/memory frontier: from 'memory is free' to
@@ -144,6 +149,7 @@ def explore(
     """Run the pipeline on MLIR text, a file, or a parsed module; see ``Exploration``."""
     from .extract import exact_ilp, greedy_dag
 
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     timings: dict[str, float] = {}
     say = progress or (lambda _msg: None)
     t0 = time.perf_counter()

@@ -93,12 +93,9 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
 
     def producer(c: str) -> str:
         node = g.nodes[choice[c]]
-        return {
-            "Arg": f"arg{g.leaf_value(node.children[0])}",
-            "Const": f"const:{g.leaf_value(node.children[0])}",
-            "Dispatch": f"dispatch:{c}",
-            "ConstEval": f"global:{c}",
-        }.get(node.op, "")
+        if node.op in ("Arg", "Const"):
+            return f"{node.op.lower()}{'' if node.op == 'Arg' else ':'}{g.leaf_value(node.children[0])}"
+        return {"Dispatch": f"dispatch:{c}", "ConstEval": f"global:{c}"}.get(node.op, "")
 
     def op_time(c: str) -> float:
         node = g.nodes[choice[c]]
