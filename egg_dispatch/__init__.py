@@ -1,8 +1,8 @@
 """egg_dispatch: explore IREE data-tiling dispatch plans with an egglog e-graph.
 
-    import egg_dispatch
-    result = egg_dispatch.explore("model.mlir", target="x86_64-avx512", pareto=True)
-    result.best, result.baseline, result.pareto, result.stats, result.check()
+import egg_dispatch
+result = egg_dispatch.explore("model.mlir", target="x86_64-avx512", pareto=True)
+result.best, result.baseline, result.pareto, result.stats, result.check()
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ __all__ = [
     "TensorInfo",
     "contraction_sizes",
     "cost_table",
+    "exclusive_nodes",
     "op_seconds",
 ]
 
@@ -259,6 +260,26 @@ def _node_cost(
     else:
         seconds = op_seconds("copy", [info(k) for k in kids if g.is_term_class(k)], out, target)
     return NodeCost(run_seconds=seconds, load_seconds=seconds)
+
+
+_EXCLUSIVE_OPS = frozenset(
+    {"SetEncoding", "Pack", "UnsetEncoding", "Unpack", "Contract", "Mmt4d", "Generic", "Op", "InsertSlice"}
+)
+
+
+def exclusive_nodes(g: EGraphData) -> frozenset[str]:
+    """Computations a plan must not share between two consumers for free: fused into two dispatches
+    they run twice (IREE clones the producer into each), while the DAG objective charges them once.
+    Views, fills and encoded empties are cloned at no real cost and stay shareable."""
+    out = set()
+    for c in g.classes:
+        for n in g.choices(c):
+            if n.op not in _EXCLUSIVE_OPS:
+                continue
+            if n.op in ("SetEncoding", "Pack") and any(k.op == "Empty" for k in g.choices(n.children[0])):
+                continue
+            out.add(n.id)
+    return frozenset(out)
 
 
 def _contract_twin(g: EGraphData, c: str, kids: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:

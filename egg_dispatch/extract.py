@@ -467,6 +467,7 @@ def exact_ilp(
     *,
     seed: int = 0,
     rel_gap: float = 1e-7,
+    exclusive: frozenset[str] | None = None,
 ) -> ExtractionResult:
     """The exact optimum on HiGHS, never worse than greedy (see ``extract_ilp.solve_ilp``).
 
@@ -475,4 +476,4 @@ def exact_ilp(
     """
     from .extract_ilp import solve_ilp
 
-    return solve_ilp(g, costs, lam, time_limit, warm_start, seed=seed, rel_gap=rel_gap)
+    return solve_ilp(g, costs, lam, time_limit, warm_start, seed=seed, rel_gap=rel_gap, exclusive=exclusive)

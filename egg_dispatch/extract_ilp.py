@@ -261,6 +261,17 @@ def _warm_values(
     return values
 
 
+def shared_exclusive(g: EGraphData, choice: Mapping[str, str], exclusive: frozenset[str]) -> list[str]:
+    """Classes whose chosen computation is used by more than one chosen node (ConstEval aside)."""
+    uses: dict[str, int] = {}
+    for _c, n in choice.items():
+        if g.nodes[n].op in LOAD_BOUNDARY_OPS:
+            continue
+        for d in set(g.nodes[n].children):
+            uses[d] = uses.get(d, 0) + 1
+    return sorted(c for c, n in choice.items() if n in exclusive and uses.get(c, 0) > 1)
+
+
 def solve_ilp(
     g: EGraphData,
     costs: Mapping[str, NodeCost],
@@ -270,8 +281,14 @@ def solve_ilp(
     *,
     seed: int = 0,
     rel_gap: float = 1e-7,
+    exclusive: frozenset[str] | None = None,
 ) -> ExtractionResult:
     """Exact DAG-cost extraction (module docstring); deterministic: one thread, a fixed seed.
+
+    ``exclusive``: node ids of computations that are not shared for free: when one is chosen, at
+    most one chosen node (other than a ``ConstEval``) may use its class -- a computation fused into
+    two dispatches would run twice while the DAG objective charges it once. When no plan satisfies
+    that, the solve is repeated without it (``stats["exclusive"] = "relaxed"``).
 
     The objective is rescaled so the warm start is worth ``_OBJECTIVE_SCALE``: seconds are ~1e-6,
     and HiGHS's absolute tolerances would otherwise stop it at the first incumbent or declare a
@@ -286,12 +303,16 @@ def solve_ilp(
     p = prune(g, costs)
     mapped_res = _result(g, {c: p.kept(n) for c, n in greedy.choice.items()}, costs, lam, "greedy-dag", start)
     mapped = mapped_res.choice  # only what the root still reaches: the rest may be pruned away
-    candidates = [(greedy.objective, 0, "greedy", greedy.choice), (mapped_res.objective, 1, "mapped", mapped)]
+    candidates = [
+        (res.objective, rank, name, res.choice)
+        for rank, name, res in ((0, "greedy", greedy), (1, "mapped", mapped_res))
+        if not exclusive or not shared_exclusive(g, res.choice, exclusive)
+    ]
     stats: dict[str, object] = dict(p.stats)
     stats.update(greedy_objective=greedy.objective, mapped_objective=mapped_res.objective)
     decisions = sum(len(v) > 1 for v in p.nodes.values())
     stats["decisions"] = decisions
-    if decisions == 0 or mapped_res.objective == 0.0:
+    if (decisions == 0 or mapped_res.objective == 0.0) and candidates:
         # One plan left, or a zero-cost plan with costs >= 0: optimal without a solver.
         return _result(g, mapped, costs, lam, "ilp-highs", start, True, 0.0, {**stats, "source": "mapped"})
 
@@ -353,6 +374,21 @@ def solve_ilp(
                     m.row([(cols[("l", c)], 1.0), (cols[("l", d)], -1.0), (x, big_m)], -math.inf, big_m - 1)
             if ("y", n) in cols and rc is not None:
                 m.row([(x, 1.0), (rc, 1.0), (cols[("y", n)], -1.0)], -math.inf, 1.0)
+    if exclusive:
+        users: dict[str, set[str]] = {}
+        for c in p.classes:
+            for n in p.nodes[c]:
+                if g.nodes[n].op not in LOAD_BOUNDARY_OPS:
+                    for d in set(p.kids[n]):
+                        users.setdefault(d, set()).add(n)
+        for c in p.classes:
+            busy = [n for n in p.nodes[c] if n in exclusive]
+            parents = sorted(users.get(c, ()))
+            if busy and len(parents) > 1:
+                k = float(len(parents) - 1)
+                m.row(
+                    [(cols[("x", u)], 1.0) for u in parents] + [(cols[("x", n)], k) for n in busy], -math.inf, 1.0 + k
+                )
     stats.update(
         columns=len(m.cost),
         rows=len(m.row_lower),
@@ -401,6 +437,10 @@ def solve_ilp(
         else:
             stats["solver_objective"] = solved.objective
             candidates.append((solved.objective, -1, "solver", solved.choice))
+    if not candidates:  # no plan keeps fused computations unshared: accept recomputation
+        relaxed = solve_ilp(g, costs, lam, time_limit, warm_start, seed=seed, rel_gap=rel_gap)
+        relaxed.stats["exclusive"] = "relaxed"
+        return relaxed
     objective, _, source, choice = min(candidates, key=lambda t: (t[0], t[1]))
     bound = info.mip_dual_bound * scale
     gap: float | None = None

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .baseline import BaselineError, iree_baseline_choice
-from .cost import DEFAULT_LAMBDA, cost_table
+from .cost import DEFAULT_LAMBDA, cost_table, exclusive_nodes
 from .egraph_data import EGraphData, build_term
 from .emit import Emitter, normalize_choice
 from .importer import ImportedProgram, import_function
@@ -166,13 +166,14 @@ def explore(
     t1 = time.perf_counter()
     data = EGraphData.from_serialized(graph.serialized())
     costs = cost_table(data, imported, tgt)
+    exclusive = exclusive_nodes(data)
     timings["cost_table"] = time.perf_counter() - t1
 
     def extract(weight: float):
         greedy = greedy_dag(data, costs, weight)
         if extractor == "greedy":
             return greedy
-        return exact_ilp(data, costs, weight, time_limit=time_limit, warm_start=greedy)
+        return exact_ilp(data, costs, weight, time_limit=time_limit, warm_start=greedy, exclusive=exclusive)
 
     def candidate(label: str, choice: dict[str, str], result: object | None = None) -> Candidate:
         spelled = normalize_choice(data, choice, False)  # report and emit at the encoding level

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from .cost import TensorInfo, _contract_twin, _Facts, _list_classes, body_op_count, op_seconds
+from .cost import TensorInfo, _contract_twin, _Facts, _list_classes, body_op_count, exclusive_nodes, op_seconds
 from .egraph_data import EGraphData
 from .importer import ImportedProgram
 from .targets import Target
@@ -81,9 +81,10 @@ class Plan:
 
 def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram, target: Target, lam: float) -> Plan:
     facts = _Facts(g)
+    exclusive = exclusive_nodes(g)
     graph = nx.DiGraph()
     launch = target.dispatch_overhead_us * 1e-6
-    owned: set[tuple[str, bool]] = set()  # (class, at_load) already counted
+    owned: set[tuple[str, bool, str]] = set()  # (class, at_load, owning dispatch) already counted
     dispatches: list[DispatchInfo] = []
     globals_: list[tuple[str, int, list[str]]] = []
     persistent = 0
@@ -133,11 +134,14 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
         view = node.op in _VIEWS or (
             node.op in ("SetEncoding", "Pack") and any(n.op == "Empty" for n in g.choices(node.children[0]))
         )
-        if (c, at_load) in owned or view:
+        # A computation fused into several dispatches runs in each of them (IREE clones it): it is
+        # owned per dispatch; views, fills and encoded empties are owned once.
+        key = (c, at_load, into.name if into is not None and choice[c] in exclusive else "")
+        if key in owned or view:
             if into is not None and not view:
                 into.ops.append(node.op)
             return
-        owned.add((c, at_load))
+        owned.add(key)
         seconds = op_time(c)
         if at_load:
             load_seconds += seconds

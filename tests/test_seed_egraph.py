@@ -26,8 +26,10 @@ def _plans(target: str, limit: int = 5000) -> list[Module]:
     graph, report = saturate(imported, load_target(target))
     assert report.saturated
     data = EGraphData.from_serialized(graph.serialized())
-    return [Emitter(imported).emit(build_term(data, normalize_choice(data, c, False)))  # type: ignore[arg-type]
-            for c in enumerate_plans(data, limit)]  # fmt: skip
+    return [
+        Emitter(imported).emit(build_term(data, normalize_choice(data, c, False)))  # type: ignore[arg-type]
+        for c in enumerate_plans(data, limit)
+    ]
 
 
 def _func(plan: Module) -> Operation:
@@ -61,10 +63,14 @@ def test_one_packed_copy_of_the_whole_constant(target: str) -> None:
     """(b) one packed copy of the whole 16x8 constant, and tile-aligned slices of it (8-row tiles)."""
     found = []
     for plan in _plans(target):
-        whole = [op for op in plan.walk() if op.name == "iree_encoding.set_encoding"
-                 and op.operands[0].type.shape == (16, 8)]  # type: ignore[union-attr]  # fmt: skip
-        slices = [op for op in plan.walk() if op.name == "tensor.extract_slice"
-                  and getattr(op.operands[0].type, "encoding", None) is not None]  # fmt: skip
+        whole = [
+            op for op in plan.walk() if op.name == "iree_encoding.set_encoding" and op.operands[0].type.shape == (16, 8)
+        ]  # type: ignore[union-attr]
+        slices = [
+            op
+            for op in plan.walk()
+            if op.name == "tensor.extract_slice" and getattr(op.operands[0].type, "encoding", None) is not None
+        ]
         if len(whole) == 1 and len(slices) == 2:
             found.append(plan_signature(plan))
     assert found, "no plan packs the whole constant once"
