@@ -229,6 +229,10 @@ def _node_cost(
         return NodeCost()
     if op == "Const":
         return NodeCost(memory_bytes=out.logical_bytes)
+    if op == "Dispatch" and is_reshape(g, imported, kids[0]):
+        return NodeCost()  # a reshape between dispatches is metadata (flow.tensor.reshape), not a dispatch
+    if op == "Op" and is_reshape(g, imported, c):
+        return NodeCost()
     if op == "Dispatch":
         return NodeCost(run_seconds=launch, memory_bytes=out.stored_bytes)
     if op == "ConstEval":
@@ -260,6 +264,18 @@ def _node_cost(
     else:
         seconds = op_seconds("copy", [info(k) for k in kids if g.is_term_class(k)], out, target)
     return NodeCost(run_seconds=seconds, load_seconds=seconds)
+
+
+RESHAPE_OPS = frozenset({"tensor.collapse_shape", "tensor.expand_shape"})
+
+
+def is_reshape(g: EGraphData, imported: ImportedProgram, c: str) -> bool:
+    """Class c is a reshape (a view of its input's bytes): every node an Op over a reshape."""
+    nodes = g.choices(c)
+    return bool(nodes) and all(
+        n.op == "Op" and getattr(imported.ops.get(str(g.leaf_value(n.children[0]))), "name", "") in RESHAPE_OPS
+        for n in nodes
+    )
 
 
 _EXCLUSIVE_OPS = frozenset(

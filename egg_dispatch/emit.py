@@ -213,6 +213,8 @@ class Emitter:
         inner = t.args[0]
         if ctx.at_load:  # inside an initializer placement does not matter: compute in place
             return self.value(inner, ctx)
+        if inner.op == "Op" and self.imp.ops[inner.args[0]].name in ("tensor.collapse_shape", "tensor.expand_shape"):
+            return self.value(inner, self.top)  # a reshape between dispatches: metadata, no dispatch
         if inner.op == "SetEncoding" and inner.args[0].op in BOUNDARY_OPS and inner.args[0].op != "Const":
             src = self.value(inner.args[0], self.top)
             return self.add(self.top, "flow.tensor.encode", [src], [self.type_of(inner)]).result

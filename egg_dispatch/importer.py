@@ -33,6 +33,22 @@ from .terms import enc, ivec, quote, tlist
 __all__ = ["ImportError_", "ImportedProgram", "encoding_key", "import_function", "maps_key"]
 
 _LET = re.compile(r"\$v[0-9]+")
+_BOUNDARY_HEADS = {"Arg", "Const", "Scalar", "Dispatch", "ConstEval"}
+_PLACED = {
+    "flow.dispatch.region",
+    "flow.dispatch.workgroups",
+    "flow.tensor.encode",
+    "util.global.load",
+    "hal.tensor.import",
+    "arith.constant",
+}
+"""Top-level ops whose results are already dispatch inputs (or constants IREE clones)."""
+
+
+def _head(term: str) -> str:
+    return term[1:].split(" ", 1)[0].rstrip(")") if term.startswith("(") else ""
+
+
 _IDENTITY_OPS = {
     "hal.tensor.export",
     "iree_tensor_ext.compute_barrier.start",
@@ -124,6 +140,13 @@ class _Importer:
         self.printer = Printer(use_aliases=False)
         self.n = 0
         self.globals: dict[str, str] = {}
+        self.in_region = 0
+        self.top_level: set[Value] = set()
+        """Values the function body computes outside any dispatch region."""
+        self.outside: dict[Value, str] = {}
+        entry = function.regions[0].entry
+        if any(o.name in ("flow.dispatch.region", "flow.dispatch.workgroups") for o in entry.ops):
+            self.top_level = {r for o in entry.ops if o.name not in _PLACED for r in o.results}
 
     # -- helpers ---------------------------------------------------------------------------------
     def let(self, value: Value | None, term: str, typ: Type | None) -> str:
@@ -145,9 +168,16 @@ class _Importer:
 
     def t(self, v: Value) -> str:
         try:
-            return self.terms[v]
+            term = self.terms[v]
         except KeyError:
             raise ImportError_(f"%{v.name} is used before it is defined (or comes from an unsupported op)") from None
+        if self.in_region and v in self.top_level and _head(self.out.lets.get(term, "")) not in _BOUNDARY_HEADS:
+            # Computed between dispatches (a transpose, a reshape): IREE runs it on its own, before
+            # the dispatch that reads it, so here it is a dispatch input.
+            if v not in self.outside:
+                self.outside[v] = self.let(None, f"(Dispatch {term})", v.type)
+            return self.outside[v]
+        return term
 
     def encoding(self, e: EncodingAttr) -> str:
         key = encoding_key(e)
@@ -278,7 +308,9 @@ class _Importer:
                 self.generic_op(op, unique=False)
             return
         if n == "flow.dispatch.region":
+            self.in_region += 1
             returned = self.import_block_ops(op.regions[0].entry.ops) or []
+            self.in_region -= 1
             for r, term in zip(op.results, returned, strict=True):
                 self.let(r, f"(Dispatch {term})", r.type)
             return

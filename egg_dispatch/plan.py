@@ -17,7 +17,16 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from .cost import TensorInfo, _contract_twin, _Facts, _list_classes, body_op_count, exclusive_nodes, op_seconds
+from .cost import (
+    TensorInfo,
+    _contract_twin,
+    _Facts,
+    _list_classes,
+    body_op_count,
+    exclusive_nodes,
+    is_reshape,
+    op_seconds,
+)
 from .egraph_data import EGraphData
 from .importer import ImportedProgram
 from .targets import Target
@@ -111,6 +120,8 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
         if node.op in ("Contract", "Mmt4d"):
             kind_c, ops = (kids[0], kids[1:]) if node.op == "Contract" else _contract_twin(g, c, kids)
             return op_seconds("contract:" + str(g.leaf_value(kind_c)), [facts.info(k) for k in ops], out, target)
+        if node.op == "Op" and is_reshape(g, imported, c):
+            return 0.0
         if node.op in ("Generic", "Op"):
             proto = imported.ops.get(str(g.leaf_value(kids[0])))
             ins = [facts.info(k) for k in _list_classes(g, kids[1])]
@@ -175,6 +186,12 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
                 persistent += stored
                 globals_.append((name, stored, inner.ops))
             graph.add_node(name, kind="global", bytes=stored, load_seconds=load_seconds - before)
+            for src, b in reads:
+                graph.add_edge(src, name, bytes=b)
+        elif node.op == "Dispatch" and is_reshape(g, imported, node.children[0]):
+            reads = []
+            fuse(node.children[0], at_load, None, reads)
+            graph.add_node(name, kind="view", bytes=0)
             for src, b in reads:
                 graph.add_edge(src, name, bytes=b)
         elif node.op == "Dispatch":
