@@ -14,6 +14,7 @@ Modelled from domain.md §1.4-1.8 and §7 (and checked against IREE's own output
 
 from __future__ import annotations
 
+from .deep import allow_deep_recursion
 from .egraph_data import EGraphData, Node, node_order
 from .enumerate import MATERIALIZED_OPS, is_acyclic
 
@@ -43,6 +44,7 @@ def _has_op(g: EGraphData, c: str, op: str) -> bool:
 
 
 def iree_baseline_choice(g: EGraphData) -> dict[str, str]:
+    allow_deep_recursion()
     hoistable = _hoisted_classes(g)
     choice: dict[str, str] = {}
 

@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     _add_explore(sub)
-    for module in ("run_cmd", "check_cmd", "opt_cmd"):
+    for module in ("run_cmd", "check_cmd", "opt_cmd", "iree_baseline_cmd", "bench_cmd"):
         _add_optional(sub, module)
     return parser
 

@@ -32,7 +32,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .cost_table import NodeCost
+from .cost_table import CostTable, NodeCost
 from .egraph_data import EGraphData, Term
 from .importer import ImportedProgram
 from .mlir.ir import ScalarType, element_nbytes
@@ -199,11 +199,11 @@ def _strip_class(t: Term) -> Term:
     return Term(t.op, t.args, "")
 
 
-def cost_table(g: EGraphData, imported: ImportedProgram, target: Target) -> dict[str, NodeCost]:
+def cost_table(g: EGraphData, imported: ImportedProgram, target: Target) -> CostTable:
     """``NodeCost`` of every extractable node in the root's cone (see ``cost_table.py``)."""
     facts = _Facts(g)
     launch = target.dispatch_overhead_us * 1e-6
-    table: dict[str, NodeCost] = {}
+    table = CostTable(exclusive=exclusive_nodes(g))
     for c in g.classes:
         if not g.is_term_class(c):
             continue
@@ -287,8 +287,18 @@ def exclusive_nodes(g: EGraphData) -> frozenset[str]:
     """Computations a plan must not share between two consumers for free: fused into two dispatches
     they run twice (IREE clones the producer into each), while the DAG objective charges them once.
     Views, fills and encoded empties are cloned at no real cost and stay shareable."""
+    below: set[str] = set()  # classes some ConstEval may evaluate at load: charged once, as usual
+    todo = [k for c in g.classes for n in g.choices(c) if n.op == "ConstEval" for k in n.children]
+    while todo:
+        c = todo.pop()
+        if c in below or not g.is_term_class(c):
+            continue
+        below.add(c)
+        todo.extend(k for n in g.choices(c) for k in n.children)
     out = set()
     for c in g.classes:
+        if c in below:
+            continue
         for n in g.choices(c):
             if n.op not in _EXCLUSIVE_OPS:
                 continue

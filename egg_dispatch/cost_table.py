@@ -9,13 +9,18 @@ time" propagates from the root down every edge except those leaving a ``ConstEva
 ``ConstEval`` computes runs at module load (its ``load_seconds`` are reported, not optimized).
 Memory is context-free: a constant or a global occupies its bytes whether read at run time or
 only by an initializer.
+
+A table may name ``exclusive`` nodes: computations that are not shared for free. Fused into two
+dispatches they run twice (IREE clones the producer into each consumer), so their run_seconds are
+charged once per chosen node that uses their class, not once per plan. Exclusive nodes are never
+below a ``ConstEval`` (so they are always at run time).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["LOAD_BOUNDARY_OPS", "NodeCost", "objective_weights"]
+__all__ = ["LOAD_BOUNDARY_OPS", "CostTable", "NodeCost", "objective_weights"]
 
 LOAD_BOUNDARY_OPS = frozenset({"ConstEval"})
 """Ops whose children are evaluated at module load, not at run time."""
@@ -37,3 +42,11 @@ class NodeCost:
 def objective_weights(lam: float) -> tuple[float, float]:
     """(weight of seconds, weight of bytes) in the objective."""
     return 1.0, lam
+
+
+class CostTable(dict):
+    """node id -> NodeCost, plus the ids of the ``exclusive`` nodes (charged per use)."""
+
+    def __init__(self, costs: dict[str, NodeCost] | None = None, exclusive: frozenset[str] = frozenset()):
+        super().__init__(costs or {})
+        self.exclusive = exclusive

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .deep import allow_deep_recursion
 from .egraph_data import EGraphData, Term
 from .importer import ImportedProgram
 from .mlir.ir import (
@@ -152,6 +153,7 @@ class Emitter:
 
     # ------------------------------------------------------------------------------ driver
     def emit(self, root: Term) -> Module:
+        allow_deep_recursion()
         if root.op != "Results":
             raise EmitError("the plan's root must be (Results ...)")
         results = root.args[0]

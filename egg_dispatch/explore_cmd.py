@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .cli import InputError, load_input
 from .cost import DEFAULT_LAMBDA
@@ -21,6 +22,9 @@ from .importer import ImportError_
 from .opt_cmd import add_budget_arguments, parse_families
 from .rules import Budget
 from .targets import TargetError, load_target
+
+if TYPE_CHECKING:
+    from .pipeline import Exploration
 
 __all__ = ["add_arguments", "run"]
 
@@ -49,9 +53,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="ILP time limit per solve (default 10)")
     p.add_argument(
         "--emit",
-        choices=("text", "json", "mlir", "dot"),
+        choices=("text", "json", "mlir", "dot", "iree"),
         default="text",
-        help="text report (default), JSON (schema in report.py), the chosen plan's MLIR, or its DOT graph",
+        help="text report (default), JSON (schema in report.py), the chosen plan's MLIR, its DOT graph, or the "
+        "plan in IREE's post-dispatch-creation form (compiles with iree-compile --compile-from=dispatch-creation)",
     )
     p.add_argument(
         "--check",
@@ -89,6 +94,14 @@ class _Progress:
 
     def stop(self) -> None:
         self.done.set()
+
+
+def _emit_iree(result: Exploration) -> str:
+    try:
+        from .emit_iree import emit_iree
+    except ModuleNotFoundError:  # pragma: no cover - partial checkouts
+        raise InputError("error: --emit iree is not available in this build") from None
+    return emit_iree(result.best.mlir, result.target).rstrip()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -132,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
         "json": lambda: json.dumps(report.to_json(result, args.timings), indent=2, sort_keys=True),
         "mlir": lambda: report.print_mlir(result.best.mlir).rstrip(),
         "dot": lambda: report.dot(result.best),
+        "iree": lambda: _emit_iree(result),
     }
     print(emit[args.emit]())
     if args.explain:

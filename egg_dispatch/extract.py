@@ -135,17 +135,36 @@ def _totals(
 ) -> tuple[float, float, float, float]:
     """(objective, run seconds, memory bytes, load seconds); fsum so the value is order-independent."""
     run, load = plan_contexts(g, choice)
-    run_s = math.fsum(costs.get(n, _ZERO).run_seconds for n in run)
+    exclusive = getattr(costs, "exclusive", frozenset())
+    uses = _uses(g, choice, run) if exclusive else {}
+    run_s = math.fsum(
+        costs.get(n, _ZERO).run_seconds * uses.get(g.nodes[n].eclass, 1)
+        if n in exclusive
+        else costs.get(n, _ZERO).run_seconds
+        for n in run
+    )
     mem = math.fsum(costs.get(n, _ZERO).memory_bytes for n in run | load)
     load_s = math.fsum(costs.get(n, _ZERO).load_seconds for n in load)
     return run_s + lam * mem, run_s, mem, load_s
+
+
+def _uses(g: EGraphData, choice: Mapping[str, str], run: set[str]) -> dict[str, int]:
+    """Class -> how many chosen run-time nodes use it (a node using it twice counts once)."""
+    out: dict[str, int] = {}
+    for n in run:
+        if g.nodes[n].op in LOAD_BOUNDARY_OPS:
+            continue
+        for d in set(_term_kids(g, n)):
+            out[d] = out.get(d, 0) + 1
+    return out
 
 
 def plan_objective(g: EGraphData, choice: Mapping[str, str], costs: Mapping[str, NodeCost], lam: float) -> float:
     """The exact objective of a plan (the reference every extractor is checked against).
 
     Σ run_seconds over the chosen nodes needed at run time + λ·Σ memory_bytes over every chosen
-    node, each node once however many parents share it. Nodes missing from ``costs`` cost nothing.
+    node, each node once however many parents share it -- except ``costs.exclusive`` nodes, whose
+    run_seconds count once per chosen node using them. Nodes missing from ``costs`` cost nothing.
     """
     return _totals(g, choice, costs, lam)[0]
 
@@ -467,7 +486,6 @@ def exact_ilp(
     *,
     seed: int = 0,
     rel_gap: float = 1e-7,
-    exclusive: frozenset[str] | None = None,
 ) -> ExtractionResult:
     """The exact optimum on HiGHS, never worse than greedy (see ``extract_ilp.solve_ilp``).
 
@@ -476,4 +494,4 @@ def exact_ilp(
     """
     from .extract_ilp import solve_ilp
 
-    return solve_ilp(g, costs, lam, time_limit, warm_start, seed=seed, rel_gap=rel_gap, exclusive=exclusive)
+    return solve_ilp(g, costs, lam, time_limit, warm_start, seed=seed, rel_gap=rel_gap)

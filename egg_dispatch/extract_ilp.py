@@ -261,17 +261,6 @@ def _warm_values(
     return values
 
 
-def shared_exclusive(g: EGraphData, choice: Mapping[str, str], exclusive: frozenset[str]) -> list[str]:
-    """Classes whose chosen computation is used by more than one chosen node (ConstEval aside)."""
-    uses: dict[str, int] = {}
-    for _c, n in choice.items():
-        if g.nodes[n].op in LOAD_BOUNDARY_OPS:
-            continue
-        for d in set(g.nodes[n].children):
-            uses[d] = uses.get(d, 0) + 1
-    return sorted(c for c, n in choice.items() if n in exclusive and uses.get(c, 0) > 1)
-
-
 def solve_ilp(
     g: EGraphData,
     costs: Mapping[str, NodeCost],
@@ -281,20 +270,11 @@ def solve_ilp(
     *,
     seed: int = 0,
     rel_gap: float = 1e-7,
-    exclusive: frozenset[str] | None = None,
 ) -> ExtractionResult:
     """Exact DAG-cost extraction (module docstring); deterministic: one thread, a fixed seed.
 
-    ``exclusive``: node ids of computations that are not shared for free: when one is chosen, at
-    most one chosen node (other than a ``ConstEval``) may use its class -- a computation fused into
-    two dispatches would run twice while the DAG objective charges it once. When no plan satisfies
-    that, the solve is repeated without it (``stats["exclusive"] = "relaxed"``).
-
-    The objective is rescaled so the warm start is worth ``_OBJECTIVE_SCALE``: seconds are ~1e-6,
-    and HiGHS's absolute tolerances would otherwise stop it at the first incumbent or declare a
-    plan optimal that is ~1e-5 worse than the best one (seen at 20k e-nodes with the start = 1).
-    ``optimal`` means HiGHS closed the gap to ``rel_gap``; ``gap`` is recomputed against the
-    returned plan from the solver's dual bound.
+    ``costs.exclusive`` nodes (computations fused into several dispatches run in each) are charged
+    their run_seconds once per chosen user: a column w_{p,n} >= x_p + x_n - 1 per user node p.
     """
     start = time.perf_counter()
     check_costs(costs, lam)
@@ -303,16 +283,13 @@ def solve_ilp(
     p = prune(g, costs)
     mapped_res = _result(g, {c: p.kept(n) for c, n in greedy.choice.items()}, costs, lam, "greedy-dag", start)
     mapped = mapped_res.choice  # only what the root still reaches: the rest may be pruned away
-    candidates = [
-        (res.objective, rank, name, res.choice)
-        for rank, name, res in ((0, "greedy", greedy), (1, "mapped", mapped_res))
-        if not exclusive or not shared_exclusive(g, res.choice, exclusive)
-    ]
+    candidates = [(greedy.objective, 0, "greedy", greedy.choice), (mapped_res.objective, 1, "mapped", mapped)]
+    exclusive = getattr(costs, "exclusive", frozenset())
     stats: dict[str, object] = dict(p.stats)
     stats.update(greedy_objective=greedy.objective, mapped_objective=mapped_res.objective)
     decisions = sum(len(v) > 1 for v in p.nodes.values())
     stats["decisions"] = decisions
-    if (decisions == 0 or mapped_res.objective == 0.0) and candidates:
+    if decisions == 0 or mapped_res.objective == 0.0:
         # One plan left, or a zero-cost plan with costs >= 0: optimal without a solver.
         return _result(g, mapped, costs, lam, "ilp-highs", start, True, 0.0, {**stats, "source": "mapped"})
 
@@ -342,7 +319,8 @@ def solve_ilp(
     for c in p.classes:
         for n in p.nodes[c]:
             cost = costs.get(n, _ZERO)
-            charge = lam * cost.memory_bytes + (0.0 if c in below else cost.run_seconds)
+            per_use = n in exclusive and c not in below  # charged on its users' w columns instead
+            charge = lam * cost.memory_bytes + (0.0 if c in below or per_use else cost.run_seconds)
             cols[("x", n)] = m.col(charge / scale, 0.0, 1.0, True)
     for c in p.classes:
         cols[("a", c)] = m.col(0.0, 1.0 if c in needed else 0.0, 1.0, False)
@@ -382,13 +360,15 @@ def solve_ilp(
                     for d in set(p.kids[n]):
                         users.setdefault(d, set()).add(n)
         for c in p.classes:
-            busy = [n for n in p.nodes[c] if n in exclusive]
-            parents = sorted(users.get(c, ()))
-            if busy and len(parents) > 1:
-                k = float(len(parents) - 1)
-                m.row(
-                    [(cols[("x", u)], 1.0) for u in parents] + [(cols[("x", n)], k) for n in busy], -math.inf, 1.0 + k
-                )
+            if c in below:
+                continue
+            for n in p.nodes[c]:
+                run_s = costs.get(n, _ZERO).run_seconds
+                if n not in exclusive or run_s <= 0:
+                    continue
+                for u in sorted(users.get(c, ())):
+                    w = m.col(run_s / scale, 0.0, 1.0, False)
+                    m.row([(cols[("x", u)], 1.0), (cols[("x", n)], 1.0), (w, -1.0)], -math.inf, 1.0)
     stats.update(
         columns=len(m.cost),
         rows=len(m.row_lower),
@@ -437,10 +417,6 @@ def solve_ilp(
         else:
             stats["solver_objective"] = solved.objective
             candidates.append((solved.objective, -1, "solver", solved.choice))
-    if not candidates:  # no plan keeps fused computations unshared: accept recomputation
-        relaxed = solve_ilp(g, costs, lam, time_limit, warm_start, seed=seed, rel_gap=rel_gap)
-        relaxed.stats["exclusive"] = "relaxed"
-        return relaxed
     objective, _, source, choice = min(candidates, key=lambda t: (t[0], t[1]))
     bound = info.mip_dual_bound * scale
     gap: float | None = None

@@ -177,9 +177,9 @@ def _chunks(args: argparse.Namespace) -> list[Module]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .pipeline import RECURSION_LIMIT
+    from .deep import allow_deep_recursion
 
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+    allow_deep_recursion()
     families = parse_families(args.rules)
     try:
         load_target(args.target)

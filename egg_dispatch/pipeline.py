@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from .baseline import BaselineError, iree_baseline_choice
-from .cost import DEFAULT_LAMBDA, cost_table, exclusive_nodes
+from .cost import DEFAULT_LAMBDA, cost_table
+from .deep import allow_deep_recursion
 from .egraph_data import EGraphData, build_term
 from .emit import Emitter, normalize_choice
 from .importer import ImportedProgram, import_function
@@ -28,10 +28,6 @@ from .rules import FAMILIES, Budget, SaturationReport, saturate
 from .targets import Target, load_target
 
 __all__ = ["Candidate", "CheckResult", "Exploration", "explore"]
-
-RECURSION_LIMIT = 200_000
-"""Plans of deep programs are walked recursively (emission, plan graph): Python-to-Python calls
-need no C stack on 3.12, so a high limit is safe; walks through generators are iterative."""
 
 PARETO_LAMBDAS = (0.0, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
 """λ values (seconds per byte) swept for the time/memory frontier: from 'memory is free' to
@@ -149,7 +145,7 @@ def explore(
     """Run the pipeline on MLIR text, a file, or a parsed module; see ``Exploration``."""
     from .extract import exact_ilp, greedy_dag
 
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+    allow_deep_recursion()
     timings: dict[str, float] = {}
     say = progress or (lambda _msg: None)
     t0 = time.perf_counter()
@@ -166,14 +162,13 @@ def explore(
     t1 = time.perf_counter()
     data = EGraphData.from_serialized(graph.serialized())
     costs = cost_table(data, imported, tgt)
-    exclusive = exclusive_nodes(data)
     timings["cost_table"] = time.perf_counter() - t1
 
     def extract(weight: float):
         greedy = greedy_dag(data, costs, weight)
         if extractor == "greedy":
             return greedy
-        return exact_ilp(data, costs, weight, time_limit=time_limit, warm_start=greedy, exclusive=exclusive)
+        return exact_ilp(data, costs, weight, time_limit=time_limit, warm_start=greedy)
 
     def candidate(label: str, choice: dict[str, str], result: object | None = None) -> Candidate:
         spelled = normalize_choice(data, choice, False)  # report and emit at the encoding level

@@ -27,6 +27,7 @@ from .cost import (
     is_reshape,
     op_seconds,
 )
+from .deep import allow_deep_recursion
 from .egraph_data import EGraphData
 from .importer import ImportedProgram
 from .targets import Target
@@ -89,8 +90,9 @@ class Plan:
 
 
 def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram, target: Target, lam: float) -> Plan:
+    allow_deep_recursion()
     facts = _Facts(g)
-    exclusive = exclusive_nodes(g)
+    exclusive = exclusive_nodes(g)  # same set as the cost table's: charged per use
     graph = nx.DiGraph()
     launch = target.dispatch_overhead_us * 1e-6
     owned: set[tuple[str, bool, str]] = set()  # (class, at_load, owning dispatch) already counted
@@ -131,7 +133,9 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
             return op_seconds(kind, ins, out, target, body_op_count(proto))
         return op_seconds("copy", [facts.info(k) for k in kids if g.is_term_class(k)], out, target)
 
-    def fuse(c: str, at_load: bool, into: DispatchInfo | None, boundary_reads: list[tuple[str, int]]) -> None:
+    def fuse(
+        c: str, at_load: bool, into: DispatchInfo | None, boundary_reads: list[tuple[str, int]], user: str
+    ) -> None:
         """Walk the computation fused at c (down to boundaries), charging each class once."""
         nonlocal load_seconds, top_seconds
         node = g.nodes[choice[c]]
@@ -141,13 +145,13 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
             return
         for k in node.children:
             if g.is_term_class(k):
-                fuse(k, at_load, into, boundary_reads)
+                fuse(k, at_load, into, boundary_reads, choice[c])
         view = node.op in _VIEWS or (
             node.op in ("SetEncoding", "Pack") and any(n.op == "Empty" for n in g.choices(node.children[0]))
         )
-        # A computation fused into several dispatches runs in each of them (IREE clones it): it is
-        # owned per dispatch; views, fills and encoded empties are owned once.
-        key = (c, at_load, into.name if into is not None and choice[c] in exclusive else "")
+        # A computation fused into several consumers runs for each of them (IREE clones it into each
+        # dispatch): exclusive computations are owned per user; everything else once.
+        key = (c, at_load, user if choice[c] in exclusive else "")
         if key in owned or view:
             if into is not None and not view:
                 into.ops.append(node.op)
@@ -181,7 +185,7 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
             reads: list[tuple[str, int]] = []
             before = load_seconds
             inner = DispatchInfo(name)
-            fuse(node.children[0], True, inner, reads)
+            fuse(node.children[0], True, inner, reads, choice[c])
             if name not in graph:
                 persistent += stored
                 globals_.append((name, stored, inner.ops))
@@ -190,7 +194,7 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
                 graph.add_edge(src, name, bytes=b)
         elif node.op == "Dispatch" and is_reshape(g, imported, node.children[0]):
             reads = []
-            fuse(node.children[0], at_load, None, reads)
+            fuse(node.children[0], at_load, None, reads, choice[c])
             graph.add_node(name, kind="view", bytes=0)
             for src, b in reads:
                 graph.add_edge(src, name, bytes=b)
@@ -198,12 +202,12 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
             if at_load:  # placement inside an initializer: computed in place at load, into a temporary
                 nonlocal load_temporaries
                 load_temporaries += facts.info(c).stored_bytes
-                fuse(node.children[0], True, None, [])
+                fuse(node.children[0], True, None, [], choice[c])
                 return
             d = DispatchInfo(name, launch_seconds=launch)
             d.bytes_out = facts.info(c).stored_bytes
             reads = []
-            fuse(node.children[0], False, d, reads)
+            fuse(node.children[0], False, d, reads, choice[c])
             d.bytes_in = sum(b for _, b in reads)
             d.bytes_seconds = (d.bytes_in + d.bytes_out) / (target.memory_bandwidth_gbps * 1e9)
             dispatches.append(d)
@@ -213,9 +217,9 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
 
     root = g.nodes[choice[g.root]]
     results = _list_classes_chosen(g, choice, root.children[0])
-    for i, c in enumerate(results):
+    for i, (c, cons) in enumerate(results):
         reads: list[tuple[str, int]] = []
-        fuse(c, False, None, reads)
+        fuse(c, False, None, reads, cons)
         graph.add_node(f"result{i}", kind="result")
         for src, b in reads:
             graph.add_edge(src, f"result{i}", bytes=b)
@@ -236,11 +240,12 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
     return Plan(graph, dispatches, globals_, metrics, choice)
 
 
-def _list_classes_chosen(g: EGraphData, choice: dict[str, str], c: str) -> list[str]:
+def _list_classes_chosen(g: EGraphData, choice: dict[str, str], c: str) -> list[tuple[str, str]]:
+    """(element class, the TCons node that uses it) of a chosen operand list."""
     out = []
     while g.nodes[choice[c]].op == "TCons":
         node = g.nodes[choice[c]]
-        out.append(node.children[0])
+        out.append((node.children[0], choice[c]))
         c = node.children[1]
     return out
 
