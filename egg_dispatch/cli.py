@@ -1,12 +1,14 @@
 """Command line: ``egg-dispatch explore|run|check|opt ...`` (also ``python -m egg_dispatch``).
 
-Exit codes: 0 ok, 1 a failed check, 2 bad input or bad flags. Errors in the input print as
-``file:line:col: error: ...`` with no traceback.
+Exit codes: 0 ok, 1 a failed check, 2 bad input or bad flags, 3 an internal error (a bug; set
+``EGG_DISPATCH_DEBUG=1`` for its traceback). Errors in the input print as ``file:line:col: error: ...``
+with no traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib import resources
@@ -96,6 +98,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except Exception as e:  # a bug, not bad input: say so in one line unless asked for the traceback
+        if os.environ.get("EGG_DISPATCH_DEBUG"):
+            raise
+        print(
+            f"egg-dispatch: internal error: {type(e).__name__}: {e} (rerun with EGG_DISPATCH_DEBUG=1 "
+            "for the traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return 3
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING
 from .cli import InputError, load_input
 from .cost import DEFAULT_LAMBDA
 from .importer import ImportError_
-from .opt_cmd import add_budget_arguments, parse_families
-from .rules import Budget
+from .opt_cmd import add_budget_arguments, budget_from_args, parse_families
 from .targets import TargetError, load_target
 
 if TYPE_CHECKING:
@@ -116,10 +115,7 @@ def run(args: argparse.Namespace) -> int:
     module = load_input(args.file)
     for w in module.warnings:
         print(w, file=sys.stderr)
-    try:
-        budget = Budget(args.max_iterations, args.max_enodes, args.max_seconds)
-    except ValueError as e:
-        raise InputError(f"error: {e}") from None
+    budget = budget_from_args(args)
     progress = _Progress()
     try:
         result = explore(

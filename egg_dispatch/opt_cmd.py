@@ -35,6 +35,31 @@ def parse_families(text: str) -> tuple[str, ...]:
     return names
 
 
+def _budget(text: str) -> dict[str, float]:
+    """``iterations=10,enodes=50000,seconds=5`` (any subset) for --budget."""
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        key, _, value = part.partition("=")
+        key = key.strip()
+        if key not in ("iterations", "enodes", "seconds"):
+            raise argparse.ArgumentTypeError(f"unknown budget limit '{key}' (iterations, enodes, seconds)")
+        try:
+            out[key] = float(value) if key == "seconds" else int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"budget limit {key} needs a number, got '{value}'") from None
+    return out
+
+
+def budget_from_args(args: argparse.Namespace) -> Budget:
+    """The saturation budget the flags ask for; a bad one is an InputError (exit 2)."""
+    spec = {"iterations": args.max_iterations, "enodes": args.max_enodes, "seconds": args.max_seconds}
+    spec.update(args.budget or {})
+    try:
+        return Budget(int(spec["iterations"]), int(spec["enodes"]), float(spec["seconds"]))
+    except ValueError as e:
+        raise InputError(f"error: {e}") from None
+
+
 def add_budget_arguments(p: argparse.ArgumentParser) -> None:
     d = Budget()
     p.add_argument(
@@ -65,6 +90,12 @@ def add_budget_arguments(p: argparse.ArgumentParser) -> None:
         default=d.seconds,
         metavar="S",
         help=f"saturation budget: seconds (default {d.seconds:g})",
+    )
+    p.add_argument(
+        "--budget",
+        type=_budget,
+        metavar="SPEC",
+        help="all three limits at once, e.g. 'iterations=10,enodes=50000,seconds=5' (overrides --max-*)",
     )
     p.add_argument("--function", metavar="NAME", help="only this function (default: every function)")
 
@@ -110,8 +141,7 @@ def prepare(module: Module, function: str | None, initial: bool) -> Module:
 def plans_for_function(module: Module, function: str, args: argparse.Namespace, families: tuple[str, ...]):
     target = load_target(args.target)
     imported = import_function(module, function)
-    budget = Budget(args.max_iterations, args.max_enodes, args.max_seconds)
-    graph, report = saturate(imported, target, families, budget)
+    graph, report = saturate(imported, target, families, budget_from_args(args))
     data = EGraphData.from_serialized(graph.serialized())
     materialized = args.materialize or "materialize" in families
     plans: list[Module] = []
