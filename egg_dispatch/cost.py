@@ -45,6 +45,7 @@ __all__ = [
     "contraction_sizes",
     "cost_table",
     "exclusive_nodes",
+    "node_seconds",
     "op_seconds",
 ]
 
@@ -213,6 +214,52 @@ def cost_table(g: EGraphData, imported: ImportedProgram, target: Target) -> Cost
     return table
 
 
+def node_seconds(
+    g: EGraphData, c: str, op: str, kids: tuple[str, ...], facts: _Facts, imported: ImportedProgram, target: Target
+) -> float:
+    """Time of the computation a node stands for (0 for views, boundaries and placements); shared by
+    the cost table and the plan graph so both price a node the same way."""
+    info = facts.info
+    out = info(c)
+    if op in ("SetEncoding", "Pack") and any(n.op == "Empty" for n in g.choices(kids[0])):
+        return 0.0  # an encoded tensor.empty: an allocation, no data to pack
+    if op == "Fill":
+        return op_seconds("fill", [], out, target)
+    if op in ("SetEncoding", "Pack"):
+        return op_seconds("pack", [info(kids[0], packed=False)], out, target)
+    if op in ("UnsetEncoding", "Unpack"):
+        return op_seconds("unpack", [info(kids[0])], TensorInfo(out.shape, out.element), target)
+    if op in ("Contract", "Mmt4d"):
+        kind_class, operands_classes = (kids[0], kids[1:]) if op == "Contract" else _contract_twin(g, c, kids)
+        return op_seconds("contract:" + str(g.leaf_value(kind_class)), [info(k) for k in operands_classes], out, target)
+    if op == "InsertSlice":
+        return op_seconds("copy", [info(kids[0])], out, target)
+    if op in ("Generic", "Op"):
+        if op == "Op" and is_reshape(g, imported, c):
+            return 0.0
+        proto = imported.ops.get(str(g.leaf_value(kids[0])))
+        inputs = [info(k) for k in _list_classes(g, kids[1])]
+        if op == "Generic":
+            inputs += [info(k) for k in _list_classes(g, kids[2])]
+        kind = "attention" if proto is not None and proto.name == "iree_linalg_ext.attention" else "generic"
+        return op_seconds(kind, inputs, out, target, body_op_count(proto))
+    if op in (
+        "Arg",
+        "Const",
+        "Scalar",
+        "Empty",
+        "Slice",
+        "EncodedSlice",
+        "Results",
+        "TCons",
+        "TNil",
+        "Dispatch",
+        "ConstEval",
+    ):
+        return 0.0
+    return op_seconds("copy", [info(k) for k in kids if g.is_term_class(k)], out, target)
+
+
 def _node_cost(
     c: str,
     op: str,
@@ -224,45 +271,15 @@ def _node_cost(
     launch: float,
     g: EGraphData,
 ) -> NodeCost:
-    info = facts.info
-    if op in ("Arg", "Scalar", "Empty", "Slice", "EncodedSlice", "Results", "TCons", "TNil"):
-        return NodeCost()
     if op == "Const":
         return NodeCost(memory_bytes=out.logical_bytes)
     if op == "Dispatch" and is_reshape(g, imported, kids[0]):
         return NodeCost()  # a reshape between dispatches is metadata (flow.tensor.reshape), not a dispatch
-    if op == "Op" and is_reshape(g, imported, c):
-        return NodeCost()
     if op == "Dispatch":
         return NodeCost(run_seconds=launch, memory_bytes=out.stored_bytes)
     if op == "ConstEval":
         return NodeCost(memory_bytes=out.stored_bytes)
-    seconds: float
-    if op == "Fill":
-        seconds = op_seconds("fill", [], out, target)
-    elif op in ("SetEncoding", "Pack") and any(n.op == "Empty" for n in g.choices(kids[0])):
-        return NodeCost()  # an encoded tensor.empty: an allocation, no data to pack
-    elif op in ("SetEncoding", "Pack"):
-        seconds = op_seconds("pack", [info(kids[0], packed=False)], out, target)
-    elif op in ("UnsetEncoding", "Unpack"):
-        seconds = op_seconds("unpack", [info(kids[0])], TensorInfo(out.shape, out.element), target)
-    elif op in ("Contract", "Mmt4d"):
-        kind_class, operands_classes = (kids[0], kids[1:]) if op == "Contract" else _contract_twin(g, c, kids)
-        operands = [info(k) for k in operands_classes]
-        seconds = op_seconds("contract:" + str(g.leaf_value(kind_class)), operands, out, target)
-    elif op == "InsertSlice":
-        seconds = op_seconds("copy", [info(kids[0])], out, target)
-    elif op in ("Generic", "Op"):
-        key = str(g.leaf_value(kids[0]))
-        proto = imported.ops.get(key)
-        inputs = [info(k) for k in _list_classes(g, kids[1])] + (
-            [info(k) for k in _list_classes(g, kids[2])] if op == "Generic" else []
-        )
-        name = proto.name if proto is not None else ""
-        kind = "attention" if name == "iree_linalg_ext.attention" else "generic"
-        seconds = op_seconds(kind, inputs, out, target, body_op_count(proto))
-    else:
-        seconds = op_seconds("copy", [info(k) for k in kids if g.is_term_class(k)], out, target)
+    seconds = node_seconds(g, c, op, kids, facts, imported, target)
     return NodeCost(run_seconds=seconds, load_seconds=seconds)
 
 

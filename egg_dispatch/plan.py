@@ -17,16 +17,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from .cost import (
-    TensorInfo,
-    _contract_twin,
-    _Facts,
-    _list_classes,
-    body_op_count,
-    exclusive_nodes,
-    is_reshape,
-    op_seconds,
-)
+from .cost import _Facts, exclusive_nodes, is_reshape, node_seconds
 from .deep import allow_deep_recursion
 from .egraph_data import EGraphData
 from .importer import ImportedProgram
@@ -111,27 +102,7 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
 
     def op_time(c: str) -> float:
         node = g.nodes[choice[c]]
-        out = facts.info(c)
-        kids = node.children
-        if node.op == "Fill":
-            return op_seconds("fill", [], out, target)
-        if node.op in ("SetEncoding", "Pack"):
-            return op_seconds("pack", [facts.info(kids[0], packed=False)], out, target)
-        if node.op in ("UnsetEncoding", "Unpack"):
-            return op_seconds("unpack", [facts.info(kids[0])], TensorInfo(out.shape, out.element), target)
-        if node.op in ("Contract", "Mmt4d"):
-            kind_c, ops = (kids[0], kids[1:]) if node.op == "Contract" else _contract_twin(g, c, kids)
-            return op_seconds("contract:" + str(g.leaf_value(kind_c)), [facts.info(k) for k in ops], out, target)
-        if node.op == "Op" and is_reshape(g, imported, c):
-            return 0.0
-        if node.op in ("Generic", "Op"):
-            proto = imported.ops.get(str(g.leaf_value(kids[0])))
-            ins = [facts.info(k) for k in _list_classes(g, kids[1])]
-            if node.op == "Generic":
-                ins += [facts.info(k) for k in _list_classes(g, kids[2])]
-            kind = "attention" if proto is not None and proto.name == "iree_linalg_ext.attention" else "generic"
-            return op_seconds(kind, ins, out, target, body_op_count(proto))
-        return op_seconds("copy", [facts.info(k) for k in kids if g.is_term_class(k)], out, target)
+        return node_seconds(g, c, node.op, node.children, facts, imported, target)
 
     def fuse(
         c: str, at_load: bool, into: DispatchInfo | None, boundary_reads: list[tuple[str, int]], user: str
