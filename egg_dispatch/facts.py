@@ -170,6 +170,7 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
             lines.append(f"(const-eval-size-ok {ivec(shape)} {enc_key})")
         if not fused_pack_legal(target, layout, shape, element_nbytes(_scalar(elem))):
             lines.append(f"(fused-pack-illegal {ivec(shape)} {enc_key})")
+    lines += _bubble_facts(imported, layouts)
     for key, op in imported.ops.items():
         if op.name == "linalg.generic":
             its = op.attributes.get("iterator_types")
@@ -177,6 +178,47 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
             if names and all(n == "parallel" for n in names):
                 lines.append(f"(elementwise {quote(key)})")
     return FactReport("\n".join(lines), layouts)
+
+
+_GENERIC = re.compile(r'^\(Generic "([^"]+)" (.*)\)$')
+
+
+def _bubble_facts(imported: ImportedProgram, layouts: dict[str, Layout | None]) -> list[str]:
+    """``(bubble-legal key enc)``: set_encoding(generic(x)) may become generic(set_encoding(x)).
+
+    HoistEncodingOps' BubbleUpSetEncodingOp, restricted to what stays exact on packed data:
+    1. the generic is all-parallel with identity maps on its tensor operands (scalars broadcast);
+    2. one tensor input, of the output's shape, and its init is a tensor.empty;
+    3. the layout is tiled and its inner tiles divide the shape (no padding: the body need not map
+       0 to 0).
+    """
+    out: list[str] = []
+    for term in imported.lets.values():
+        m = _SET_ENCODING.match(term)
+        if not m or not imported.lets.get(m.group(1), "").startswith("(Generic "):
+            continue
+        g = _GENERIC.match(imported.lets[m.group(1)])
+        layout = layouts.get(m.group(2))
+        op = imported.ops.get(g.group(1)) if g else None
+        out_t = imported.let_types.get(m.group(1))
+        if op is None or layout is None or not isinstance(out_t, TensorType) or len(op.results) != 1:
+            continue
+        its = [getattr(a, "value", "") for a in getattr(op.attributes.get("iterator_types"), "items", ())]
+        maps = getattr(op.attributes.get("indexing_maps"), "items", ())
+        tensors = [v for v in op.operands if isinstance(v.type, TensorType) and v.type.rank > 0]
+        identity = all(
+            isinstance(mp, AffineMapAttr) and (not mp.results or mp.dim_positions() == tuple(range(mp.num_dims)))
+            for mp in maps
+        )
+        init = op.operands[-1].owner
+        if not (its and all(i == "parallel" for i in its) and identity and len(tensors) == 2):
+            continue
+        if getattr(init, "name", "") != "tensor.empty" or tensors[0].type.shape != out_t.shape:
+            continue
+        if any(out_t.shape[d] % t for d, t in zip(layout.inner_dims_pos, layout.inner_tiles, strict=True)):
+            continue
+        out.append(f"(bubble-legal {quote(g.group(1))} {m.group(2)})")
+    return out
 
 
 def _scalar(name: str):  # small helper: element names come from parsed types

@@ -36,7 +36,7 @@ def _dense(values: np.ndarray) -> str:
 
 
 @st.composite
-def programs(draw: st.DrawFn) -> tuple[str, list[tuple[int, ...]]]:
+def programs(draw: st.DrawFn) -> tuple[str, list[tuple[tuple[int, ...], str]]]:
     """A function: W (constant or argument) cut into row slices, each slice times an argument."""
     k = draw(st.integers(1, 9))
     n = draw(st.integers(1, 12))
@@ -47,31 +47,43 @@ def programs(draw: st.DrawFn) -> tuple[str, list[tuple[int, ...]]]:
     w_is_const = draw(st.booleans())
     transposed = draw(st.booleans())
     consumer = draw(st.sampled_from(["none", "bias", "relu"]))
+    dequant = draw(st.booleans())  # W stored as f16 and widened by an extf generic per slice
+    wt = "f16" if dequant else "f32"
     acc_value = draw(st.sampled_from(["0.0", "0.0", "0.5"]))
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-    args = [] if w_is_const else [(total, k)]
+    args: list[tuple[tuple[int, ...], str]] = [] if w_is_const else [((total, k), wt)]
     rhs_shape = (n, k) if transposed else (k, n)
-    args.append(rhs_shape)
+    args.append((rhs_shape, "f32"))
     if consumer == "bias":
-        args.append((n,))
+        args.append(((n,), "f32"))
     lines = [f"  %zero = arith.constant {acc_value} : f32", "  %relu0 = arith.constant 0.0 : f32"]
     if w_is_const:
-        lines.append(f"  %w = arith.constant {_dense(rng.integers(-8, 8, (total, k)) / 8)}")
+        lines.append(f"  %w = arith.constant {_dense(rng.integers(-8, 8, (total, k)) / 8)}".replace("xf32>", f"x{wt}>"))
     w, rhs, bias = ("%w", "%a0", "%a1") if w_is_const else ("%a0", "%a1", "%a2")
     results = []
     offset = 0
     for i, r in enumerate(rows):
         lines.append(
             f"  %s{i} = tensor.extract_slice {w}[{offset}, 0] [{r}, {k}] [1, 1] : "
-            f"tensor<{total}x{k}xf32> to tensor<{r}x{k}xf32>"
+            f"tensor<{total}x{k}x{wt}> to tensor<{r}x{k}x{wt}>"
         )
+        if dequant:
+            lines.append(f"  %h{i}e = tensor.empty() : tensor<{r}x{k}xf32>")
+            lines.append(
+                f"  %h{i} = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, "
+                f'affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}} '
+                f"ins(%s{i} : tensor<{r}x{k}xf16>) outs(%h{i}e : tensor<{r}x{k}xf32>) {{\n"
+                f"  ^bb0(%p: f16, %q: f32):\n    %pf = arith.extf %p : f16 to f32\n    linalg.yield %pf : f32\n"
+                f"  }} -> tensor<{r}x{k}xf32>"
+            )
+        lhs = f"%h{i}" if dequant else f"%s{i}"
         offset += r + gap
         lines.append(f"  %e{i} = tensor.empty() : tensor<{r}x{n}xf32>")
         lines.append(f"  %f{i} = linalg.fill ins(%zero : f32) outs(%e{i} : tensor<{r}x{n}xf32>) -> tensor<{r}x{n}xf32>")
         maps = TRANSPOSED_B if transposed else ""
         rhs_t = f"tensor<{rhs_shape[0]}x{rhs_shape[1]}xf32>"
         lines.append(
-            f"  %m{i} = linalg.matmul {maps} ins(%s{i}, {rhs} : tensor<{r}x{k}xf32>, {rhs_t}) "
+            f"  %m{i} = linalg.matmul {maps} ins({lhs}, {rhs} : tensor<{r}x{k}xf32>, {rhs_t}) "
             f"outs(%f{i} : tensor<{r}x{n}xf32>) -> tensor<{r}x{n}xf32>"
         )
         out = f"%m{i}"
@@ -95,7 +107,7 @@ def programs(draw: st.DrawFn) -> tuple[str, list[tuple[int, ...]]]:
                 )
             out = f"%c{i}"
         results.append((out, r))
-    sig = ", ".join(f"%a{i}: tensor<{'x'.join(map(str, s))}xf32>" for i, s in enumerate(args))
+    sig = ", ".join(f"%a{i}: tensor<{'x'.join(map(str, s))}x{t}>" for i, (s, t) in enumerate(args))
     ret_types = ", ".join(f"tensor<{r}x{n}xf32>" for _, r in results)
     text = (
         f"func.func @prog({sig}) -> ({ret_types}) {{\n"
@@ -107,11 +119,11 @@ def programs(draw: st.DrawFn) -> tuple[str, list[tuple[int, ...]]]:
 
 @settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
-def test_every_enumerated_plan_computes_the_input(program: tuple[str, list[tuple[int, ...]]]) -> None:
+def test_every_enumerated_plan_computes_the_input(program: tuple[str, list[tuple[tuple[int, ...], str]]]) -> None:
     text, arg_shapes = program
     module = parse_mlir(text, "generated.mlir")
     rng = np.random.default_rng(7)
-    inputs = [(rng.integers(-16, 16, s) / 16).astype(np.float32) for s in arg_shapes]
+    inputs = [(rng.integers(-16, 16, s) / 16).astype(np.float16 if t == "f16" else np.float32) for s, t in arg_shapes]
     reference = evaluate(module, inputs)
     imported = import_function(initial_plan(module))
     for target in TARGETS:
