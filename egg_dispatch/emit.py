@@ -16,6 +16,8 @@ from .deep import allow_deep_recursion
 from .egraph_data import EGraphData, Term
 from .importer import ImportedProgram
 from .mlir.ir import (
+    AffineMapAttr,
+    ArrayAttr,
     Block,
     FloatAttr,
     FunctionType,
@@ -123,8 +125,8 @@ class Emitter:
             return self.type_of(a[1])
         if op in ("Contract", "Mmt4d"):
             return self.type_of(a[-1])
-        if op == "Generic":
-            return self.imp.ops[a[0]].results[0].type
+        if op == "Generic":  # on encoded operands (set_encoding bubbled above it) its result is encoded too
+            return self.type_of(a[2][0]) if a[2] else self.imp.ops[a[0]].results[0].type
         if op == "Op":
             return self.imp.ops[a[0]].results[a[2]].type
         if op == "SetEncoding":
@@ -287,6 +289,8 @@ class Emitter:
             operands = [v(x) for x in a[1]] + ([v(x) for x in a[2]] if op == "Generic" else [])
             types = [typ] if op == "Generic" else [r.type for r in proto.results]
             new = self._clone(proto, operands, types, ctx)
+            if op == "Generic" and isinstance(typ, TensorType) and typ.rank != proto.results[0].type.rank:
+                _repack_elementwise(new.owner, typ.rank)  # type: ignore[arg-type]
             return new if op == "Generic" else new.owner.results[a[2]]  # type: ignore[union-attr]
         if op == "Pack":
             layout = _layout(a[1])
@@ -354,6 +358,17 @@ class Emitter:
         _inline_captured_constants(proto, op, mapping)
         ctx.block.ops.append(op)
         return op.results[0]
+
+
+def _repack_elementwise(op: Operation, rank: int) -> None:
+    """An elementwise generic on packed operands runs on the packed shape (what IREE's
+    materialization does to encoded elementwise ops): identity maps of the packed rank."""
+    identity = AffineMapAttr(rank, 0, tuple(("d", i) for i in range(rank)))
+    maps = op.attributes["indexing_maps"]
+    op.attributes["indexing_maps"] = ArrayAttr(
+        tuple(m if isinstance(m, AffineMapAttr) and not m.results else identity for m in maps.items)  # type: ignore[attr-defined]
+    )
+    op.attributes["iterator_types"] = ArrayAttr(tuple(StrAttr("parallel") for _ in range(rank)))
 
 
 def _inline_captured_constants(proto: Operation, op: Operation, mapping: dict[Value, Value]) -> None:
