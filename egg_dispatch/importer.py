@@ -9,12 +9,11 @@ What the importer recognises (design.md §2.2): function arguments (also through
 
 from __future__ import annotations
 
-import hashlib
-import re
-from dataclasses import dataclass, field
-
+# Helpers and the result type live in import_util.py and imported.py; re-exported for existing importers.
+from .import_util import _captures, _digest, _head, _is_constant, encoding_key, maps_key
+from .imported import _LET as _LET
+from .imported import ImportedProgram, ImportError_
 from .mlir.ir import (
-    AffineMapAttr,
     DenseAttr,
     EncodingAttr,
     FloatAttr,
@@ -28,11 +27,10 @@ from .mlir.ir import (
 )
 from .mlir.ops import CONTRACTION_OPS, DYNAMIC, ins, outs, static_slice
 from .mlir.printer import Printer, float_str
-from .terms import enc, ivec, quote, tlist
+from .terms import ivec, quote, tlist
 
 __all__ = ["ImportError_", "ImportedProgram", "encoding_key", "import_function", "maps_key"]
 
-_LET = re.compile(r"\$v[0-9]+")
 _BOUNDARY_HEADS = {"Arg", "Const", "Scalar", "Dispatch", "ConstEval"}
 _PLACED = {
     "flow.dispatch.region",
@@ -45,90 +43,12 @@ _PLACED = {
 """Top-level ops whose results are already dispatch inputs (or constants IREE clones)."""
 
 
-def _head(term: str) -> str:
-    return term[1:].split(" ", 1)[0].rstrip(")") if term.startswith("(") else ""
-
-
 _IDENTITY_OPS = {
     "hal.tensor.export",
     "iree_tensor_ext.compute_barrier.start",
     "iree_tensor_ext.compute_barrier.end",
     "flow.tensor.tie_shape",
 }
-
-
-class ImportError_(Exception):
-    """The function cannot be imported (e.g. a result type we cannot represent)."""
-
-
-@dataclass
-class ImportedProgram:
-    """The egglog program for one function plus the side tables the later stages need."""
-
-    function: str
-    program: list[str] = field(default_factory=list)
-    """egglog commands (lets and analysis facts), in dependency order."""
-    results: list[str] = field(default_factory=list)
-    """The let name of each function result."""
-    lets: dict[str, str] = field(default_factory=dict)
-    """let name -> the term it binds."""
-    let_types: dict[str, Type] = field(default_factory=dict)
-    constants: dict[str, DenseAttr] = field(default_factory=dict)
-    ops: dict[str, Operation] = field(default_factory=dict)
-    """Key of every ``Generic`` / ``Op`` / ``Contract`` term -> the op it stands for."""
-    encodings: dict[str, EncodingAttr] = field(default_factory=dict)
-    """Encoding term text -> the attribute."""
-    captures: dict[str, list[Value]] = field(default_factory=dict)
-    """Key of an ``Op`` whose body uses non-constant values from outside -> those values, in the
-    order they follow the op's own operands in the term's input list."""
-    arg_types: list[Type] = field(default_factory=list)
-    result_types: list[Type] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    def text(self) -> str:
-        return "\n".join(self.program)
-
-    def expand(self, name: str) -> str:
-        """The full term a let stands for, with every nested let inlined (for tests and messages)."""
-        return _LET.sub(lambda m: self.expand(m.group(0)) if m.group(0) in self.lets else m.group(0), self.lets[name])
-
-    def counts(self) -> dict[str, int]:
-        """How many lets of each head constructor: a quick summary of what was imported."""
-        out: dict[str, int] = {}
-        for term in self.lets.values():
-            head = term[1:].split(" ", 1)[0].rstrip(")") if term.startswith("(") else "let"
-            out[head] = out.get(head, 0) + 1
-        return dict(sorted(out.items()))
-
-
-def maps_key(maps: object) -> str:
-    """Canonical text of indexing maps: ``(d0,d2);(d1,d2);(d0,d1)``."""
-    if maps is None:
-        return ""
-    items = maps.items if hasattr(maps, "items") else maps  # type: ignore[union-attr]
-    out = []
-    for m in items:  # type: ignore[union-attr]
-        if isinstance(m, tuple):
-            out.append("[" + ";".join(maps_key(m).split(";")) + "]")
-        elif isinstance(m, AffineMapAttr):
-            out.append(Printer(use_aliases=False).attr(m).split("->")[1].strip().rstrip(">").strip())
-        else:
-            out.append(str(m))
-    return ";".join(o.replace(" ", "") for o in out)
-
-
-def encoding_key(e: EncodingAttr) -> str:
-    return enc(
-        e.operand_index,
-        e.op_type,
-        ",".join(t.name for t in e.element_types),
-        maps_key(e.user_indexing_maps),
-        [s if s is not None else -1 for s in (e.iteration_sizes or ())],
-    )
-
-
-def _digest(*parts: object) -> str:
-    return hashlib.sha1("\x1f".join(map(str, parts)).encode()).hexdigest()[:10]
 
 
 class _Importer:
@@ -392,31 +312,6 @@ class _Importer:
                     self.terms = saved
                     return values[0] if values else None
         return None
-
-
-def _captures(op: Operation) -> list[Value]:
-    """Values an op's regions use but do not define (a body reading a scalar from outside)."""
-    inner: set[Value] = set()
-    uses: list[Value] = []
-    for region in op.regions:
-        for block in region.blocks:
-            inner.update(block.args)
-            for o in block.ops:
-                for w in o.walk():
-                    inner.update(w.results)
-                    for r in w.regions:
-                        for b in r.blocks:
-                            inner.update(b.args)
-                    uses.extend(w.operands)
-    out: list[Value] = []
-    for v in uses:
-        if v not in inner and v not in out:
-            out.append(v)
-    return out
-
-
-def _is_constant(v: Value) -> bool:
-    return isinstance(v.owner, Operation) and v.owner.name == "arith.constant"
 
 
 def import_function(module: Module, function: str | None = None) -> ImportedProgram:

@@ -9,10 +9,10 @@ Reproducing it makes IREE's own plan (and the #21100 failure) one point of the s
   bottom-up. A root fuses a producer only through its init, then a chain of all-parallel consumers
   while the producer has one use and the outer-parallel loops line up. Leftover linalg ops get a
   region each. A region sits where its last op was (``wrapOpInDispatchRegion``).
-* **Cloning** (``RegionOpUtils.cpp``): empty / extract_slice / extract / fill / index_cast /
-  gather / bit-extend generics, int or float scalar arith, and constants that are scalars, splats
-  or at most 256 B are cloned transitively into every region using them; originals left unused are
-  erased; stray generics and gathers then get their own region.
+* **Cloning** (``RegionOpUtils.cpp``, in ``initial_clone.py``): empty / extract_slice / extract /
+  fill / index_cast / gather / bit-extend generics, int or float scalar arith, and constants that
+  are scalars, splats or at most 256 B are cloned transitively into every region using them;
+  originals left unused are erased; stray generics and gathers then get their own region.
 * **Encodings** (``SetEncoding.cpp``): a contraction with a multiply-accumulate body gets
   ``set_encoding`` on lhs and rhs, an encoded empty + fill for a fill init (FoldFillWithSetEncoding)
   or a ``set_encoding`` of another init, the op on encoded types, and an ``unset_encoding``.
@@ -24,15 +24,29 @@ before region formation (elementwise fusion, reshape and transpose propagation),
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
+# The cloning step and the IR helpers all steps share live in initial_clone.py; re-exported here.
+from .initial_clone import _ALWAYS_CLONED as _ALWAYS_CLONED
+from .initial_clone import _CLONE_DIALECTS as _CLONE_DIALECTS
+from .initial_clone import (
+    CLONE_CONSTANT_MAX_BYTES,
+    _clone,
+    _clone_producers,
+    _erase_dead,
+    _is_bit_extend,
+    _replace,
+    _Uses,
+    _uses,
+)
+from .initial_clone import _cloneable as _cloneable
+from .initial_clone import _free_values as _free_values
+from .initial_clone import _walk as _walk
 from .mlir.ir import (
     AffineMapAttr,
     ArrayAttr,
     Attr,
     Block,
-    DenseAttr,
     EncodingAttr,
     Module,
     Operation,
@@ -41,21 +55,13 @@ from .mlir.ir import (
     TensorType,
     Type,
     Value,
-    element_nbytes,
 )
 from .mlir.ops import CONTRACTION_OPS, ins, int_list, iterator_types, make_int_list, outs
 
 __all__ = ["CLONE_CONSTANT_MAX_BYTES", "initial_plan"]
 
-CLONE_CONSTANT_MAX_BYTES = 256
-"""``--iree-flow-inline-constants-max-byte-length``: bigger non-splat constants stay dispatch inputs."""
-
 _PLANNED = {"flow.dispatch.region", "flow.dispatch.workgroups", "flow.tensor.encode",
             "iree_encoding.set_encoding", "iree_encoding.unset_encoding"}  # fmt: skip
-_ALWAYS_CLONED = {"affine.apply", "arith.index_cast", "linalg.fill", "tensor.empty", "tensor.cast", "tensor.extract",
-                  "tensor.extract_slice", "complex.create", "iree_encoding.unset_encoding",
-                  "iree_linalg_ext.gather"}  # fmt: skip
-_CLONE_DIALECTS = {"affine", "arith", "complex", "iree_encoding", "iree_linalg_ext", "linalg", "tensor"}
 _NOT_STRUCTURED = {"linalg.pack", "linalg.unpack", "linalg.index", "linalg.yield"}
 _NAMED_MAPS = {  # implicit indexing maps, as dims per operand (lhs, rhs, out)
     "linalg.matmul": ((0, 2), (2, 1), (0, 1)), "linalg.matmul_transpose_a": ((2, 0), (2, 1), (0, 1)),
@@ -65,7 +71,6 @@ _NAMED_MAPS = {  # implicit indexing maps, as dims per operand (lhs, rhs, out)
     "linalg.matvec": ((0, 1), (1,), (0,)), "linalg.vecmat": ((1,), (1, 0), (0,)),
     "linalg.mmt4d": ((0, 2, 3, 5), (1, 2, 4, 5), (0, 1, 3, 4)),
 }  # fmt: skip
-_Uses = dict[Value, list[tuple[Operation, int]]]
 
 
 def initial_plan(module: Module, function: str | None = None) -> Module:
@@ -95,51 +100,10 @@ def initial_plan(module: Module, function: str | None = None) -> Module:
     return out
 
 
-def _clone(op: Operation, vmap: dict[Value, Value]) -> Operation:
-    """A deep copy of ``op``; operands are looked up in ``vmap``, which learns the new results."""
-    new = Operation(op.name, [vmap.get(v, v) for v in op.operands], [], dict(op.attributes), [], op.loc, op.opaque_text)
-    for region in op.regions:
-        blocks = [Block([Value(a.name, a.type, None, a.index) for a in b.args], [], b.label) for b in region.blocks]
-        for b, nb in zip(region.blocks, blocks, strict=True):
-            for a, na in zip(b.args, nb.args, strict=True):
-                na.owner, vmap[a] = nb, na
-        for b, nb in zip(region.blocks, blocks, strict=True):
-            nb.ops = [_clone(o, vmap) for o in b.ops]
-        new.regions.append(Region(blocks))
-    new.results = [Value(v.name, v.type, new, v.index) for v in op.results]
-    vmap.update(zip(op.results, new.results, strict=True))
-    return new
-
-
 def _make(name: str, operands: list[Value], rtype: Type, rname: str, attrs: dict[str, Attr] | None = None) -> Operation:
     op = Operation(name, list(operands), attributes=dict(attrs or {}))
     op.results = [Value(rname, rtype, op, 0)]
     return op
-
-
-def _walk(ops: Iterable[Operation]) -> Iterable[Operation]:
-    for op in ops:
-        yield from op.walk()
-
-
-def _uses(ops: Iterable[Operation]) -> _Uses:
-    uses: _Uses = defaultdict(list)
-    for o in _walk(ops):
-        for i, v in enumerate(o.operands):
-            uses[v].append((o, i))
-    return uses
-
-
-def _replace(ops: Iterable[Operation], mapping: dict[Value, Value]) -> None:
-    for o in _walk(ops):
-        o.operands = [mapping.get(v, v) for v in o.operands]
-
-
-def _free_values(ops: list[Operation]) -> list[Value]:
-    """Values used by ``ops`` (and the ops nested in them) but defined elsewhere, in first-use order."""
-    inner = {v for o in _walk(ops) for v in o.results}
-    inner |= {a for o in _walk(ops) for r in o.regions for b in r.blocks for a in b.args}
-    return list(dict.fromkeys(v for o in _walk(ops) for v in o.operands if v not in inner))
 
 
 def _dims(n: int, dims: Iterable[int]) -> AffineMapAttr:
@@ -216,16 +180,6 @@ def _ops_fusable(producer: Operation, consumer: Operation, root: list[bool]) -> 
     )
 
 
-def _is_bit_extend(op: Operation) -> bool:
-    """A dequantization-like generic (one ``ext*`` of its input): cloned, never a root."""
-    body = op.regions[0].entry if op.name == "linalg.generic" and op.regions else Block()
-    return (
-        len(ins(op)) == 1 and len(outs(op)) == 1 and all(t == "parallel" for t in iterator_types(op))
-        and [o.name in ("arith.extf", "arith.extsi", "arith.extui") for o in body.ops] == [True, False]
-        and body.ops[0].operands == body.args[:1] and body.ops[1].operands == body.ops[0].results
-    )  # fmt: skip
-
-
 def _is_root(op: Operation, leftover: bool = False) -> bool:
     """``isRootOp``; with ``leftover``, the second round's test (any remaining linalg op or pack)."""
     n = op.name
@@ -238,22 +192,6 @@ def _is_root(op: Operation, leftover: bool = False) -> bool:
     return n in ("linalg.unpack", "iree_encoding.unset_encoding") or (
         n.startswith("iree_linalg_ext.") and n not in ("iree_linalg_ext.gather", "iree_linalg_ext.yield")
     )
-
-
-def _cloneable(op: Operation) -> bool:
-    """``isClonableIntoDispatchOp`` restricted to the dialects ``getCloneableOps`` considers."""
-    if op.opaque_text is not None or op.dialect not in _CLONE_DIALECTS:
-        return False
-    if op.name in _ALWAYS_CLONED or _is_bit_extend(op):
-        return True
-    if op.name in ("arith.constant", "complex.constant"):
-        v = op.attributes.get("value")
-        if not isinstance(v, DenseAttr):
-            return True
-        bits = {"i1": 1, "i4": 4}.get(v.type.element.name, 8 * element_nbytes(v.type.element))
-        return v.is_splat or v.type.num_elements * bits <= 8 * CLONE_CONSTANT_MAX_BYTES
-    types = [v.type for v in op.operands + op.results]
-    return bool(types) and all(isinstance(t, ScalarType) and t.name != "index" for t in types)
 
 
 def _fusable_use(op: Operation, uses: _Uses) -> tuple[Operation, int] | None:
@@ -338,40 +276,6 @@ def _wrap(ops: list[Operation], groups: list[list[Operation]]) -> tuple[list[Ope
         for o in top.walk():
             o.operands = [v if (r := redirect.get(v)) is None or r[0] == here else r[1] for v in o.operands]
     return new_ops, list(anchor.values())
-
-
-def _clone_producers(ops: list[Operation], regions: list[Operation]) -> list[Operation]:
-    """CloneProducersIntoDispatchRegions: pull cheap producers into each region (transitively), then
-    erase the originals that no longer have a use."""
-    order = {op: i for i, op in enumerate(ops)}
-    cloned: set[Operation] = set()
-    for region in regions:
-        body = region.regions[0].entry
-        insert_dests = {o.operands[1] for o in _walk(body.ops) if o.name == "tensor.insert_slice"}
-        chosen: set[Operation] = set()
-        work = _free_values(body.ops)
-        while work:
-            v = work.pop()
-            d = v.owner
-            if isinstance(d, Operation) and d in order and d not in chosen and _cloneable(d) and v not in insert_dests:
-                chosen.add(d)
-                work.extend(_free_values([d]))
-        vmap: dict[Value, Value] = {}
-        clones = [_clone(d, vmap) for d in sorted(chosen, key=order.__getitem__)]
-        _replace(body.ops, vmap)
-        body.ops[:0] = clones
-        cloned |= chosen
-    return _erase_dead(ops, lambda op: op in cloned)
-
-
-def _erase_dead(ops: list[Operation], erasable: Callable[[Operation], bool]) -> list[Operation]:
-    """Drop erasable ops whose results have no use, to a fixpoint (a dead fill frees its empty)."""
-    while True:
-        used = _uses(ops).keys()
-        dead = {op for op in ops if op.results and erasable(op) and not used & set(op.results)}
-        if not dead:
-            return ops
-        ops = [op for op in ops if op not in dead]
 
 
 def _contraction(op: Operation) -> tuple[list[AffineMapAttr], list[int], list[ScalarType]] | None:

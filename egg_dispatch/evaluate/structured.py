@@ -1,5 +1,8 @@
 """Structured ops on NumPy arrays: ``linalg.generic`` in general, contractions, attention, gather.
 
+Views and loop spaces are in ``loop_space.py``, attention and gather in ``linalg_ext.py``; this
+module re-exports both.
+
 Everything is vectorized over the op's iteration space (its loops ``d0 .. dN-1``):
 
 * each operand is turned into a *view* of rank N that broadcasts against the iteration space: a
@@ -29,7 +32,10 @@ import numpy as np
 
 from egg_dispatch.mlir.ir import AffineMapAttr, Block, Operation, Value
 
-from .values import EvaluationError
+# Attention and gather live in linalg_ext.py, loop spaces and views in loop_space.py; re-exported here.
+from .linalg_ext import attention, gather
+from .loop_space import LoopSpace, identity_map, loop_sizes, perm_map, to_output, view
+from .loop_space import _expr as _expr
 
 __all__ = [
     "COMBINERS",
@@ -64,134 +70,6 @@ COMBINERS: dict[str, np.ufunc] = {
 }
 """Reduction bodies ``yield combiner(x, out)`` reduced with one NumPy ufunc (unsigned min/max and i1
 add/mul take the per-point fallback)."""
-
-
-def perm_map(num_dims: int, dims: Sequence[int]) -> AffineMapAttr:
-    """``affine_map<(d0..) -> (d_i, ...)>`` for the named ops' implicit maps."""
-    return AffineMapAttr(num_dims, 0, tuple(("d", d) for d in dims))
-
-
-def identity_map(rank: int) -> AffineMapAttr:
-    """``affine_map<(d0..dn-1) -> (d0..dn-1)>``."""
-    return perm_map(rank, range(rank))
-
-
-@dataclass(frozen=True)
-class LoopSpace:
-    """The loops an array's axes stand for: ``dims`` (increasing) with their full ``sizes``.
-
-    ``fixed`` pins some loops to one index (the per-point reduction fallback); those axes have size 1.
-    """
-
-    sizes: tuple[int, ...]
-    dims: tuple[int, ...]
-    fixed: tuple[tuple[int, int], ...] = ()
-
-    @staticmethod
-    def full(sizes: Sequence[int]) -> LoopSpace:
-        """Every loop, none fixed."""
-        return LoopSpace(tuple(sizes), tuple(range(len(sizes))))
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Shape arrays over this space broadcast to."""
-        fixed = dict(self.fixed)
-        return tuple(1 if d in fixed else self.sizes[d] for d in self.dims)
-
-    def index(self, dim: int) -> np.ndarray:
-        """``linalg.index dim`` over this space: an int64 grid broadcastable to :attr:`shape`."""
-        fixed = dict(self.fixed)
-        if dim in fixed:
-            return np.asarray(fixed[dim], np.int64)
-        if dim not in self.dims:
-            raise EvaluationError(f"linalg.index {dim}: no such loop here")
-        shape = [1] * len(self.dims)
-        shape[self.dims.index(dim)] = self.sizes[dim]
-        return np.arange(self.sizes[dim], dtype=np.int64).reshape(shape)
-
-
-def loop_sizes(maps: Sequence[AffineMapAttr], shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
-    """Loop bounds from the operand shapes (``d_j`` at result i of a map gives size shape[i])."""
-    n = maps[0].num_dims
-    sizes: list[int | None] = [None] * n
-    for m, shape in zip(maps, shapes, strict=True):
-        if len(m.results) != len(shape):
-            raise EvaluationError(f"indexing map with {len(m.results)} results for an operand of rank {len(shape)}")
-        for r, s in zip(m.results, shape, strict=True):
-            if r[0] == "d":
-                if sizes[r[1]] is None:
-                    sizes[r[1]] = s
-                elif sizes[r[1]] != s:
-                    raise EvaluationError(f"loop d{r[1]} has size {sizes[r[1]]} and {s} in different operands")
-    missing = [f"d{j}" for j, s in enumerate(sizes) if s is None]
-    if missing:
-        raise EvaluationError(f"cannot infer the bounds of loops {', '.join(missing)} from the operand shapes")
-    return tuple(s for s in sizes if s is not None)
-
-
-def _expr(e: tuple, grids: Callable[[int], np.ndarray]) -> np.ndarray | int:
-    kind = e[0]
-    if kind == "d":
-        return grids(e[1])
-    if kind == "c":
-        return int(e[1])
-    if kind == "s":
-        raise EvaluationError("affine maps with symbols are not supported")
-    a, b = _expr(e[1], grids), _expr(e[2], grids)
-    if kind == "+":
-        return a + b
-    if kind == "-":
-        return a - b
-    if kind == "*":
-        return a * b
-    if kind == "floordiv":
-        return a // b
-    if kind == "ceildiv":
-        return -(-a // b)
-    if kind == "mod":
-        return a % b
-    raise EvaluationError(f"unknown affine expression '{kind}'")
-
-
-def view(arr: np.ndarray, amap: AffineMapAttr, space: LoopSpace) -> np.ndarray:
-    """``arr`` read through ``amap`` as an array over ``space`` (size-1 axes for unused loops)."""
-    pos = amap.dim_positions()
-    fixed = dict(space.fixed)
-    if pos is not None and len(set(pos)) == len(pos) and set(pos) <= set(space.dims):
-        order = sorted(range(len(pos)), key=lambda i: pos[i])
-        t = arr.transpose(order) if order != list(range(len(pos))) else arr
-        shape = [1] * len(space.dims)
-        for i in order:
-            shape[space.dims.index(pos[i])] = arr.shape[i]
-        v = t.reshape(shape)
-        if any(d in fixed for d in pos):
-            v = v[tuple(slice(fixed[d], fixed[d] + 1) if d in fixed and d in pos else slice(None) for d in space.dims)]
-        return v
-    idx = tuple(_expr(r, space.index) for r in amap.results)
-    for axis, (i, n) in enumerate(zip(idx, arr.shape, strict=True)):
-        if np.any(np.asarray(i) < 0) or np.any(np.asarray(i) >= n):
-            raise EvaluationError(f"indexing map reads out of bounds in dim {axis} (size {n})")
-    out = np.asarray(arr[idx]) if idx else arr
-    if out.ndim < len(space.dims):
-        out = out.reshape((1,) * (len(space.dims) - out.ndim) + out.shape)
-    return out
-
-
-def to_output(val: np.ndarray, amap: AffineMapAttr, space: LoopSpace) -> np.ndarray:
-    """Inverse of :func:`view` for an output: space-shaped ``val`` laid out as the operand's dims.
-
-    Loops the output map omits must be size 1 (reduced); a parallel loop it omits keeps its last
-    iteration, as sequential execution would.
-    """
-    pos = amap.dim_positions()
-    if pos is None or len(set(pos)) != len(pos):
-        raise EvaluationError("output indexing maps must be projected permutations")
-    full = [space.sizes[d] if d in pos and d not in dict(space.fixed) else 1 for d in space.dims]
-    val = np.broadcast_to(val, np.broadcast_shapes(val.shape, tuple(full)))
-    sel = tuple(slice(None) if d in pos else -1 for d in space.dims)
-    kept = [d for d in space.dims if d in pos]
-    out = val[sel]
-    return out.transpose([kept.index(d) for d in pos]) if kept != list(pos) else out
 
 
 # ------------------------------------------------------------------------------------ generic
@@ -348,91 +226,3 @@ def contract(
     red = tuple(d for d in range(len(sizes)) if d not in out_dims)
     prod = np.sum(view(a, maps[0], space) * view(b, maps[1], space), axis=red, keepdims=True)
     return to_output(view(c, maps[2], space) + prod, maps[2], space)
-
-
-# ---------------------------------------------------------------------------------- attention
-
-
-def attention(
-    q: np.ndarray,
-    k: np.ndarray,
-    v: np.ndarray,
-    scale: np.ndarray,
-    mask: np.ndarray | None,
-    maps: Sequence[AffineMapAttr],
-    score_body: Callable[[np.ndarray, LoopSpace], np.ndarray] | None,
-    out_dtype: np.dtype,
-) -> np.ndarray:
-    """``iree_linalg_ext.attention``: softmax(Q·Kᵀ·scale [+ mask] [-> region]) · V, by the maps.
-
-    Loop roles come from the maps: k1 (in Q and K, not in O) is the dot-product dim, k2 (in K and V,
-    not in O) the softmax dim. Computes in at least f32 (IREE accumulates f16 attention in f32).
-    """
-    q_map, k_map, v_map = maps[0], maps[1], maps[2]
-    o_map = maps[-1]
-    pq, pk, pv, po = (m.dim_positions() for m in (q_map, k_map, v_map, o_map))
-    if pq is None or pk is None or pv is None or po is None:
-        raise EvaluationError("attention indexing maps must be projected permutations")
-    shapes = [q.shape, k.shape, v.shape, scale.shape]
-    sizes = loop_sizes([q_map, k_map, v_map, maps[3]], shapes)
-    k1 = [d for d in pq if d in pk and d not in po]
-    k2 = [d for d in pk if d in pv and d not in po]
-    if not k1 or not k2:
-        raise EvaluationError("attention maps do not show a reduction (k1) and a softmax (k2) dimension")
-    score_dims = tuple(sorted((set(pq) | set(pk)) - set(k1)))
-    dt = np.result_type(q.dtype, k.dtype, v.dtype, np.float32)
-
-    def letters(p: Sequence[int]) -> str:
-        return "".join(chr(ord("a") + d) for d in p)
-
-    s = np.einsum(f"{letters(pq)},{letters(pk)}->{letters(score_dims)}", q.astype(dt), k.astype(dt))
-    s = s * scale.astype(dt)
-    space = LoopSpace(sizes, score_dims)
-    if mask is not None:
-        mv = view(mask, maps[4], space)
-        s = np.where(mv, s, -np.inf) if mv.dtype == np.bool_ else s + mv.astype(dt)
-    if score_body is not None:
-        s = np.broadcast_to(score_body(s, space), s.shape).astype(dt)
-    axes = tuple(score_dims.index(d) for d in k2)
-    with np.errstate(invalid="ignore", over="ignore"):
-        e = np.exp(s - np.max(s, axis=axes, keepdims=True))
-        p = e / np.sum(e, axis=axes, keepdims=True)
-    o = np.einsum(f"{letters(score_dims)},{letters(pv)}->{letters(po)}", p, v.astype(dt))
-    return o.astype(out_dtype)
-
-
-# ------------------------------------------------------------------------------------- gather
-
-
-def gather(
-    source: np.ndarray, indices: np.ndarray, dimension_map: Sequence[int], out_shape: tuple[int, ...]
-) -> np.ndarray:
-    """``iree_linalg_ext.gather``: out[b..., s...] = source[x] with x[dimension_map[i]] = indices[b..., i].
-
-    The source dims not in ``dimension_map`` form the slice ``s``; the batch rank is the output rank
-    minus the slice rank, and ``indices`` may omit its last (index-depth) dim when the depth is 1.
-    """
-    dims = list(dimension_map)
-    slice_dims = [d for d in range(source.ndim) if d not in dims]
-    batch_rank = len(out_shape) - len(slice_dims)
-    if batch_rank < 0:
-        raise EvaluationError("gather output rank is smaller than the source slice rank")
-    idx = indices if indices.ndim != batch_rank else indices[..., None]
-    if idx.ndim != batch_rank + 1 or idx.shape[-1] != len(dims):
-        raise EvaluationError(f"gather indices of shape {indices.shape} do not match dimension_map {dims}")
-    batch = idx.shape[:-1]
-    nslice = len(slice_dims)
-    sel: list[np.ndarray] = [np.empty(0)] * source.ndim
-    for i, d in enumerate(dims):
-        col = idx[..., i].astype(np.int64)
-        if np.any(col < 0) or np.any(col >= source.shape[d]):
-            raise EvaluationError(f"gather index out of bounds for source dim {d} (size {source.shape[d]})")
-        sel[d] = col.reshape(batch + (1,) * nslice)
-    for j, d in enumerate(slice_dims):
-        shape = [1] * (len(batch) + nslice)
-        shape[len(batch) + j] = source.shape[d]
-        sel[d] = np.arange(source.shape[d]).reshape(shape)
-    out = source[tuple(sel)]
-    if out.shape != tuple(out_shape):
-        raise EvaluationError(f"gather produces {out.shape}, but the output is {tuple(out_shape)}")
-    return out
