@@ -9,11 +9,16 @@ it; ``ConstEval(t)`` becomes a ``util.global`` filled by a ``util.initializer``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from .deep import allow_deep_recursion
-from .egraph_data import EGraphData, Term
+from .egraph_data import Term
+
+# Plan spelling lives in emit_choice.py, region cloning and renaming in emit_clone.py; re-exported here.
+from .emit_choice import _ENCODING_LEVEL as _ENCODING_LEVEL
+from .emit_choice import _operands as _operands
+from .emit_choice import normalize_choice
+from .emit_clone import EmitError, _clone_region, _inline_captured_constants, _rename, _rename_uses
 from .importer import ImportedProgram
 from .mlir.ir import (
     AffineMapAttr,
@@ -41,41 +46,6 @@ from .terms import enc as enc_text
 __all__ = ["EmitError", "Emitter", "normalize_choice"]
 
 BOUNDARY_OPS = frozenset({"Arg", "Const", "Dispatch", "ConstEval"})
-_ENCODING_LEVEL = {"Pack": "SetEncoding", "Unpack": "UnsetEncoding", "Mmt4d": "Contract"}
-
-
-class EmitError(Exception):
-    pass
-
-
-def _operands(op: str, children: tuple[str, ...]) -> frozenset[str] | tuple[str, ...]:
-    """The tensor operands a node and its twin at the other level share (mmt4d may swap lhs/rhs)."""
-    if op == "Contract":
-        return frozenset(children[1:3]), children[3]  # type: ignore[return-value]
-    if op == "Mmt4d":
-        return frozenset(children[0:2]), children[2]  # type: ignore[return-value]
-    return children[:1]
-
-
-def normalize_choice(g: EGraphData, choice: dict[str, str], materialized: bool) -> dict[str, str]:
-    """Spell every class at one level: encoding-level ops, or their materialized twins.
-
-    A twin computes the same bytes from the same operand classes (``Pack(x)`` for
-    ``SetEncoding(x)``, ``Mmt4d(a, b, c)`` or ``Mmt4d(b, a, c)`` for ``Contract(k, a, b, c)``).
-    """
-    twins = {v: k for k, v in _ENCODING_LEVEL.items()} if materialized else _ENCODING_LEVEL
-    out = dict(choice)
-    for c, nid in choice.items():
-        node = g.nodes[nid]
-        want = twins.get(node.op)
-        if want is None:
-            continue
-        key = _operands(node.op, node.children)
-        for alt in g.choices(c):
-            if alt.op == want and _operands(alt.op, alt.children) == key:
-                out[c] = alt.id
-                break
-    return out
 
 
 @dataclass
@@ -371,55 +341,6 @@ def _repack_elementwise(op: Operation, rank: int) -> None:
     op.attributes["iterator_types"] = ArrayAttr(tuple(StrAttr("parallel") for _ in range(rank)))
 
 
-def _inline_captured_constants(proto: Operation, op: Operation, mapping: dict[Value, Value]) -> None:
-    """A body that uses a value from outside (``%zero`` in a relu) gets its own copy of that
-    constant, so the op stays valid wherever the plan puts it."""
-    inner = {v for r in proto.regions for b in r.blocks for v in b.args}
-    inner |= {v for r in proto.regions for b in r.blocks for o in b.ops for w in o.walk() for v in w.results}
-    for region, new_region in zip(proto.regions, op.regions, strict=True):
-        block = new_region.blocks[0]
-        added: dict[Value, Value] = {}
-        for b in region.blocks:
-            for o in b.ops:
-                for w in o.walk():
-                    for v in w.operands:
-                        if v in inner or v in added or v in mapping:
-                            continue
-                        owner = v.owner
-                        if not (isinstance(owner, Operation) and owner.name == "arith.constant"):
-                            raise EmitError(
-                                f"{proto.loc}: '{proto.name}' uses %{v.name} from outside its body; "
-                                "only constants can be captured"
-                            )
-                        const = Operation("arith.constant", [], [], dict(owner.attributes))
-                        const.results = [Value(v.name, v.type, const, 0)]
-                        added[v] = const.results[0]
-                        block.ops.insert(len(added) - 1, const)
-        for o in (w for b in new_region.blocks for op_ in b.ops for w in op_.walk()):
-            o.operands = [added.get(x, x) for x in o.operands]
-
-
-def _clone_region(r: Region, mapping: dict[Value, Value]) -> Region:
-    out = Region()
-    for b in r.blocks:
-        nb = Block(label=b.label)
-        for a in b.args:
-            na = Value(a.name, a.type, nb, a.index)
-            mapping[a] = na
-            nb.args.append(na)
-        for o in b.ops:
-            no = Operation(
-                o.name, [mapping.get(x, x) for x in o.operands], [], dict(o.attributes), [], o.loc, o.opaque_text
-            )
-            no.results = [Value(x.name, x.type, no, x.index) for x in o.results]
-            for x, y in zip(o.results, no.results, strict=True):
-                mapping[x] = y
-            no.regions = [_clone_region(rr, mapping) for rr in o.regions]
-            nb.ops.append(no)
-        out.blocks.append(nb)
-    return out
-
-
 def _layout(t: Term) -> Layout:
     if t.op != "Tiled":
         raise EmitError("a pack needs a tiled layout")
@@ -442,25 +363,3 @@ def _type_tag(t: Type) -> str:
     if isinstance(t, TensorType):
         return "tensor_" + "x".join(map(str, t.shape)) + "x" + t.element.name + ("__encoded" if t.encoding else "")
     return str(t)
-
-
-def _rename_uses(text: str, old: list[str], new: list[str]) -> str:
-    """Rewrite ``%old`` uses in an opaque op's kept text to the operands' new names."""
-    table = dict(zip(old, new, strict=True))
-    return re.sub(r"%([A-Za-z0-9_$.\-]+)", lambda m: "%" + table.get(m.group(1), m.group(1)), text)
-
-
-def _rename(module: Module) -> None:
-    """Fresh, unique SSA names: %argN for function arguments, %N for everything else."""
-    n = 0
-    for top in module.ops:
-        for op in top.walk():
-            for region in op.regions:
-                for block in region.blocks:
-                    for a in block.args:
-                        if op.name != "func.func":
-                            a.name = f"in{n}"
-                            n += 1
-            for r in op.results:
-                r.name = str(n)
-                n += 1
