@@ -206,3 +206,13 @@ def test_budget_stop_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
     captured = capsys.readouterr()
     assert json.loads(captured.out)["egraph"]["stop_reason"] == "iteration limit"
     assert "stopped early: iteration limit" in captured.err
+
+
+def test_progress_line_for_long_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Runs over PROGRESS_AFTER_SECONDS say on stderr what they are doing (here: after 0 s)."""
+    import egg_dispatch.explore_cmd as explore_cmd
+
+    monkeypatch.setattr(explore_cmd, "PROGRESS_AFTER_SECONDS", 0.0)
+    assert main(["explore", str(FIXTURES / "qkv_const.mlir"), "--emit", "json"]) == 0
+    err = capsys.readouterr().err
+    assert "egg-dispatch: " in err and ("saturated" in err or "imported" in err or "starting" in err)
