@@ -44,8 +44,6 @@ def _names(c: Candidate) -> dict[str, str]:
 
 def features(c: Candidate) -> set[str]:
     """Which rule families' alternatives the plan uses (read off the chosen nodes)."""
-    from .egraph_data import EGraphData  # noqa: F401 - documentation of what c.choice indexes
-
     out: set[str] = set()
     mlir = c.mlir
     for op in mlir.walk():
