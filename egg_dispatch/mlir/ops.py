@@ -55,9 +55,11 @@ from __future__ import annotations
 from .ir import ArrayAttr, Attr, IntAttr, Operation, StrAttr, TensorType, Value
 
 __all__ = [
+    "CAST_OPS",
     "CONTRACTION_OPS",
     "DYNAMIC",
     "ELEMENTWISE_DIALECTS",
+    "RETURN_OPS",
     "ins",
     "int_list",
     "outs",
@@ -83,6 +85,18 @@ CONTRACTION_OPS = frozenset(
 """Named ops of the matmul family that IREE's SetEncoding encodes (domain.md §1.1)."""
 
 ELEMENTWISE_DIALECTS = ("arith", "math")
+
+CAST_OPS = frozenset({
+    "extf", "truncf", "sitofp", "uitofp", "fptosi", "fptoui", "extsi", "extui", "trunci",
+    "index_cast", "index_castui", "bitcast",
+})  # fmt: skip
+"""arith casts (short names): ``op %x : T to T'`` in both the reader and the printer."""
+
+RETURN_OPS = frozenset({
+    "func.return", "return", "util.return", "flow.return", "linalg.yield", "iree_linalg_ext.yield",
+    "tensor.yield", "scf.yield",
+})  # fmt: skip
+"""Terminators written ``op %a, %b : T, T``."""
 
 
 def int_list(attr: Attr | None) -> tuple[int, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .ir import DenseAttr, Operation, Region, TensorType
-from .ops import CONTRACTION_OPS, int_list, outs
+from .ops import CAST_OPS, CONTRACTION_OPS, RETURN_OPS, int_list, outs
 from .printer import symbol
 
 if TYPE_CHECKING:
@@ -16,10 +16,8 @@ __all__ = ["GENERIC", "has_custom_printer", "print_op_body"]
 GENERIC = "\x00"
 """Prefix of a body in MLIR's generic form: the caller then quotes the op name."""
 
-_CAST = {"extf", "truncf", "sitofp", "uitofp", "fptosi", "fptoui", "extsi", "extui", "trunci", "index_cast",
-         "index_castui", "bitcast"}  # fmt: skip
-_RETURNS = {"func.return", "return", "util.return", "flow.return", "linalg.yield", "iree_linalg_ext.yield",
-            "tensor.yield", "scf.yield"}  # fmt: skip
+_CAST = CAST_OPS
+_RETURNS = RETURN_OPS
 
 
 _CUSTOM = {

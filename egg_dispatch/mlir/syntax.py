@@ -28,7 +28,7 @@ from .ir import (
     Value,
 )
 from .lexer import describe, int_value
-from .ops import DYNAMIC, make_int_list
+from .ops import CAST_OPS, DYNAMIC, RETURN_OPS, make_int_list
 from .syntax_iree import IreeSyntax
 from .syntax_linalg import LinalgSyntax
 
@@ -37,12 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = ["OpSyntax"]
 
-_CAST_OPS = {
-    "extf", "truncf", "sitofp", "uitofp", "fptosi", "fptoui", "extsi", "extui", "trunci",
-    "index_cast", "index_castui", "bitcast",
-}  # fmt: skip
-_RETURNS = {"func.return", "return", "util.return", "flow.return", "linalg.yield", "iree_linalg_ext.yield",
-            "tensor.yield", "scf.yield"}  # fmt: skip
+_CAST_OPS = CAST_OPS
+_RETURNS = RETURN_OPS
 _STRUCTURED_PREFIXES = ("linalg.", "iree_linalg_ext.")
 
 
