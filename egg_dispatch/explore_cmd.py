@@ -126,7 +126,7 @@ def _use_iree_baseline(result: Exploration, module: Module, args: argparse.Names
     source = args.file if args.file not in (None, "-") else print_mlir(module)
     why = ""
     try:
-        plan = iree_plan(source, result.target)
+        plan = iree_plan(source, result.target, result.imported.function)
     except Exception as e:  # IREE rejects the input (e.g. ops 3.13 no longer has): keep the modelled one
         why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     else:

@@ -126,7 +126,9 @@ def _count_printed(text: str) -> tuple[int, int, int, int]:
     )
 
 
-def iree_plan(module_text_or_path: str | os.PathLike[str], target: str | Target) -> IreePlan:
+def iree_plan(
+    module_text_or_path: str | os.PathLike[str], target: str | Target, function: str | None = None
+) -> IreePlan:
     """IREE's own plan for a linalg-level program (text or path), costed by our model for ``target``.
 
     Input already in the post-dispatch-creation form (``flow.dispatch.workgroups`` present) is taken as
@@ -145,7 +147,7 @@ def iree_plan(module_text_or_path: str | os.PathLike[str], target: str | Target)
     dispatches, encodes, slices, n_globals = _count_printed(text)
     plan = IreePlan(tgt.name, text, dispatches, encodes, slices, n_globals)
     try:
-        result = explore(text, tgt, families=(), baseline=False)
+        result = explore(text, tgt, families=(), baseline=False, function=function)
     except (ValueError, KeyError) as e:  # the model rejects a form IREE compiled (e.g. a fused pack it calls illegal)
         plan.error = str(e.args[0] if e.args else e)
         return plan
