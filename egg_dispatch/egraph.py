@@ -43,6 +43,10 @@ class ProgramGraph:
         """egraph-serialize JSON (node ids are byte-identical across processes in egglog 14)."""
         return json.loads(self.egraph.serialize([]).to_json())
 
+    def enodes(self) -> int:
+        """E-node rows only (cheap: no serialization); what the saturation budget checks."""
+        return sum(n for _, n in self.run("(print-size)")[-1].sizes)  # type: ignore[attr-defined]
+
     def size(self) -> EGraphSize:
         out = self.run("(print-size)")
         sizes = tuple(sorted(out[-1].sizes))  # type: ignore[attr-defined]

@@ -24,6 +24,10 @@ __all__ = ["FAMILIES", "RULES_DIR", "Budget", "SaturationReport", "family_source
 RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
 """The top-level ``rules/`` folder (the package is installed editable; see README)."""
 
+SNAPSHOT_FROM = 8
+"""Take a rollback snapshot before an iteration once the e-graph exceeds 1/8 of the e-node limit
+(an iteration that grows it more than 8-fold from below that is kept, and the report says so)."""
+
 FAMILIES = ("clone", "hoist", "const_eval", "propagate", "noop", "fuse", "materialize")
 """Rule families in schedule order; every one may be selected alone with ``--rules``."""
 
@@ -59,7 +63,8 @@ class SaturationReport:
     eclasses: int = 0
     seconds: float = 0.0
     stop_reason: str = "saturated"
-    """``saturated``, or ``iteration limit``, ``e-node limit`` or ``time limit`` when stopped early."""
+    """``saturated``, or ``iteration limit``, ``e-node limit`` (possibly with the size one overshooting
+    iteration reached) or ``time limit`` when stopped early."""
     matches: dict[str, int] = field(default_factory=dict)
     """Rule name -> times it matched, over the whole run."""
 
@@ -109,6 +114,7 @@ def saturate(
     report = SaturationReport(tuple(families))
     step = "(seq (saturate (run analysis)) " + " ".join(f"(run {f})" for f in families) + ")"
     graph.run("(run-schedule (saturate (run analysis)))")
+    enodes = graph.enodes()
     while True:
         if report.iterations >= budget.iterations:
             report.stop_reason = "iteration limit"
@@ -116,12 +122,19 @@ def saturate(
         if time.perf_counter() - start > budget.seconds:
             report.stop_reason = "time limit"
             break
-        graph.run("(push)")  # a snapshot to roll back to; egglog has no way to drop it, so it stays
+        # A snapshot to roll an overshooting iteration back to. egglog cannot drop a snapshot, so each
+        # one stays in memory: take them only once the e-graph is within reach of the limit.
+        snapshot = enodes * SNAPSHOT_FROM > budget.enodes
+        if snapshot:
+            graph.run("(push)")
         changed = _accumulate(report, graph.run(f"(run-schedule {step})"))
-        size = graph.size()
-        if size.enodes > budget.enodes:
-            graph.run("(pop)")
-            report.stop_reason = "e-node limit"
+        enodes = graph.enodes()
+        if enodes > budget.enodes:
+            if snapshot:
+                graph.run("(pop)")
+                report.stop_reason = "e-node limit"
+            else:
+                report.stop_reason = f"e-node limit (one iteration grew it to {enodes}; kept)"
             break
         report.iterations += 1
         if not changed:

@@ -1,0 +1,60 @@
+"""Saturation under a budget: every limit stops the run and the report says which."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from egg_dispatch.importer import import_function
+from egg_dispatch.initial_plan import initial_plan
+from egg_dispatch.mlir.parser import parse_file
+from egg_dispatch.rules import Budget, saturate
+from egg_dispatch.targets import load_target
+
+SEED = Path(__file__).parent / "fixtures" / "qkv_const.mlir"
+AVX2 = load_target("x86_64-avx2")
+
+
+def _imported():
+    return import_function(initial_plan(parse_file(SEED)))
+
+
+def test_unlimited_run_saturates_and_counts_rule_matches() -> None:
+    _, report = saturate(_imported(), AVX2)
+    assert report.saturated and report.stop_reason == "saturated"
+    assert report.iterations >= 2
+    assert (
+        report.matches["hoist-set-encoding-lhs"] > 0 and report.matches["propagate-set-encoding-through-slice-rhs"] > 0
+    )
+    assert report.enodes > 0 and report.eclasses > 0
+
+
+def test_enode_limit_rolls_back_the_overshooting_iteration() -> None:
+    full_graph, _ = saturate(_imported(), AVX2)
+    start_graph, _ = saturate(_imported(), AVX2, budget=Budget(iterations=1))
+    limit = start_graph.enodes() + 1  # the e-graph after one round fits, the next round overshoots
+    graph, report = saturate(_imported(), AVX2, budget=Budget(enodes=limit))
+    assert report.stop_reason == "e-node limit"
+    assert not report.saturated
+    assert graph.enodes() < full_graph.enodes()
+    assert report.iterations >= 1
+
+
+def test_overshoot_without_a_snapshot_is_kept_and_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below 1/SNAPSHOT_FROM of the limit no snapshot is taken (each costs a copy of the e-graph); an
+    iteration that then jumps over the limit is kept, and the report gives the size it reached."""
+    import egg_dispatch.rules as rules
+
+    monkeypatch.setattr(rules, "SNAPSHOT_FROM", 1)  # never within reach: no snapshots at all
+    start = saturate(_imported(), AVX2, budget=Budget(iterations=1))[0].enodes()
+    graph, report = saturate(_imported(), AVX2, budget=Budget(enodes=start + 1))
+    assert report.stop_reason.startswith("e-node limit (one iteration grew it to")
+    assert graph.enodes() > start + 1
+
+
+def test_time_and_iteration_limits() -> None:
+    _, report = saturate(_imported(), AVX2, budget=Budget(seconds=1e-9))
+    assert report.stop_reason == "time limit"
+    _, report = saturate(_imported(), AVX2, budget=Budget(iterations=1))
+    assert report.stop_reason == "iteration limit" and report.iterations == 1
