@@ -67,6 +67,7 @@ from egg_dispatch.mlir.ir import Module  # noqa: E402
 from egg_dispatch.mlir.parser import parse_mlir  # noqa: E402
 from egg_dispatch.plan import Plan, build_plan  # noqa: E402
 from egg_dispatch.rules import FAMILIES, Budget, saturate  # noqa: E402
+from egg_dispatch.table import table_lines  # noqa: E402
 from egg_dispatch.targets import load_target  # noqa: E402
 
 STAGES = ("parse", "import", "saturate", "costs", "greedy", "exact", "plan", "emit")
@@ -309,9 +310,7 @@ def table(rows: list[Row]) -> str:
                 f"{r.rss_mb:.0f}" if r.rss_mb else "-",
             )
         )
-    widths = [max(len(x) for x in col) for col in zip(header, *lines, strict=True)]
-    fmt = "  ".join(f"{{:>{w}}}" for w in widths)
-    out = [fmt.format(*header), fmt.format(*("-" * w for w in widths))] + [fmt.format(*line) for line in lines]
+    out = table_lines(header, lines, left=0)
     if any(r.from_choice for r in rows):
         out.append("* the extractor's count (run-time Dispatch nodes of the chosen term): no plan graph, see below")
     for r in rows:

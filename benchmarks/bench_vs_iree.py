@@ -39,6 +39,7 @@ import numpy as np
 
 from egg_dispatch.bench_cmd import BenchReport, bench, spearman
 from egg_dispatch.emit_iree import runnable_here
+from egg_dispatch.table import table_lines
 
 MT = (
     "indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, "
@@ -196,10 +197,7 @@ def table(reports: dict[str, BenchReport]) -> str:
                     "-" if p.max_rel_error is None else f"{p.max_rel_error:.0e}",
                 )
             )
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    fmt = [f"{{:<{widths[0]}}}", f"{{:<{widths[1]}}}"] + [f"{{:>{w}}}" for w in widths[2:]]
-    out = ["  ".join(f.format(x) for f, x in zip(fmt, r, strict=True)) for r in [head, *rows]]
-    out.insert(1, "  ".join("-" * w for w in widths))
+    out = table_lines(head, rows, left=2)
     return "\n".join(out)
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from .cli import InputError
+from .table import table_lines
 from .targets import Target, TargetError, load_target
 
 __all__ = [
@@ -272,11 +273,8 @@ def render(report: BenchReport) -> str:
                 err,
             )
         )
-    widths = [max(len(str(x[i])) for x in [head, *rows]) for i in range(len(head))]
-    fmt = [f"{{:<{widths[0]}}}"] + [f"{{:>{w}}}" for w in widths[1:]]
     lines = [f"@{report.function} on {report.target}, {report.repeats} interleaved repeats (local-sync, 1 thread)"]
-    lines += ["  ".join(f.format(x) for f, x in zip(fmt, row, strict=True)) for row in [head, *rows]]
-    lines.insert(2, "  ".join("-" * w for w in widths))
+    lines += table_lines(head, rows, left=1)
     if not report.ran:
         lines.append(f"not timed: {report.reason}")
     else:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cli import InputError
+from .table import table_lines
 from .targets import Target, TargetError, load_target
 
 __all__ = [
@@ -189,11 +190,7 @@ def render_table(rows: list[PlanRow]) -> str:
         )
         for r in rows
     ]
-    widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
-    fmt = [f"{{:<{widths[0]}}}"] + [f"{{:>{w}}}" for w in widths[1:]]
-    lines = ["  ".join(f.format(x) for f, x in zip(fmt, row, strict=True)) for row in [head, *body]]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return "\n".join(table_lines(head, body, left=1))
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from .mlir.printer import print_mlir
 from .opt_cmd import plan_signature
+from .table import table_lines
 
 if TYPE_CHECKING:
     from .pipeline import Candidate, Exploration
@@ -173,9 +174,7 @@ def totals_rows(e: Exploration) -> list[tuple[str, str, str, str]]:
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*header), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows]
+    return table_lines(header, rows)
 
 
 def text(e: Exploration, include_mlir: bool = True) -> str:
