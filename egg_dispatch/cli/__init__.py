@@ -1,0 +1,76 @@
+"""Command line: ``egg-dispatch explore|run|check|opt|iree-baseline|bench ...`` (also ``python -m egg_dispatch``).
+
+One module per command (``explore.py``, ``run.py``, ...) and ``args.py`` for what they share. Nothing
+outside this package imports it: the library does not know it has a command line.
+
+Exit codes: 0 ok, 1 a failed check, 2 bad input or bad flags, 3 an internal error (a bug; set
+``EGG_DISPATCH_DEBUG=1`` for its traceback). Errors in the input print as ``file:line:col: error: ...``
+with no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from egg_dispatch.cli import bench, check, explore, iree_baseline, opt, run
+from egg_dispatch.cli.args import BUILTIN_EXAMPLE, InputError, builtin_example_text
+from egg_dispatch.mlir.lexer import MLIRSyntaxError
+
+__all__ = ["BUILTIN_EXAMPLE", "build_parser", "builtin_example_text", "main"]
+
+
+def _add_explore(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "explore",
+        help="import a program into the e-graph and report it",
+        description="Import FILE (or the built-in bug reproducer) into an egglog e-graph and report it.",
+    )
+    p.add_argument("file", nargs="?", metavar="FILE|-", help="MLIR input; '-' reads stdin; default: built-in example")
+    explore.add_arguments(p)
+    p.set_defaults(handler=explore.run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="egg-dispatch",
+        description="Explore IREE data-tiling dispatch plans (set_encoding placement, hoisting, const-eval, "
+        "propagation, fusion) with an egglog e-graph.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    _add_explore(sub)
+    for command in (run, check, opt, iree_baseline, bench):
+        command.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits 2 on bad flags, as argparse does
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except MLIRSyntaxError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    except InputError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # a bug, not bad input: say so in one line unless asked for the traceback
+        if os.environ.get("EGG_DISPATCH_DEBUG"):
+            raise
+        print(
+            f"egg-dispatch: internal error: {type(e).__name__}: {e} (rerun with EGG_DISPATCH_DEBUG=1 "
+            "for the traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return 3
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""``egg-dispatch explore``: the chosen dispatch plan for a program, next to IREE's, and why.
+
+Runs the whole pipeline (``pipeline.explore``) and prints the report (``result/report.py``): the chosen
+plan's dispatches and globals, totals against the modelled IREE 3.13 baseline, the e-graph's size
+and whether it saturated, the rule families that made the difference, and the plan as MLIR.
+Exit codes: 0 ok, 1 ``--check`` found a plan that does not compute the input's numbers, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from egg_dispatch.cli.args import InputError, add_budget_arguments, budget_from_args, load_input, parse_families
+from egg_dispatch.cost.model import DEFAULT_LAMBDA
+from egg_dispatch.egraph.importer import ImportError_
+from egg_dispatch.target.profile import TargetError, load_target
+
+if TYPE_CHECKING:
+    from egg_dispatch.mlir.ir import Module
+    from egg_dispatch.result.exploration import Exploration
+
+__all__ = ["add_arguments", "run"]
+
+PROGRESS_AFTER_SECONDS = 2.0
+"""Runs longer than this print what they are doing on stderr."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_budget_arguments(p)
+    p.add_argument("--target-file", metavar="JSON", help="load a target profile from a JSON file (overrides --target)")
+    p.add_argument(
+        "--lambda",
+        dest="lam",
+        type=float,
+        default=DEFAULT_LAMBDA,
+        metavar="L",
+        help=f"weight of memory in the objective, seconds per byte (default {DEFAULT_LAMBDA:g})",
+    )
+    p.add_argument("--pareto", action="store_true", help="also compute the time/memory frontier (a λ sweep)")
+    p.add_argument(
+        "--extractor",
+        choices=("exact", "greedy"),
+        default="exact",
+        help="exact ILP on HiGHS (warm-started from greedy; default) or greedy DAG only",
+    )
+    p.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="ILP time limit per solve (default 10)")
+    p.add_argument(
+        "--emit",
+        choices=("text", "json", "mlir", "dot", "iree"),
+        default="text",
+        help="text report (default), JSON (schema in report.py), the chosen plan's MLIR, its DOT graph, or the "
+        "plan in IREE's post-dispatch-creation form (compiles with iree-compile --compile-from=dispatch-creation)",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="evaluate the input and every reported plan with NumPy on seeded inputs; exit 1 on mismatch",
+    )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="for every set_encoding: the alternatives held, why others were refused, what decided",
+    )
+    p.add_argument("--timings", action="store_true", help="include wall times in the report (not deterministic)")
+    p.add_argument(
+        "--baseline",
+        choices=("auto", "iree", "modelled"),
+        default="auto",
+        help="what to compare with: IREE's own plan from iree-compile --compile-to=dispatch-creation ('iree'), "
+        "IREE's passes modelled in the e-graph ('modelled'), or IREE's when it is installed and compiles the "
+        "input, the modelled one otherwise ('auto', default)",
+    )
+
+
+class _Progress:
+    """Prints stage messages on stderr once a run has taken longer than PROGRESS_AFTER_SECONDS."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.last = "starting"
+        self.shown = False
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _watch(self) -> None:
+        if not self.done.wait(PROGRESS_AFTER_SECONDS):
+            self.shown = True
+            print(f"egg-dispatch: {self.last} ...", file=sys.stderr, flush=True)
+
+    def __call__(self, message: str) -> None:
+        self.last = message
+        if self.shown:
+            print(f"egg-dispatch: {message} ({time.perf_counter() - self.start:.1f} s)", file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        self.done.set()
+
+
+def _emit_iree(result: Exploration) -> str:
+    from egg_dispatch.emit.iree.module import emit_iree
+
+    return emit_iree(result.best.mlir, result.target).rstrip()
+
+
+def _use_iree_baseline(result: Exploration, module: Module, args: argparse.Namespace) -> None:
+    """Replace the modelled baseline by IREE's own plan (issue #6), or say why not."""
+    from egg_dispatch.iree.tools import iree_available
+
+    if not iree_available():
+        if args.baseline == "iree":
+            raise InputError("error: --baseline iree needs IREE (pip install 'egg-dispatch[iree]')")
+        return
+    from egg_dispatch.mlir.printer import print_mlir
+    from egg_dispatch.pipeline import iree_plan
+
+    source = args.file if args.file not in (None, "-") else print_mlir(module)
+    why = ""
+    try:
+        plan = iree_plan(source, result.target, result.imported.function)
+    except Exception as e:  # IREE rejects the input (e.g. ops 3.13 no longer has): keep the modelled one
+        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    else:
+        if plan.candidate is not None:
+            plan.candidate.label = "baseline (IREE 3.13 iree-compile, costed by our model)"  # type: ignore[attr-defined]
+            result.baseline = plan.candidate  # type: ignore[assignment]
+            result.warnings += plan.warnings
+            return
+        why = f"our model cannot cost IREE's plan: {plan.error}"
+    if args.baseline == "iree":
+        raise InputError(f"{module.file}: error: no IREE baseline: {why}")
+    result.warnings.append(f"note: baseline is IREE's passes as modelled (IREE's own plan unavailable: {why})")
+
+
+def run(args: argparse.Namespace) -> int:
+    from egg_dispatch.pipeline import explore
+    from egg_dispatch.result import report
+
+    families = parse_families(args.rules)
+    try:
+        target = load_target(args.target_file or args.target)
+    except TargetError as e:
+        raise InputError(f"error: {e}") from None
+    module = load_input(args.file)
+    for w in module.warnings:
+        print(w, file=sys.stderr)
+    budget = budget_from_args(args)
+    progress = _Progress()
+    try:
+        result = explore(
+            module,
+            target,
+            families=families,
+            budget=budget,
+            lam=args.lam,
+            extractor=args.extractor,
+            time_limit=args.time_limit,
+            function=args.function,
+            pareto=args.pareto,
+            progress=progress,
+        )
+    except (KeyError, ImportError_) as e:
+        raise InputError(f"{module.file}: error: {e.args[0] if e.args else e}") from None
+    finally:
+        progress.stop()
+    if args.baseline != "modelled":
+        _use_iree_baseline(result, module, args)
+    if not result.saturation.saturated:
+        print(f"egg-dispatch: saturation stopped early: {result.saturation.stop_reason}", file=sys.stderr)
+    emit: dict[str, Callable[[], str]] = {
+        "text": lambda: report.text(result),
+        "json": lambda: json.dumps(report.to_json(result, args.timings), indent=2, sort_keys=True),
+        "mlir": lambda: report.print_mlir(result.best.mlir).rstrip(),
+        "dot": lambda: report.dot(result.best),
+        "iree": lambda: _emit_iree(result),
+    }
+    print(emit[args.emit]())
+    if args.explain:
+        from egg_dispatch.result.explain import explain
+
+        print(explain(result))
+    if args.timings and args.emit == "text":
+        print("timings: " + ", ".join(f"{k} {v:.3f} s" for k, v in result.timings.items()))
+    if args.check:
+        failures = 0
+        for r in result.check():
+            if r.skipped:
+                print(f"check skipped: {r.label}: {r.skipped}", file=sys.stderr)
+                continue
+            status = "ok" if r.ok else "MISMATCH"
+            print(
+                f"check {status}: {r.label}: max relative error {r.max_rel_error:.2e} (tolerance {r.tolerance:.2e})",
+                file=sys.stderr,
+            )
+            failures += not r.ok
+        return 1 if failures else 0
+    return 0

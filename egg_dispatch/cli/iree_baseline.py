@@ -1,0 +1,150 @@
+"""``egg-dispatch iree-baseline FILE [--target T]``: IREE's own dispatch plan next to ours, both costed by our model.
+
+The modelled baseline in ``explore`` replays IREE's passes inside the e-graph; this command asks real IREE
+instead. It runs ``iree-compile --compile-to=dispatch-creation`` with data tiling on the DispatchCreation
+path and the target's CPU, imports what IREE prints (``flow.dispatch.workgroups``, hoisted
+``util.global`` + ``util.initializer``, ``flow.tensor.encode``; the importer reads that form), and costs
+that one plan with our model (``explore`` with no rule families and no modelled baseline: the e-graph then
+holds exactly IREE's program). The dispatch count the model sees is checked against the ops IREE printed.
+
+The reusable part is ``pipeline.iree_plan()`` (``bench`` and ``explore --baseline`` use it too).
+Exit codes: 0 ok, 1 our model cannot cost
+IREE's plan, 2 bad input (unknown target, missing file, IREE rejects the input, IREE not installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from egg_dispatch.cli.args import InputError
+from egg_dispatch.iree.dispatch_creation import first_error_line
+from egg_dispatch.pipeline import iree_plan
+from egg_dispatch.target.profile import TargetError, load_target
+from egg_dispatch.util.table import table_lines
+
+__all__ = [
+    "PlanRow",
+    "plan_row",
+    "register",
+    "render_table",
+    "run",
+]
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One line of the comparison table: a plan's counts and our model's numbers for it."""
+
+    label: str
+    dispatches: int
+    encode_dispatches: int
+    globals: int
+    persistent_bytes: int
+    transient_bytes: int
+    run_seconds: float
+
+
+
+
+
+
+
+
+
+
+
+
+def plan_row(label: str, metrics: object) -> PlanRow:
+    m = metrics
+    return PlanRow(
+        label,
+        m.dispatches,  # type: ignore[attr-defined]
+        m.encode_dispatches,  # type: ignore[attr-defined]
+        m.globals,  # type: ignore[attr-defined]
+        m.persistent_bytes,  # type: ignore[attr-defined]
+        m.transient_bytes,  # type: ignore[attr-defined]
+        m.run_seconds,  # type: ignore[attr-defined]
+    )
+
+
+def render_table(rows: list[PlanRow]) -> str:
+    """A small fixed-width table (one line per plan)."""
+    head = ("plan", "dispatches", "encodes", "globals", "persistent B", "transient B", "est. time")
+    body = [
+        (
+            r.label,
+            str(r.dispatches),
+            str(r.encode_dispatches),
+            str(r.globals),
+            str(r.persistent_bytes),
+            str(r.transient_bytes),
+            f"{r.run_seconds * 1e6:.2f} us",
+        )
+        for r in rows
+    ]
+    return "\n".join(table_lines(head, body, left=1))
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``iree-baseline`` subcommand to the CLI."""
+    p = sub.add_parser(
+        "iree-baseline",
+        help="IREE's own dispatch plan (iree-compile --compile-to=dispatch-creation) next to ours",
+        description="Compile FILE with real IREE up to the end of dispatch creation (data tiling on, the target's "
+        "CPU), import IREE's plan, cost it with our model and print it next to the plan explore chooses.",
+    )
+    p.add_argument("file", metavar="FILE", help="linalg-level MLIR input")
+    p.add_argument("--target", default="x86_64-avx2", metavar="T", help="target profile (default x86_64-avx2)")
+    p.add_argument("--show-iree", action="store_true", help="also print IREE's post-dispatch-creation MLIR")
+    p.set_defaults(handler=run)
+
+
+def _require_iree() -> None:
+    from egg_dispatch.iree.tools import find_tool
+
+    if find_tool("iree-compile") is None:
+        raise InputError("error: iree-compile not found (install egg-dispatch[iree] or put IREE on PATH)")
+
+
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``egg-dispatch iree-baseline``."""
+    from egg_dispatch.iree.tools import IreeError
+    from egg_dispatch.pipeline import explore
+
+    try:
+        target = load_target(args.target)
+    except TargetError as e:
+        raise InputError(f"--target: error: {e}") from None
+    path = Path(args.file)
+    if not path.is_file():
+        raise InputError(f"{args.file}: error: no such file")
+    _require_iree()
+    try:
+        iree = iree_plan(path, target)
+    except IreeError as e:
+        raise InputError(f"{args.file}: IREE rejected the input: {first_error_line(e.stderr)}") from None
+    ours = explore(path, target)
+    for w in iree.warnings:
+        print(w, file=sys.stderr)
+    rows = [plan_row("ours (egg_dispatch best)", ours.best.metrics)]
+    if ours.baseline is not None:
+        rows.append(plan_row("IREE 3.13 passes, modelled", ours.baseline.metrics))
+    if iree.candidate is not None:
+        rows.append(plan_row("IREE 3.13, real (imported)", iree.metrics))
+    print(f"@{ours.imported.function} on {target.name}: IREE's dispatch-creation output, costed by our model")
+    print(render_table(rows))
+    print(
+        f"IREE printed {iree.printed_dispatches} flow.dispatch.workgroups, {iree.printed_encodes} run-time "
+        f"flow.tensor.encode, {iree.printed_slices} flow.tensor.slice, {iree.printed_globals} hoisted globals"
+    )
+    if args.show_iree:
+        print(iree.text.rstrip())
+    if iree.candidate is None:
+        print(f"error: our model cannot cost IREE's plan: {iree.error}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,130 @@
+"""``egg-dispatch opt``: run selected rule families and print every plan the e-graph holds.
+
+This is the driver of the rule-regression tests (``tests/rules/<family>/*.mlir``): each plan is
+printed as MLIR in ``flow.dispatch.region`` form, so FileCheck can assert that an alternative is
+(or is not) among them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from egg_dispatch.cli.args import InputError, add_budget_arguments, budget_from_args, load_input, parse_families
+from egg_dispatch.egraph.data import EGraphData, build_term
+from egg_dispatch.egraph.enumerate import enumerate_plans
+from egg_dispatch.egraph.importer import ImportError_, import_function
+from egg_dispatch.egraph.rules import saturate
+from egg_dispatch.emit.emitter import Emitter, normalize_choice
+from egg_dispatch.emit.signature import plan_signature
+from egg_dispatch.mlir.ir import Module
+from egg_dispatch.mlir.printer import print_mlir
+from egg_dispatch.target.profile import TargetError, load_target
+
+__all__ = ["plans_for_function", "register", "run"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "opt",
+        help="run rule families and print every plan (rule-regression driver)",
+        description="Run the selected rule families on FILE and print every plan the e-graph "
+        "represents, as MLIR (for FileCheck).",
+    )
+    p.add_argument("file", nargs="?", metavar="FILE|-", help="MLIR input; '-' reads stdin; default: built-in example")
+    add_budget_arguments(p)
+    p.add_argument("--max-plans", type=int, default=64, metavar="N", help="print at most N plans per function")
+    p.add_argument(
+        "--materialize",
+        action="store_true",
+        help="spell encodings as linalg.pack/mmt4d/unpack (default: when 'materialize' runs)",
+    )
+    p.add_argument(
+        "--split-input-file",
+        action="store_true",
+        help="treat each '// -----'-separated chunk of FILE as its own module (as mlir-opt does)",
+    )
+    p.add_argument(
+        "--no-initial-plan",
+        action="store_true",
+        help="import the input as it is instead of first forming IREE's data-tiling start state",
+    )
+    p.set_defaults(handler=run)
+
+
+def prepare(module: Module, function: str | None, initial: bool) -> Module:
+    """IREE's data-tiling start state for ``function`` (or the input as it is)."""
+    if not initial:
+        return module
+    from egg_dispatch.start.initial_plan import initial_plan
+
+    return initial_plan(module, function)
+
+
+def plans_for_function(module: Module, function: str, args: argparse.Namespace, families: tuple[str, ...]):
+    target = load_target(args.target)
+    imported = import_function(module, function)
+    graph, report = saturate(imported, target, families, budget_from_args(args))
+    data = EGraphData.from_serialized(graph.serialized())
+    materialized = args.materialize or "materialize" in families
+    plans: list[Module] = []
+    seen: set[str] = set()
+    for choice in enumerate_plans(data, 50 * args.max_plans):
+        term = build_term(data, normalize_choice(data, choice, materialized))
+        plan = Emitter(imported, function).emit(term)  # type: ignore[arg-type]
+        text = print_mlir(plan)
+        if text in seen:  # choices that differ only in spelling emit the same IR
+            continue
+        seen.add(text)
+        plans.append(plan)
+        if len(plans) >= args.max_plans:
+            break
+    return plans, report
+
+
+def _chunks(args: argparse.Namespace) -> list[Module]:
+    if not args.split_input_file or args.file in (None, "-"):
+        return [load_input(args.file)]
+    from pathlib import Path
+
+    from egg_dispatch.mlir.parser import parse_mlir
+
+    text = Path(args.file).read_text()
+    modules = []
+    lines = text.split("\n")
+    start = 0
+    for i, line in enumerate([*lines, "// -----"]):
+        if line.strip() == "// -----":
+            # Keep line numbers: pad each chunk with the blank lines before it.
+            chunk = "\n" * start + "\n".join(lines[start:i])
+            if chunk.strip():
+                modules.append(parse_mlir(chunk, args.file))
+            start = i + 1
+    return modules
+
+
+def run(args: argparse.Namespace) -> int:
+    from egg_dispatch.util.deep import allow_deep_recursion
+
+    allow_deep_recursion()
+    families = parse_families(args.rules)
+    try:
+        load_target(args.target)
+    except TargetError as e:
+        raise InputError(f"error: {e}") from None
+    out = sys.stdout
+    for index, module in enumerate(_chunks(args)):
+        if index:
+            out.write("// -----\n")
+        names = [args.function] if args.function else [f.attributes["sym_name"].value for f in module.functions()]  # type: ignore[attr-defined]
+        for name in names:
+            try:
+                prepared = prepare(module, name, not args.no_initial_plan)
+                plans, report = plans_for_function(prepared, name, args, families)
+            except (KeyError, ImportError_) as e:
+                raise InputError(f"{module.file}: error: {e}") from None
+            out.write(f"// ===== plans for @{name}: {len(plans)}; {report.render().replace(chr(10), '; ')}\n")
+            for i, plan in enumerate(plans):
+                out.write(f"// ----- plan {i} of @{name}: {plan_signature(plan)}\n")
+                out.write(print_mlir(plan))
+    return 0

@@ -1,0 +1,348 @@
+"""Cost model: per-node costs for the extractors, from the e-graph's shape and layout facts.
+
+Formulas (all times in seconds, sizes in bytes; ``bw`` = target memory bandwidth, ``peak`` = the
+target's GFLOP/s for the data-tiled mmt4d kernel when the contraction's operands are encoded with a
+tiled layout, for a plain matmul otherwise):
+
+* stored(t)  = Π alignTo(dim, tile) × element bytes when t is encoded with a tiled layout
+  (``calculatePackedStorageSizeInBytesImpl``), the logical size otherwise;
+* contraction: flops = 2·B·M·N·K on **padded** sizes (domain.md §3: cost scales with padded
+  M·N·K), time = flops / peak + (stored(lhs) + stored(rhs) + 2·stored(acc)) / bw;
+* pack (set_encoding) / unpack (unset_encoding): (logical + stored bytes) / bw, "roughly
+  proportional to bytes moved" (domain.md §9);
+* fill: stored(result) / bw; elementwise / other ops: bytes in + out over bw, plus
+  ``ELEMENTWISE_FLOPS_PER_ELEMENT``·elements per body op at the plain-matmul peak;
+  attention: 4·B·M·K2·(K1 + N) flops;
+* a dispatch (``Dispatch``): launch overhead; its result buffer is transient memory;
+* a global (``ConstEval``): no run time; its stored bytes are persistent memory, and what it
+  computes is load-time work (reported, not optimized);
+* a constant: its bytes are persistent memory (IREE's DispatchCreation path keeps the original
+  constant next to any encoded copy, #22371);
+* kernel time of a plan = Σ dispatches (launch + Σ of their ops' times): the additive roofline
+  (compute plus traffic), an upper bound of the max(flops/peak, bytes/bw) form that decomposes
+  over e-nodes, so the exact extractor optimizes what the report shows; the per-dispatch max()
+  form is reported next to it (``plan.py``).
+
+objective = run time + λ · (persistent + transient bytes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from egg_dispatch.cost.table import CostTable, NodeCost
+from egg_dispatch.egraph.data import EGraphData, Term
+from egg_dispatch.egraph.importer import ImportedProgram
+from egg_dispatch.mlir.ir import ScalarType, element_nbytes
+from egg_dispatch.target.layout import Layout
+from egg_dispatch.target.profile import Target
+
+__all__ = [
+    "DEFAULT_LAMBDA",
+    "ELEMENTWISE_FLOPS_PER_ELEMENT",
+    "TensorInfo",
+    "contraction_sizes",
+    "cost_table",
+    "exclusive_nodes",
+    "node_seconds",
+    "op_seconds",
+]
+
+DEFAULT_LAMBDA = 1e-10
+"""Seconds per byte of footprint: 1 MiB of memory weighs like 0.1 ms per call, so a few-KiB global
+beats a per-call encode dispatch (5 µs launch) while a 100 MiB packed copy must save 10 ms per call."""
+
+ELEMENTWISE_FLOPS_PER_ELEMENT = 1.0
+"""Each arith/math op in a generic's body is one flop per element of the iteration space."""
+
+DEFAULT_MAPS = {
+    "linalg.matmul": ((0, 2), (2, 1), (0, 1)),
+    "linalg.matmul_transpose_a": ((2, 0), (2, 1), (0, 1)),
+    "linalg.matmul_transpose_b": ((0, 2), (1, 2), (0, 1)),
+    "linalg.batch_matmul": ((0, 1, 3), (0, 3, 2), (0, 1, 2)),
+    "linalg.batch_matmul_transpose_a": ((0, 3, 1), (0, 3, 2), (0, 1, 2)),
+    "linalg.batch_matmul_transpose_b": ((0, 1, 3), (0, 2, 3), (0, 1, 2)),
+    "linalg.matvec": ((0, 1), (1,), (0,)),
+    "linalg.vecmat": ((0,), (0, 1), (1,)),
+}
+"""Loop dims of each operand of the named matmul ops (printed maps override these)."""
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    shape: tuple[int, ...]
+    element: str
+    layout: Layout | None = None
+    """The tiled layout the tensor is stored in, or None (plain or identity-encoded)."""
+
+    @property
+    def elem_bytes(self) -> int:
+        return element_nbytes(ScalarType(self.element))
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def logical_bytes(self) -> int:
+        return self.numel * self.elem_bytes
+
+    @property
+    def stored_bytes(self) -> int:
+        if self.layout is None:
+            return self.logical_bytes
+        tile = dict(zip(self.layout.inner_dims_pos, self.layout.inner_tiles, strict=True))
+        return math.prod(-(-s // tile.get(d, 1)) * tile.get(d, 1) for d, s in enumerate(self.shape)) * self.elem_bytes
+
+    def padded_dim(self, d: int) -> int:
+        if self.layout is None:
+            return self.shape[d]
+        tile = dict(zip(self.layout.inner_dims_pos, self.layout.inner_tiles, strict=True)).get(d, 1)
+        return -(-self.shape[d] // tile) * tile
+
+
+def parse_maps(kind: str) -> tuple[tuple[int, ...], ...]:
+    """Loop dims per operand from a Contract kind ``name:(d0,d2);(d1,d2);(d0,d1)``."""
+    name, _, maps = kind.partition(":")
+    if not maps:
+        return DEFAULT_MAPS.get(name, DEFAULT_MAPS["linalg.matmul"])
+    out = []
+    for m in maps.split(";"):
+        inner = m.strip("()")
+        out.append(tuple(int(x[1:]) for x in inner.split(",") if x))
+    return tuple(out)
+
+
+def contraction_sizes(kind: str, operands: Sequence[TensorInfo]) -> tuple[int, int]:
+    """(flops on padded sizes, loop count) of a matmul-family contraction."""
+    maps = parse_maps(kind)
+    loops: dict[int, int] = {}
+    for info, dims in zip(operands, maps, strict=True):
+        for axis, d in enumerate(dims):
+            loops[d] = max(loops.get(d, 0), info.padded_dim(axis))
+    return 2 * math.prod(loops.values()), len(loops)
+
+
+def op_seconds(
+    kind: str, operands: Sequence[TensorInfo], result: TensorInfo, target: Target, body_ops: int = 1
+) -> float:
+    """Time of one op (not counting its dispatch's launch)."""
+    bw = target.memory_bandwidth_gbps * 1e9
+    moved = sum(o.stored_bytes for o in operands) + result.stored_bytes
+    if kind.startswith("contract:") or kind == "mmt4d":
+        encoded = all(o.layout is not None for o in operands)
+        peak = target.peak_gflops(",".join(o.element for o in operands), data_tiled=encoded) * 1e9
+        if kind == "mmt4d":  # operands already packed: their shapes are the padded tiles
+            flops = _mmt4d_flops(operands)
+        else:
+            flops, _ = contraction_sizes(kind[len("contract:") :], operands)
+        return flops / peak + moved / bw
+    if kind in ("pack", "unpack", "fill", "copy"):
+        if kind == "fill":
+            return result.stored_bytes / bw
+        return moved / bw
+    if kind == "attention":
+        q, k, v = operands[0], operands[1], operands[2]
+        b_m = q.numel // q.shape[-1]
+        flops = 4 * b_m * k.shape[-2] * (q.shape[-1] + v.shape[-1])
+        return flops / (target.peak_gflops("f32,f32,f32", data_tiled=False) * 1e9) + moved / bw
+    domain = max([o.numel for o in operands] + [result.numel])
+    flops = domain * body_ops * ELEMENTWISE_FLOPS_PER_ELEMENT
+    return flops / (target.peak_gflops("f32,f32,f32", data_tiled=False) * 1e9) + moved / bw
+
+
+def _mmt4d_flops(operands: Sequence[TensorInfo]) -> int:
+    lhs, rhs = operands[0].shape, operands[1].shape
+    if len(lhs) == 5:  # batch_mmt4d
+        return 2 * lhs[0] * lhs[1] * lhs[3] * rhs[1] * rhs[3] * lhs[2] * lhs[4]
+    return 2 * lhs[0] * lhs[2] * rhs[0] * rhs[2] * lhs[1] * lhs[3]
+
+
+def body_op_count(op: object) -> int:
+    regions = getattr(op, "regions", ())
+    if not regions:
+        return 1
+    return max(1, sum(1 for o in regions[0].entry.ops if o.name.split(".")[0] in ("arith", "math")))
+
+
+# ------------------------------------------------------------------------------- the node table
+def layout_of_term(t: object) -> Layout | None:
+    if isinstance(t, Term) and t.op == "Tiled":
+        return Layout(tuple(t.args[0]), tuple(t.args[1]), tuple(t.args[2]))
+    return None
+
+
+class _Facts:
+    """Shape / element type / stored layout of an e-class, from the analysis facts."""
+
+    def __init__(self, g: EGraphData):
+        self.g = g
+        # encoding-of values are Terms (decoded leaves): map them to layouts via their class.
+        self.term_layout: dict[Term, Layout | None] = {}
+        for c in g.classes:
+            if g.class_type.get(c) == "Encoding":
+                t = g.leaf_value(c)
+                self.term_layout[t] = layout_of_term(g.facts.get(c, {}).get("layout-of"))  # type: ignore[index]
+
+    def info(self, c: str, *, packed: bool | None = None) -> TensorInfo:
+        f = self.g.facts.get(c, {})
+        shape = tuple(f.get("shape", ()))  # type: ignore[arg-type]
+        elem = str(f.get("dtype", "f32"))
+        enc = f.get("encoding-of")
+        layout = None
+        if packed is not False and isinstance(enc, Term):
+            layout = self.term_layout.get(_strip_class(enc))
+        return TensorInfo(shape, elem, layout)  # type: ignore[arg-type]
+
+
+def _strip_class(t: Term) -> Term:
+    return Term(t.op, t.args, "")
+
+
+def cost_table(g: EGraphData, imported: ImportedProgram, target: Target) -> CostTable:
+    """``NodeCost`` of every extractable node in the root's cone (see ``cost_table.py``)."""
+    facts = _Facts(g)
+    launch = target.dispatch_overhead_us * 1e-6
+    table = CostTable(exclusive=exclusive_nodes(g))
+    for c in g.classes:
+        if not g.is_term_class(c):
+            continue
+        out = facts.info(c)
+        for node in g.choices(c):
+            table[node.id] = _node_cost(c, node.op, node.children, out, facts, imported, target, launch, g)
+    return table
+
+
+def node_seconds(
+    g: EGraphData, c: str, op: str, kids: tuple[str, ...], facts: _Facts, imported: ImportedProgram, target: Target
+) -> float:
+    """Time of the computation a node stands for (0 for views, boundaries and placements); shared by
+    the cost table and the plan graph so both price a node the same way."""
+    info = facts.info
+    out = info(c)
+    if op in ("SetEncoding", "Pack") and any(n.op == "Empty" for n in g.choices(kids[0])):
+        return 0.0  # an encoded tensor.empty: an allocation, no data to pack
+    if op == "Fill":
+        return op_seconds("fill", [], out, target)
+    if op in ("SetEncoding", "Pack"):
+        return op_seconds("pack", [info(kids[0], packed=False)], out, target)
+    if op in ("UnsetEncoding", "Unpack"):
+        return op_seconds("unpack", [info(kids[0])], TensorInfo(out.shape, out.element), target)
+    if op in ("Contract", "Mmt4d"):
+        kind_class, operands_classes = (kids[0], kids[1:]) if op == "Contract" else _contract_twin(g, c, kids)
+        return op_seconds("contract:" + str(g.leaf_value(kind_class)), [info(k) for k in operands_classes], out, target)
+    if op == "InsertSlice":
+        return op_seconds("copy", [info(kids[0])], out, target)
+    if op in ("Generic", "Op"):
+        if op == "Op" and is_reshape(g, imported, c):
+            return 0.0
+        proto = imported.ops.get(str(g.leaf_value(kids[0])))
+        inputs = [info(k) for k in _list_classes(g, kids[1])]
+        if op == "Generic":
+            inputs += [info(k) for k in _list_classes(g, kids[2])]
+        kind = "attention" if proto is not None and proto.name == "iree_linalg_ext.attention" else "generic"
+        return op_seconds(kind, inputs, out, target, body_op_count(proto))
+    if op in (
+        "Arg",
+        "Const",
+        "Scalar",
+        "Empty",
+        "Slice",
+        "EncodedSlice",
+        "Results",
+        "TCons",
+        "TNil",
+        "Dispatch",
+        "ConstEval",
+    ):
+        return 0.0
+    return op_seconds("copy", [info(k) for k in kids if g.is_term_class(k)], out, target)
+
+
+def _node_cost(
+    c: str,
+    op: str,
+    kids: tuple[str, ...],
+    out: TensorInfo,
+    facts: _Facts,
+    imported: ImportedProgram,
+    target: Target,
+    launch: float,
+    g: EGraphData,
+) -> NodeCost:
+    if op == "Const":
+        return NodeCost(memory_bytes=out.logical_bytes)
+    if op == "Dispatch" and is_reshape(g, imported, kids[0]):
+        return NodeCost()  # a reshape between dispatches is metadata (flow.tensor.reshape), not a dispatch
+    if op == "Dispatch":
+        return NodeCost(run_seconds=launch, memory_bytes=out.stored_bytes)
+    if op == "ConstEval":
+        return NodeCost(memory_bytes=out.stored_bytes)
+    seconds = node_seconds(g, c, op, kids, facts, imported, target)
+    return NodeCost(run_seconds=seconds, load_seconds=seconds)
+
+
+RESHAPE_OPS = frozenset({"tensor.collapse_shape", "tensor.expand_shape"})
+
+
+def is_reshape(g: EGraphData, imported: ImportedProgram, c: str) -> bool:
+    """Class c is a reshape (a view of its input's bytes): every node an Op over a reshape."""
+    nodes = g.choices(c)
+    return bool(nodes) and all(
+        n.op == "Op" and getattr(imported.ops.get(str(g.leaf_value(n.children[0]))), "name", "") in RESHAPE_OPS
+        for n in nodes
+    )
+
+
+_EXCLUSIVE_OPS = frozenset(
+    {"SetEncoding", "Pack", "UnsetEncoding", "Unpack", "Contract", "Mmt4d", "Generic", "Op", "InsertSlice"}
+)
+
+
+def exclusive_nodes(g: EGraphData) -> frozenset[str]:
+    """Computations a plan must not share between two consumers for free: fused into two dispatches
+    they run twice (IREE clones the producer into each), while the DAG objective charges them once.
+    Views, fills and encoded empties are cloned at no real cost and stay shareable."""
+    below: set[str] = set()  # classes some ConstEval may evaluate at load: charged once, as usual
+    todo = [k for c in g.classes for n in g.choices(c) if n.op == "ConstEval" for k in n.children]
+    while todo:
+        c = todo.pop()
+        if c in below or not g.is_term_class(c):
+            continue
+        below.add(c)
+        todo.extend(k for n in g.choices(c) for k in n.children)
+    out = set()
+    for c in g.classes:
+        if c in below:
+            continue
+        for n in g.choices(c):
+            if n.op not in _EXCLUSIVE_OPS:
+                continue
+            if n.op in ("SetEncoding", "Pack") and any(k.op == "Empty" for k in g.choices(n.children[0])):
+                continue
+            out.add(n.id)
+    return frozenset(out)
+
+
+def _contract_twin(g: EGraphData, c: str, kids: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """The Contract an Mmt4d was materialized from (same class, same operands; maybe swapped)."""
+    for node in g.choices(c):
+        if node.op == "Contract" and node.children[3] == kids[2] and set(node.children[1:3]) == set(kids[:2]):
+            return node.children[0], node.children[1:]
+    raise ValueError("mmt4d without the contraction it materializes")
+
+
+def _list_classes(g: EGraphData, c: str) -> list[str]:
+    """The element classes of a TList class (following its first extractable node)."""
+    out: list[str] = []
+    seen = set()
+    while c not in seen:
+        seen.add(c)
+        nodes = g.choices(c)
+        if not nodes or nodes[0].op != "TCons":
+            break
+        out.append(nodes[0].children[0])
+        c = nodes[0].children[1]
+    return out

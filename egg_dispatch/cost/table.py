@@ -1,0 +1,52 @@
+"""The per-node cost table every extractor reads (computed once; design.md §2.5).
+
+A plan is a choice of one node per e-class reachable from the root. Its objective is
+
+    objective = Σ_{n chosen, needed at run time} run_seconds(n)  +  λ · Σ_{n chosen} memory_bytes(n)
+
+where each chosen node counts once however many parents share it (DAG cost), and "needed at run
+time" propagates from the root down every edge except those leaving a ``ConstEval`` node: what a
+``ConstEval`` computes runs at module load (its ``load_seconds`` are reported, not optimized).
+Memory is context-free: a constant or a global occupies its bytes whether read at run time or
+only by an initializer.
+
+A table may name ``exclusive`` nodes: computations that are not shared for free. Fused into two
+dispatches they run twice (IREE clones the producer into each consumer), so their run_seconds are
+charged once per chosen node that uses their class, not once per plan. Exclusive nodes are never
+below a ``ConstEval`` (so they are always at run time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["LOAD_BOUNDARY_OPS", "CostTable", "NodeCost", "objective_weights"]
+
+LOAD_BOUNDARY_OPS = frozenset({"ConstEval"})
+"""Ops whose children are evaluated at module load, not at run time."""
+
+
+@dataclass(frozen=True)
+class NodeCost:
+    run_seconds: float = 0.0
+    """Time this node adds to every call when the plan needs it at run time."""
+    load_seconds: float = 0.0
+    """Time it adds at module load when it is evaluated by an initializer (reported only)."""
+    memory_bytes: float = 0.0
+    """Bytes it keeps: persistent (constants, globals) or transient (a dispatch's result buffer)."""
+
+    def weighted(self, lam: float, at_run_time: bool = True) -> float:
+        return (self.run_seconds if at_run_time else 0.0) + lam * self.memory_bytes
+
+
+def objective_weights(lam: float) -> tuple[float, float]:
+    """(weight of seconds, weight of bytes) in the objective."""
+    return 1.0, lam
+
+
+class CostTable(dict):
+    """node id -> NodeCost, plus the ids of the ``exclusive`` nodes (charged per use)."""
+
+    def __init__(self, costs: dict[str, NodeCost] | None = None, exclusive: frozenset[str] = frozenset()):
+        super().__init__(costs or {})
+        self.exclusive = exclusive

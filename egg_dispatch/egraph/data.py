@@ -1,0 +1,187 @@
+"""The serialized e-graph as plain Python data, pruned to the roots' cone, and terms read from it.
+
+Every extractor works on this (design.md §2.5): egglog's JSON (egraph-serialize format) parsed
+once, sorted so node and class order never depends on hashing, with primitive leaves (integers,
+strings, vectors) decoded so a chosen term can be rebuilt without asking egglog again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["EGraphData", "Node", "Term", "build_term"]
+
+ANALYSIS_FUNCTIONS = frozenset({"shape", "dtype", "layout-of", "encoding-of"})
+"""Function tables: their rows live in their output's e-class but are facts, not alternatives."""
+TERM_SORTS = frozenset({"Tensor", "TList", "Root"})
+"""Sorts whose classes are decisions; everything else (encodings, layouts, vectors) is a leaf value."""
+
+
+def node_order(nid: str) -> tuple:
+    """Sort key of egglog's serialized node ids (``function-12-Slice``): by number, not by text, so
+    the order does not depend on how many nodes the e-graph has."""
+    parts = nid.split("-")
+    return tuple(int(p) if p.isdigit() else p for p in parts)
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    op: str
+    eclass: str
+    children: tuple[str, ...]
+    """Child e-class ids, in argument order."""
+    child_nodes: tuple[str, ...]
+    subsumed: bool
+
+
+@dataclass
+class EGraphData:
+    nodes: dict[str, Node]
+    classes: dict[str, list[str]]
+    """Class id -> its node ids (sorted), for classes of ``TERM_SORTS`` and leaf sorts alike."""
+    class_type: dict[str, str]
+    root: str
+    lets: dict[str, str] = field(default_factory=dict)
+    """Class id -> the importer's let name, where the class was bound by a let."""
+    facts: dict[str, dict[str, object]] = field(default_factory=dict)
+    """Analysis values per term class: ``{"shape": (8, 8), "dtype": "f32", "encoding-of": Term}``,
+    and per encoding class ``{"layout-of": Term}`` (what the cost model reads)."""
+
+    @classmethod
+    def from_serialized(cls, data: Mapping, root_let: str = "$root") -> EGraphData:
+        raw_nodes = data["nodes"]
+        class_data = data.get("class_data", {})
+        root = next((c for c, d in class_data.items() if d.get("let") == root_let), None)
+        if root is None:
+            raise ValueError(f"the e-graph has no let {root_let}")
+        nodes: dict[str, Node] = {}
+        analysis: list[tuple[str, str, str]] = []  # (function, argument class, value class)
+        for nid in sorted(raw_nodes):
+            n = raw_nodes[nid]
+            if n["op"] in ANALYSIS_FUNCTIONS:
+                arg = raw_nodes[n["children"][0]]["eclass"]
+                analysis.append((n["op"], arg, n["eclass"]))
+                continue
+            kids = tuple(raw_nodes[c]["eclass"] for c in n["children"])
+            nodes[nid] = Node(nid, n["op"], n["eclass"], kids, tuple(n["children"]), bool(n.get("subsumed")))
+        # A child may be referenced through an analysis row that lives in its class (egglog picks any
+        # member); point it at a constructor of that class instead.
+        rep: dict[str, str] = {}
+        for nid, node in nodes.items():
+            rep.setdefault(node.eclass, nid)
+        for nid, node in nodes.items():
+            if any(k not in nodes for k in node.child_nodes):
+                fixed = tuple(k if k in nodes else rep[raw_nodes[k]["eclass"]] for k in node.child_nodes)
+                nodes[nid] = Node(nid, node.op, node.eclass, node.children, fixed, node.subsumed)
+        # Prune to the root's cone: analysis tables (shape, dtype, relations) are not part of a plan.
+        by_class: dict[str, list[str]] = {}
+        for nid, node in nodes.items():
+            by_class.setdefault(node.eclass, []).append(nid)
+        types = {c: class_data.get(c, {}).get("type", c.split("-", 1)[0]) for c in by_class}
+        keep: set[str] = set()
+        stack = [root]
+        while stack:
+            c = stack.pop()
+            if c in keep:
+                continue
+            keep.add(c)
+            for nid in by_class.get(c, []):
+                stack.extend(nodes[nid].children)
+        classes = {c: sorted(by_class[c]) for c in sorted(keep)}
+        lets = {c: d["let"] for c, d in class_data.items() if "let" in d and c in keep}
+        kept_nodes = {nid: nodes[nid] for c in classes for nid in classes[c]}
+        out = cls(kept_nodes, classes, {c: types[c] for c in classes}, root, lets)
+        leaf_classes = {c: sorted(ids) for c, ids in by_class.items()}
+        for fn, arg, value in analysis:
+            if arg in keep and value in leaf_classes:
+                node = nodes[leaf_classes[value][0]]
+                out.facts.setdefault(arg, {})[fn] = _leaf(out if value in classes else _Lookup(nodes), node)
+        return out
+
+    def class_of_let(self, let: str) -> str | None:
+        """The e-class a let name was bound to (egglog joins the names of lets in one class)."""
+        for c, names in self.lets.items():
+            if let in names.split(", "):
+                return c
+        return None
+
+    def is_term_class(self, c: str) -> bool:
+        return self.class_type.get(c) in TERM_SORTS
+
+    def choices(self, c: str) -> list[Node]:
+        """Extractable nodes of class ``c``: not subsumed, and not a self-loop."""
+        return [
+            self.nodes[n] for n in self.classes[c] if not self.nodes[n].subsumed and c not in self.nodes[n].children
+        ]
+
+    def leaf_value(self, c: str) -> object:
+        """Decode a leaf class (i64, String, IVec, Encoding, Layout) into a Python value / Term."""
+        node = self.nodes[self.classes[c][0]]
+        return _leaf(self, node)
+
+
+@dataclass(frozen=True)
+class Term:
+    """A chosen term: constructor name and arguments (sub-terms, ints, strings, tuples, lists)."""
+
+    op: str
+    args: tuple
+    eclass: str = ""
+
+    def __repr__(self) -> str:
+        return f"({self.op} {' '.join(map(repr, self.args))})"
+
+
+class _Lookup:
+    """Just enough of EGraphData for ``_leaf`` on classes outside the root's cone."""
+
+    def __init__(self, nodes: dict[str, Node]):
+        self.nodes = nodes
+
+
+def _leaf(g: EGraphData | _Lookup, node: Node) -> object:
+    op = node.op
+    if op.startswith('"'):
+        return op[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+    if op.lstrip("-").isdigit():
+        return int(op)
+    if op in ("vec-of", "vec-empty"):
+        return tuple(_leaf(g, g.nodes[n]) for n in node.child_nodes)
+    return Term(op, tuple(_leaf(g, g.nodes[n]) for n in node.child_nodes), node.eclass)
+
+
+def build_term(g: EGraphData, choice: Mapping[str, str], c: str | None = None, memo: dict | None = None) -> object:
+    """The term a choice (class -> node id) selects, as a DAG of ``Term`` (shared classes share).
+
+    Iterative (post-order with an explicit stack): plans of deep programs are thousands of terms deep.
+    """
+    memo = {} if memo is None else memo
+    root = g.root if c is None else c
+    stack: list[tuple[str, bool]] = [(root, False)]
+    open_: set[str] = set()
+    while stack:
+        cls, expanded = stack.pop()
+        if cls in memo:
+            continue
+        if not g.is_term_class(cls):
+            memo[cls] = g.leaf_value(cls)
+            continue
+        node = g.nodes[choice[cls]]
+        if not expanded:
+            if cls in open_:
+                raise ValueError(f"the choice is cyclic at class {cls}")
+            open_.add(cls)
+            stack.append((cls, True))
+            stack.extend((k, False) for k in reversed(node.children) if k not in memo)
+            continue
+        open_.discard(cls)
+        if node.op == "TNil":
+            value: object = []
+        elif node.op == "TCons":
+            value = [memo[node.children[0]], *memo[node.children[1]]]  # type: ignore[misc]
+        else:
+            value = Term(node.op, tuple([memo[k] for k in node.children]), cls)
+        memo[cls] = value
+    return memo[root]

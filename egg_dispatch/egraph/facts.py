@@ -1,0 +1,228 @@
+"""Analysis facts seeded from Python: what needs arithmetic on shapes, tiles and bytes.
+
+egglog derives the structural analyses itself (``rules/analysis.egg``: boundary, const-expr,
+hoistable source, encoding-of, shapes of new terms). What needs vector arithmetic -- the target's
+layout of each encoding, tile alignment of a slice, whether a pack can be fused into its consumer's
+dispatch, how much a const-evaluated encoding grows -- is computed here, once, for every
+(shape, encoding) pair the rules can build, and asserted as facts keyed on those values (not on
+terms), so terms that rules create later are covered too.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from egg_dispatch.egraph.importer import ImportedProgram
+from egg_dispatch.egraph.terms import ivec, quote
+from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, TensorType, element_nbytes
+from egg_dispatch.target.layout import Layout, packed_nbytes, resolve_layout, swaps_operands
+from egg_dispatch.target.profile import Target
+
+__all__ = [
+    "CONST_EXPR_MAX_SIZE_INCREASE",
+    "FactReport",
+    "encoding_layout",
+    "encoding_maps",
+    "seed_facts",
+    "slice_is_flow_mappable",
+]
+
+CONST_EXPR_MAX_SIZE_INCREASE = 1 << 20
+"""``--iree-opt-const-expr-max-size-increase-threshold`` default (1 MiB, domain.md §0.1 and §1.8)."""
+
+_SET_ENCODING = re.compile(r"^\(SetEncoding (\$v[0-9]+) (\(Enc .*\))\)$")
+_SLICE = re.compile(r"^\(Slice (\$v[0-9]+) \(vec-of ([-0-9 ]*)\) \(vec-of ([-0-9 ]*)\) \(vec-of ([-0-9 ]*)\)\)$")
+
+
+def encoding_maps(e: EncodingAttr) -> tuple[tuple[int, ...], ...] | None:
+    """The loop dim of each operand dim, per operand; None for composed (bubbled) or non-dim maps."""
+    if e.user_indexing_maps is None:
+        return None
+    out = []
+    for m in e.user_indexing_maps:
+        if not isinstance(m, AffineMapAttr):
+            return None
+        dims = m.dim_positions()
+        if dims is None:
+            return None
+        out.append(dims)
+    return tuple(out)
+
+
+def encoding_layout(target: Target, e: EncodingAttr) -> Layout | None:
+    """What the target resolves ``e`` to; None is the identity layout (no tile, no resolver)."""
+    maps = encoding_maps(e)
+    if maps is None or e.iteration_sizes is None or e.op_type != "matmul" or len(maps) != 3:
+        return None
+    if e.operand_index not in (0, 1, 2) or any(s is None for s in e.iteration_sizes):
+        return None
+    types = tuple(t.name for t in e.element_types)
+    if len(types) != 3:
+        return None
+    return resolve_layout(target, e.operand_index, types, maps, e.iteration_sizes)  # type: ignore[arg-type]
+
+
+def slice_is_flow_mappable(
+    src: Sequence[int], offsets: Sequence[int], sizes: Sequence[int], strides: Sequence[int]
+) -> bool:
+    """``isStructurallyFlowMappable`` (domain.md §1.5): unit strides, no rank drop, and one
+    contiguous range -- from the innermost dim outwards, once a dim is not taken whole every outer
+    dim has size 1. Row blocks pass, column blocks fail."""
+    if any(s != 1 for s in strides) or len(sizes) != len(src):
+        return False
+    partial = False
+    for d in reversed(range(len(src))):
+        if partial and sizes[d] != 1:
+            return False
+        if not (offsets[d] == 0 and sizes[d] == src[d]):
+            partial = True
+    return True
+
+
+def tile_aligned(
+    layout: Layout, src: Sequence[int], offsets: Sequence[int], sizes: Sequence[int], strides: Sequence[int]
+) -> bool:
+    """A slice of a packed tensor is a plain slice of its outer dims only when, on every tiled dim,
+    the offset is a multiple of the tile and the size is too (or the slice runs to the end, where
+    the padding of both sides agrees)."""
+    if any(s != 1 for s in strides) or len(sizes) != len(src):
+        return False
+    for d, t in zip(layout.inner_dims_pos, layout.inner_tiles, strict=True):
+        if offsets[d] % t:
+            return False
+        if sizes[d] % t and offsets[d] + sizes[d] != src[d]:
+            return False
+    return True
+
+
+def fused_pack_legal(target: Target, layout: Layout, shape: Sequence[int], elem_bytes: int) -> bool:
+    """A pack fused as producer into the mmt4d dispatch compiles only when the inner tiles divide the
+    shape (no padding inside the tiled loops; domain.md §5.3, issue #20723) and its packed buffer
+    fits the stack limit (``max_stack_allocation_size``; 256x256 f32 halves fail with 67584 B)."""
+    divides = all(shape[d] % t == 0 for d, t in zip(layout.inner_dims_pos, layout.inner_tiles, strict=True))
+    return divides and packed_nbytes(shape, elem_bytes, layout) <= target.max_stack_allocation_size
+
+
+@dataclass(frozen=True)
+class FactReport:
+    text: str
+    layouts: dict[str, Layout | None]
+    """Encoding term text -> its layout on the target (None = identity)."""
+
+
+def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
+    """egglog commands asserting the target-dependent facts for this program."""
+    lines: list[str] = []
+    layouts: dict[str, Layout | None] = {}
+    for key, e in imported.encodings.items():
+        layout = encoding_layout(target, e)
+        layouts[key] = layout
+        if layout is None:
+            lines.append(f"(set (layout-of {key}) (IdentityLayout))")
+            continue
+        lines.append(
+            f"(set (layout-of {key}) (Tiled {ivec(layout.inner_dims_pos)} {ivec(layout.inner_tiles)} "
+            f"{ivec(layout.outer_dims_perm)}))"
+        )
+        maps = encoding_maps(e)
+        types = tuple(t.name for t in e.element_types)
+        if e.operand_index == 2 and maps and swaps_operands(target, types, maps, e.iteration_sizes):  # type: ignore[arg-type]
+            lines.append(f"(swapped-result {key})")
+        elif e.operand_index == 2:
+            lines.append(f"(plain-result {key})")
+    # Sources a set_encoding can have: the imported ones, and (after propagation) their slices' sources.
+    sources: set[tuple[tuple[int, ...], str, str]] = set()
+    for name, term in imported.lets.items():
+        if term.startswith("(Slice "):
+            m = _SLICE.match(term)
+            src_t = imported.let_types.get(m.group(1)) if m else None
+            if m and isinstance(src_t, TensorType):
+                offs, sizes, strides = (tuple(int(x) for x in g.split()) for g in m.groups()[1:])
+                if slice_is_flow_mappable(src_t.shape, offs, sizes, strides):
+                    lines.append(f"(mappable-slice {name})")
+        m = _SET_ENCODING.match(term)
+        if not m:
+            continue
+        src, enc_key = m.group(1), m.group(2)
+        src_t = imported.let_types.get(src)
+        if not isinstance(src_t, TensorType):
+            continue
+        sources.add((src_t.shape, src_t.element.name, enc_key))
+        src_term = imported.lets.get(src, "")
+        sm = _SLICE.match(src_term)
+        whole_t = imported.let_types.get(sm.group(1)) if sm else None
+        layout = layouts.get(enc_key)
+        if sm and isinstance(whole_t, TensorType):
+            sources.add((whole_t.shape, whole_t.element.name, enc_key))
+            offs, sizes, strides = (tuple(int(x) for x in g.split()) for g in sm.groups()[1:])
+            if layout is not None and tile_aligned(layout, whole_t.shape, offs, sizes, strides):
+                lines.append(f"(tile-aligned {src} {enc_key})")
+    for shape, elem, enc_key in sorted(sources):
+        layout = layouts.get(enc_key)
+        nbytes = math.prod(shape) * element_nbytes(_scalar(elem))
+        if layout is None:
+            lines.append(f"(const-eval-size-ok {ivec(shape)} {enc_key})")
+            continue
+        packed = packed_nbytes(shape, element_nbytes(_scalar(elem)), layout)
+        if packed - nbytes <= CONST_EXPR_MAX_SIZE_INCREASE:
+            lines.append(f"(const-eval-size-ok {ivec(shape)} {enc_key})")
+        if not fused_pack_legal(target, layout, shape, element_nbytes(_scalar(elem))):
+            lines.append(f"(fused-pack-illegal {ivec(shape)} {enc_key})")
+    lines += _bubble_facts(imported, layouts)
+    for key, op in imported.ops.items():
+        if op.name == "linalg.generic":
+            its = op.attributes.get("iterator_types")
+            names = [getattr(a, "value", "") for a in getattr(its, "items", ())]
+            if names and all(n == "parallel" for n in names):
+                lines.append(f"(elementwise {quote(key)})")
+    return FactReport("\n".join(lines), layouts)
+
+
+_GENERIC = re.compile(r'^\(Generic "([^"]+)" (.*)\)$')
+
+
+def _bubble_facts(imported: ImportedProgram, layouts: dict[str, Layout | None]) -> list[str]:
+    """``(bubble-legal key enc)``: set_encoding(generic(x)) may become generic(set_encoding(x)).
+
+    HoistEncodingOps' BubbleUpSetEncodingOp, restricted to what stays exact on packed data:
+    1. the generic is all-parallel with identity maps on its tensor operands (scalars broadcast);
+    2. one tensor input, of the output's shape, and its init is a tensor.empty;
+    3. the layout is tiled and its inner tiles divide the shape (no padding: the body need not map
+       0 to 0).
+    """
+    out: list[str] = []
+    for term in imported.lets.values():
+        m = _SET_ENCODING.match(term)
+        if not m or not imported.lets.get(m.group(1), "").startswith("(Generic "):
+            continue
+        g = _GENERIC.match(imported.lets[m.group(1)])
+        layout = layouts.get(m.group(2))
+        op = imported.ops.get(g.group(1)) if g else None
+        out_t = imported.let_types.get(m.group(1))
+        if op is None or layout is None or not isinstance(out_t, TensorType) or len(op.results) != 1:
+            continue
+        its = [getattr(a, "value", "") for a in getattr(op.attributes.get("iterator_types"), "items", ())]
+        maps = getattr(op.attributes.get("indexing_maps"), "items", ())
+        tensors = [v for v in op.operands if isinstance(v.type, TensorType) and v.type.rank > 0]
+        identity = all(
+            isinstance(mp, AffineMapAttr) and (not mp.results or mp.dim_positions() == tuple(range(mp.num_dims)))
+            for mp in maps
+        )
+        init = op.operands[-1].owner
+        if not (its and all(i == "parallel" for i in its) and identity and len(tensors) == 2):
+            continue
+        if getattr(init, "name", "") != "tensor.empty" or tensors[0].type.shape != out_t.shape:
+            continue
+        if any(out_t.shape[d] % t for d, t in zip(layout.inner_dims_pos, layout.inner_tiles, strict=True)):
+            continue
+        out.append(f"(bubble-legal {quote(g.group(1))} {m.group(2)})")
+    return out
+
+
+def _scalar(name: str):  # small helper: element names come from parsed types
+    from egg_dispatch.mlir.ir import ScalarType
+
+    return ScalarType(name)

@@ -1,0 +1,56 @@
+"""The importer's product (``ImportedProgram``) and error, apart from the IR walk so later stages can share them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from egg_dispatch.mlir.ir import DenseAttr, EncodingAttr, Operation, Type, Value
+
+__all__ = ["ImportError_", "ImportedProgram"]
+
+_LET = re.compile(r"\$v[0-9]+")
+
+
+class ImportError_(Exception):
+    """The function cannot be imported (e.g. a result type we cannot represent)."""
+
+
+@dataclass
+class ImportedProgram:
+    """The egglog program for one function plus the side tables the later stages need."""
+
+    function: str
+    program: list[str] = field(default_factory=list)
+    """egglog commands (lets and analysis facts), in dependency order."""
+    results: list[str] = field(default_factory=list)
+    """The let name of each function result."""
+    lets: dict[str, str] = field(default_factory=dict)
+    """let name -> the term it binds."""
+    let_types: dict[str, Type] = field(default_factory=dict)
+    constants: dict[str, DenseAttr] = field(default_factory=dict)
+    ops: dict[str, Operation] = field(default_factory=dict)
+    """Key of every ``Generic`` / ``Op`` / ``Contract`` term -> the op it stands for."""
+    encodings: dict[str, EncodingAttr] = field(default_factory=dict)
+    """Encoding term text -> the attribute."""
+    captures: dict[str, list[Value]] = field(default_factory=dict)
+    """Key of an ``Op`` whose body uses non-constant values from outside -> those values, in the
+    order they follow the op's own operands in the term's input list."""
+    arg_types: list[Type] = field(default_factory=list)
+    result_types: list[Type] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        return "\n".join(self.program)
+
+    def expand(self, name: str) -> str:
+        """The full term a let stands for, with every nested let inlined (for tests and messages)."""
+        return _LET.sub(lambda m: self.expand(m.group(0)) if m.group(0) in self.lets else m.group(0), self.lets[name])
+
+    def counts(self) -> dict[str, int]:
+        """How many lets of each head constructor: a quick summary of what was imported."""
+        out: dict[str, int] = {}
+        for term in self.lets.values():
+            head = term[1:].split(" ", 1)[0].rstrip(")") if term.startswith("(") else "let"
+            out[head] = out.get(head, 0) + 1
+        return dict(sorted(out.items()))

@@ -1,0 +1,334 @@
+"""IR -> egglog terms: one ``let`` per SSA value, so terms stay shallow and sharing stays explicit.
+
+What the importer recognises (design.md §2.2): function arguments (also through
+``hal.tensor.import``), constants, slices, fills, the matmul family, generics, encodings, existing
+``flow.dispatch.region`` / ``flow.dispatch.workgroups`` (as ``Dispatch`` markers),
+``flow.tensor.encode`` (a run-time encode dispatch) and globals filled by ``util.initializer``
+(as ``ConstEval``). Every other op becomes ``(Op key inputs i)``: a barrier no rule looks inside.
+"""
+
+from __future__ import annotations
+
+# Helpers and the result type live in import_util.py and imported.py; re-exported for existing importers.
+from egg_dispatch.egraph.import_util import _captures, _digest, _head, _is_constant, encoding_key, maps_key
+from egg_dispatch.egraph.imported import _LET as _LET
+from egg_dispatch.egraph.imported import ImportedProgram, ImportError_
+from egg_dispatch.egraph.terms import ivec, quote, tlist
+from egg_dispatch.mlir.ir import (
+    DenseAttr,
+    EncodingAttr,
+    FloatAttr,
+    IntAttr,
+    Module,
+    Operation,
+    ScalarType,
+    TensorType,
+    Type,
+    Value,
+)
+from egg_dispatch.mlir.ops import CONTRACTION_OPS, DYNAMIC, ins, outs, static_slice
+from egg_dispatch.mlir.printer import Printer, float_str
+
+__all__ = ["ImportError_", "ImportedProgram", "encoding_key", "import_function", "maps_key"]
+
+_BOUNDARY_HEADS = {"Arg", "Const", "Scalar", "Dispatch", "ConstEval"}
+_PLACED = {
+    "flow.dispatch.region",
+    "flow.dispatch.workgroups",
+    "flow.tensor.encode",
+    "util.global.load",
+    "hal.tensor.import",
+    "arith.constant",
+}
+"""Top-level ops whose results are already dispatch inputs (or constants IREE clones)."""
+
+
+_IDENTITY_OPS = {
+    "hal.tensor.export",
+    "iree_tensor_ext.compute_barrier.start",
+    "iree_tensor_ext.compute_barrier.end",
+    "flow.tensor.tie_shape",
+}
+
+
+class _Importer:
+    def __init__(self, module: Module, function: Operation):
+        self.module = module
+        self.func = function
+        self.out = ImportedProgram(function.attributes["sym_name"].value)  # type: ignore[attr-defined]
+        self.terms: dict[Value, str] = {}
+        self.printer = Printer(use_aliases=False)
+        self.n = 0
+        self.globals: dict[str, str] = {}
+        self.in_region = 0
+        self.top_level: set[Value] = set()
+        """Values the function body computes outside any dispatch region."""
+        self.outside: dict[Value, str] = {}
+        entry = function.regions[0].entry
+        if any(o.name in ("flow.dispatch.region", "flow.dispatch.workgroups") for o in entry.ops):
+            self.top_level = {r for o in entry.ops if o.name not in _PLACED for r in o.results}
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def let(self, value: Value | None, term: str, typ: Type | None) -> str:
+        name = f"$v{self.n}"
+        self.n += 1
+        self.out.program.append(f"(let {name} {term})")
+        self.out.lets[name] = term
+        if typ is not None:
+            self.out.let_types[name] = typ
+            if isinstance(typ, TensorType):
+                self.out.program.append(f"(set (shape {name}) {ivec(typ.shape)})")
+                self.out.program.append(f"(set (dtype {name}) {quote(typ.element.name)})")
+            elif isinstance(typ, ScalarType):
+                self.out.program.append(f"(set (shape {name}) (vec-empty))")
+                self.out.program.append(f"(set (dtype {name}) {quote(typ.name)})")
+        if value is not None:
+            self.terms[value] = name
+        return name
+
+    def t(self, v: Value) -> str:
+        try:
+            term = self.terms[v]
+        except KeyError:
+            raise ImportError_(f"%{v.name} is used before it is defined (or comes from an unsupported op)") from None
+        if self.in_region and v in self.top_level and _head(self.out.lets.get(term, "")) not in _BOUNDARY_HEADS:
+            # Computed between dispatches (a transpose, a reshape): IREE runs it on its own, before
+            # the dispatch that reads it, so here it is a dispatch input.
+            if v not in self.outside:
+                self.outside[v] = self.let(None, f"(Dispatch {term})", v.type)
+            return self.outside[v]
+        return term
+
+    def encoding(self, e: EncodingAttr) -> str:
+        key = encoding_key(e)
+        self.out.encodings[key] = e
+        return key
+
+    def with_encoding(self, term: str, typ: Type, value: Value | None) -> str:
+        """A term of an encoded tensor type that IREE builds directly (an encoded empty)."""
+        if isinstance(typ, TensorType) and isinstance(typ.encoding, EncodingAttr):
+            plain = self.let(None, term, typ.without_encoding())
+            return self.let(value, f"(SetEncoding {plain} {self.encoding(typ.encoding)})", typ)
+        return self.let(value, term, typ)
+
+    def op_key(self, op: Operation, unique: bool) -> str:
+        attrs = sorted(
+            (k, repr(v) if not isinstance(v, DenseAttr) else _digest(v.array.tobytes()))
+            for k, v in op.attributes.items()
+        )
+        body = ""
+        if op.regions:
+            body = "\n".join(self.printer.region(r, "") for r in op.regions)
+        types = [self.printer.type(r.type) for r in op.results]
+        where = str(op.loc) if unique else ""
+        key = f"{op.name}#{_digest(op.name, attrs, body, types, op.opaque_text, where)}"
+        self.out.ops[key] = op
+        return key
+
+    # -- ops -------------------------------------------------------------------------------------
+    def import_block_ops(self, ops: list[Operation]) -> list[str] | None:
+        """Import ops in order; returns the terms of the terminator's operands."""
+        for op in ops:
+            if op.name in ("func.return", "return", "util.return", "flow.return", "util.global.store"):
+                return [self.t(v) for v in op.operands]
+            self.import_op(op)
+        return None
+
+    def import_op(self, op: Operation) -> None:
+        n = op.name
+        a = op.attributes
+        if op.opaque_text is not None:
+            self.generic_op(op, unique=True)
+            return
+        if n == "arith.constant":
+            v = a["value"]
+            r = op.result
+            if isinstance(v, DenseAttr):
+                key = f"cst_{'x'.join(map(str, v.type.shape))}x{v.type.element}_{_digest(v.array.tobytes())}"
+                self.out.constants[key] = v
+                self.let(r, f"(Const {quote(key)})", r.type)
+            elif isinstance(v, FloatAttr | IntAttr):
+                lit = float_str(v.value) if isinstance(v, FloatAttr) else str(v.value)
+                self.let(r, f"(Scalar {quote(lit)} {quote(str(r.type))})", r.type)
+            else:
+                self.generic_op(op, unique=False)
+            return
+        if n in _IDENTITY_OPS:
+            self.terms[op.result] = self.t(op.operands[0])
+            return
+        if n == "hal.tensor.import":
+            src = op.operands[0]
+            entry = self.func.regions[0].entry
+            if src in entry.args:
+                self.let(op.result, f"(Arg {entry.args.index(src)})", op.result.type)
+            else:
+                self.terms[op.result] = self.t(src)
+            return
+        if n == "tensor.empty":
+            t = op.result.type
+            assert isinstance(t, TensorType)
+            self.with_encoding(f"(Empty {ivec(t.shape)} {quote(t.element.name)})", t, op.result)
+            return
+        if n == "linalg.fill":
+            v, init = ins(op)[0], outs(op)[0]
+            self.let(op.result, f"(Fill {self.t(v)} {self.t(init)})", op.result.type)
+            return
+        if n in ("tensor.extract_slice", "tensor.insert_slice"):
+            offs, sizes, strides = static_slice(op)
+            reduced = n == "tensor.extract_slice" and tuple(sizes) != getattr(op.result.type, "shape", ())
+            if DYNAMIC in (*offs, *sizes, *strides) or reduced:  # rank-reducing slices stay opaque
+                self.generic_op(op, unique=False)
+                return
+            sl = f"{ivec(offs)} {ivec(sizes)} {ivec(strides)}"
+            if n == "tensor.extract_slice":
+                self.let(op.result, f"(Slice {self.t(op.operands[0])} {sl})", op.result.type)
+            else:
+                src, dst = op.operands[0], op.operands[1]
+                self.let(op.result, f"(InsertSlice {self.t(src)} {self.t(dst)} {sl})", op.result.type)
+            return
+        if n in CONTRACTION_OPS and len(ins(op)) == 2 and len(outs(op)) == 1:
+            kind = f"{n}:{maps_key(a.get('indexing_maps'))}"
+            self.out.ops.setdefault(f"contract:{kind}", op)
+            lhs, rhs = ins(op)
+            self.let(
+                op.result, f"(Contract {quote(kind)} {self.t(lhs)} {self.t(rhs)} {self.t(outs(op)[0])})", op.result.type
+            )
+            return
+        if n == "linalg.mmt4d":
+            lhs, rhs = ins(op)
+            self.let(op.result, f"(Mmt4d {self.t(lhs)} {self.t(rhs)} {self.t(outs(op)[0])})", op.result.type)
+            return
+        if n == "linalg.generic" and len(op.results) == 1 and not any(not _is_constant(v) for v in _captures(op)):
+            key = self.op_key(op, unique=False)
+            i_terms = tlist([self.t(v) for v in ins(op)])
+            o_terms = tlist([self.t(v) for v in outs(op)])
+            self.let(op.result, f"(Generic {quote(key)} {i_terms} {o_terms})", op.result.type)
+            return
+        if n == "iree_encoding.set_encoding":
+            t = op.result.type
+            assert isinstance(t, TensorType) and isinstance(t.encoding, EncodingAttr)
+            self.let(op.result, f"(SetEncoding {self.t(op.operands[0])} {self.encoding(t.encoding)})", t)
+            return
+        if n == "iree_encoding.unset_encoding":
+            t = op.result.type
+            assert isinstance(t, TensorType)
+            self.let(op.result, f"(UnsetEncoding {self.t(op.operands[0])} {ivec(t.shape)})", t)
+            return
+        if n == "flow.tensor.encode":
+            t = op.result.type
+            src_t = op.operands[0].type
+            if (
+                isinstance(t, TensorType)
+                and isinstance(t.encoding, EncodingAttr)
+                and (isinstance(src_t, TensorType) and src_t.encoding is None)
+            ):
+                inner = self.let(None, f"(SetEncoding {self.t(op.operands[0])} {self.encoding(t.encoding)})", t)
+                self.let(op.result, f"(Dispatch {inner})", t)
+            else:
+                self.generic_op(op, unique=False)
+            return
+        if n == "flow.dispatch.region":
+            self.in_region += 1
+            returned = self.import_block_ops(op.regions[0].entry.ops) or []
+            self.in_region -= 1
+            for r, term in zip(op.results, returned, strict=True):
+                self.let(r, f"(Dispatch {term})", r.type)
+            return
+        if n == "flow.dispatch.workgroups":
+            self.import_workgroups(op)
+            return
+        if n == "util.global.load":
+            self.terms[op.result] = self.global_term(a["global"].name, op)  # type: ignore[attr-defined]
+            return
+        self.generic_op(op, unique=False)
+
+    def generic_op(self, op: Operation, unique: bool) -> None:
+        key = self.op_key(op, unique)
+        captured = [v for v in _captures(op) if not _is_constant(v)]
+        if captured:
+            self.out.captures[key] = captured
+        inputs = tlist([self.t(v) for v in [*op.operands, *captured]])
+        for i, r in enumerate(op.results):
+            self.let(r, f"(Op {quote(key)} {inputs} {i})", r.type)
+
+    def import_workgroups(self, op: Operation) -> None:
+        """Bindings map to the captured operands; a full-size load is the operand itself."""
+        body = op.regions[0].entry
+        n_in = len(op.operands)
+        for arg, captured in zip(body.args[:n_in], op.operands, strict=True):
+            self.terms[arg] = self.t(captured)
+        stored: dict[int, str] = {}
+        for inner in body.ops:
+            if inner.name == "iree_tensor_ext.dispatch.tensor.load":
+                src = inner.operands[0]
+                offs, sizes, strides = static_slice(inner)
+                full = src.type.tensor.shape if hasattr(src.type, "tensor") else ()  # type: ignore[union-attr]
+                if tuple(sizes) == tuple(full) and not any(offs) and set(strides) <= {1}:
+                    self.terms[inner.result] = self.t(src)
+                else:
+                    sl = f"{ivec(offs)} {ivec(sizes)} {ivec(strides)}"
+                    self.let(inner.result, f"(Slice {self.t(src)} {sl})", inner.result.type)
+            elif inner.name == "iree_tensor_ext.dispatch.tensor.store":
+                binding = inner.operands[1]
+                stored[body.args.index(binding) - n_in] = self.t(inner.operands[0])
+            elif inner.name == "flow.return":
+                break
+            else:
+                self.import_op(inner)
+        for i, r in enumerate(op.results):
+            if i not in stored:
+                raise ImportError_(f"{op.loc}: flow.dispatch.workgroups result #{i} is never stored")
+            self.let(r, f"(Dispatch {stored[i]})", r.type)
+
+    def global_term(self, name: str, load: Operation) -> str:
+        if name in self.globals:
+            return self.globals[name]
+        g = self.module.globals().get(name)
+        if g is None:
+            raise ImportError_(f"{load.loc}: util.global.load of unknown global @{name}")
+        init = g.attributes.get("initial_value")
+        typ = g.attributes["type"].type  # type: ignore[attr-defined]
+        if isinstance(init, DenseAttr):
+            key = f"global_{name}"
+            self.out.constants[key] = init
+            term = self.let(None, f"(Const {quote(key)})", typ)
+        else:
+            stored = self.initializer_value(name)
+            if stored is None:
+                raise ImportError_(f"{load.loc}: global @{name} has neither an initial value nor an initializer")
+            term = self.let(None, f"(ConstEval {stored})", typ)
+        self.globals[name] = term
+        return term
+
+    def initializer_value(self, name: str) -> str | None:
+        for op in self.module.ops:
+            if op.name != "util.initializer":
+                continue
+            block = op.regions[0].entry
+            for inner in block.ops:
+                if inner.name == "util.global.store" and inner.attributes["global"].name == name:  # type: ignore[attr-defined]
+                    saved = dict(self.terms)
+                    values = self.import_block_ops(block.ops[: block.ops.index(inner) + 1])
+                    self.terms = saved
+                    return values[0] if values else None
+        return None
+
+
+def import_function(module: Module, function: str | None = None) -> ImportedProgram:
+    """Import one function (default: the first public one) as egglog lets, one per SSA value."""
+    func = module.function(function)
+    imp = _Importer(module, func)
+    ft = func.attributes["function_type"].type  # type: ignore[attr-defined]
+    entry = func.regions[0].entry
+    imp.out.arg_types = list(ft.inputs)
+    for i, arg in enumerate(entry.args):
+        if isinstance(arg.type, TensorType | ScalarType):
+            imp.let(arg, f"(Arg {i})", arg.type)
+    results = imp.import_block_ops(entry.ops)
+    if results is None:
+        raise ImportError_(f"{func.loc}: function @{imp.out.function} has no return")
+    imp.out.results = results
+    returns = next(op for op in entry.ops if op.name in ("func.return", "return", "util.return"))
+    imp.out.result_types = [imp.out.let_types.get(r, v.type) for r, v in zip(results, returns.operands, strict=True)]
+    imp.out.program.append(f"(let $root (Results {tlist(results)}))")
+    return imp.out

@@ -1,0 +1,147 @@
+"""Rule families (``rules/*.egg``) and saturation under a budget.
+
+Each family is one egglog file defining one ruleset of the same name; ``analysis.egg`` (always
+loaded) declares the legality relations and the ``analysis`` / ``legality`` rulesets. egglog's
+``run`` has no node or time limit, so the budget is enforced here: one iteration at a time, the
+e-graph's size checked after each, and an iteration that overshoots the e-node limit rolled back
+with push/pop (egglog-notes.md pitfall 7).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from egg_dispatch.egraph.facts import seed_facts
+from egg_dispatch.egraph.importer import ImportedProgram
+from egg_dispatch.egraph.program import ProgramGraph
+from egg_dispatch.target.profile import Target
+
+__all__ = ["FAMILIES", "RULES_DIR", "Budget", "SaturationReport", "family_source", "saturate"]
+
+RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
+"""The top-level ``rules/`` folder (the package is installed editable; see README)."""
+
+SNAPSHOT_FROM = 8
+"""Take a rollback snapshot before an iteration once the e-graph exceeds 1/8 of the e-node limit
+(an iteration that grows it more than 8-fold from below that is kept, and the report says so)."""
+
+FAMILIES = ("clone", "hoist", "const_eval", "propagate", "noop", "fuse", "materialize")
+"""Rule families in schedule order; every one may be selected alone with ``--rules``."""
+
+
+def family_source(name: str) -> str:
+    path = RULES_DIR / f"{name}.egg"
+    if not path.is_file():
+        raise FileNotFoundError(f"rule family '{name}' has no file {path}")
+    return path.read_text()
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits of one saturation run; whichever is hit first stops it (and the report says which)."""
+
+    iterations: int = 30
+    """Rounds of (analysis to saturation, then every selected family once)."""
+    enodes: int = 200_000
+    """E-node rows after an iteration; an iteration that overshoots is rolled back."""
+    seconds: float = 20.0
+    """Wall time of the whole run."""
+
+    def __post_init__(self) -> None:
+        if self.iterations < 1 or self.enodes < 1 or self.seconds <= 0:
+            raise ValueError("budget limits must be positive")
+
+
+@dataclass
+class SaturationReport:
+    families: tuple[str, ...]
+    iterations: int = 0
+    enodes: int = 0
+    eclasses: int = 0
+    seconds: float = 0.0
+    stop_reason: str = "saturated"
+    """``saturated``, or ``iteration limit``, ``e-node limit`` (possibly with the size one overshooting
+    iteration reached) or ``time limit`` when stopped early."""
+    matches: dict[str, int] = field(default_factory=dict)
+    """Rule name -> times it matched, over the whole run."""
+
+    @property
+    def saturated(self) -> bool:
+        return self.stop_reason == "saturated"
+
+    def render(self) -> str:
+        fired = ", ".join(f"{k} {v}" for k, v in sorted(self.matches.items()) if v) or "none"
+        return (
+            f"e-graph: {self.enodes} e-nodes, {self.eclasses} e-classes after {self.iterations} iteration(s) "
+            f"in {self.seconds:.2f} s; {self.stop_reason}\nrule matches: {fired}"
+        )
+
+
+def _accumulate(report: SaturationReport, outputs: Sequence[object]) -> bool:
+    """Add one run's per-rule match counts; True if anything changed the e-graph."""
+    changed = False
+    for out in outputs:
+        rr = getattr(out, "report", None)
+        if rr is None:
+            continue
+        changed |= bool(rr.updated)
+        for name, n in rr.num_matches_per_rule.items():
+            report.matches[name] = report.matches.get(name, 0) + n
+    return changed
+
+
+def saturate(
+    imported: ImportedProgram,
+    target: Target,
+    families: Sequence[str] = FAMILIES,
+    budget: Budget | None = None,
+) -> tuple[ProgramGraph, SaturationReport]:
+    """Build the e-graph with the target's facts and run the selected families under ``budget``."""
+    budget = budget or Budget()
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        raise ValueError(
+            f"unknown rule famil{'ies' if len(unknown) > 1 else 'y'}: {', '.join(unknown)} "
+            f"(known: {', '.join(FAMILIES)})"
+        )
+    start = time.perf_counter()
+    extra = family_source("analysis") + "\n" + "\n".join(family_source(f) for f in families)
+    graph = ProgramGraph(imported, extra=extra)
+    graph.run(seed_facts(imported, target).text)
+    report = SaturationReport(tuple(families))
+    step = "(seq (saturate (run analysis)) " + " ".join(f"(run {f})" for f in families) + ")"
+    graph.run("(run-schedule (saturate (run analysis)))")
+    enodes = graph.enodes()
+    while True:
+        if report.iterations >= budget.iterations:
+            report.stop_reason = "iteration limit"
+            break
+        if time.perf_counter() - start > budget.seconds:
+            report.stop_reason = "time limit"
+            break
+        # A snapshot to roll an overshooting iteration back to. egglog cannot drop a snapshot, so each
+        # one stays in memory: take them only once the e-graph is within reach of the limit.
+        snapshot = enodes * SNAPSHOT_FROM > budget.enodes
+        if snapshot:
+            graph.run("(push)")
+        changed = _accumulate(report, graph.run(f"(run-schedule {step})"))
+        enodes = graph.enodes()
+        if enodes > budget.enodes:
+            if snapshot:
+                graph.run("(pop)")
+                report.stop_reason = "e-node limit"
+            else:
+                report.stop_reason = f"e-node limit (one iteration grew it to {enodes}; kept)"
+            break
+        report.iterations += 1
+        if not changed:
+            break
+    # Legality last: it subsumes illegal forms, which rules must still be able to rewrite before.
+    _accumulate(report, graph.run("(run-schedule (saturate (run analysis)) (saturate (run legality)))"))
+    size = graph.size()
+    report.enodes, report.eclasses = size.enodes, size.eclasses
+    report.seconds = time.perf_counter() - start
+    return graph, report

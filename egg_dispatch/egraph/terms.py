@@ -1,0 +1,111 @@
+"""The term language: egglog sorts and constructors every rule family reads and writes.
+
+Declared once, in egglog's own language (``SCHEMA``), so rules in ``rules/*.egg`` can match and
+build these terms directly; Python builds terms as egglog text through the small helpers below
+(sending text is ~10x faster than egglog-python's typed front end; egglog-notes.md §1.4).
+
+Sorts (names are stable: rules, tests and the extractor depend on them):
+
+``Tensor`` -- a value in the program (scalars are rank-0 tensors):
+  ``(Arg i)``                       i-th function argument
+  ``(Const key)``                   a constant; its data lives in the import's constant table
+  ``(Scalar literal type)``         a scalar ``arith.constant``
+  ``(Empty shape type)``            ``tensor.empty``
+  ``(Fill value init)``             ``linalg.fill``
+  ``(Slice src offsets sizes strides)``           ``tensor.extract_slice``
+  ``(InsertSlice src dest offsets sizes strides)`` ``tensor.insert_slice``
+  ``(Contract kind lhs rhs acc)``   matmul family; ``kind`` is the op name plus its loop maps
+  ``(Generic key ins outs)``        ``linalg.generic``; ``key`` names its maps/iterators/body
+  ``(SetEncoding t enc)`` / ``(UnsetEncoding t shape)``  ``iree_encoding`` ops
+  ``(Pack t layout)`` / ``(Unpack t shape layout)`` / ``(Mmt4d lhs rhs acc)``  materialized forms
+  ``(EncodedSlice t offsets sizes)`` a tile-aligned slice of an encoded (packed) tensor
+  ``(Op key inputs result)``        any other op (reshape, transpose, attention, opaque ops, ...)
+  ``(Dispatch t)``                  placement: t is computed by its own dispatch and stored
+  ``(ConstEval t)``                 placement: t is computed once at module load into a global
+``TList`` -- operand lists: ``(TNil)``, ``(TCons t rest)``
+``Encoding`` -- ``(Enc operand_index op_type element_types maps iteration_sizes)`` mirrors
+  ``#iree_encoding.encoding`` (element types and maps as canonical strings)
+``Layout`` -- a target's resolution of an encoding: ``(Tiled inner_dims_pos inner_tiles
+  outer_dims_perm)`` or ``(IdentityLayout)``
+``Root`` -- ``(Results tlist)``: the function's results, the one root extraction starts from.
+
+Analyses (functions the importer seeds and ``rules/analysis.egg`` extends): ``(shape t)``,
+``(dtype t)``, ``(layout-of enc)``.
+
+Never ``union`` t with ``(Dispatch t)``: the marker would become a self-loop and extraction would
+drop it (egglog-notes.md pitfall 4). A placement choice is a union at the consumer instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+__all__ = [
+    "CONSTRUCTORS",
+    "SCHEMA",
+    "enc",
+    "ivec",
+    "quote",
+    "tlist",
+]
+
+SCHEMA = """
+(sort IVec (Vec i64))
+(sort Tensor)
+(sort TList)
+(datatype Encoding (Enc i64 String String String IVec))
+(datatype Layout (Tiled IVec IVec IVec) (IdentityLayout))
+(datatype Root (Results TList))
+(constructor TNil () TList)
+(constructor TCons (Tensor TList) TList)
+(constructor Arg (i64) Tensor)
+(constructor Const (String) Tensor)
+(constructor Scalar (String String) Tensor)
+(constructor Empty (IVec String) Tensor)
+(constructor Fill (Tensor Tensor) Tensor)
+(constructor Slice (Tensor IVec IVec IVec) Tensor)
+(constructor InsertSlice (Tensor Tensor IVec IVec IVec) Tensor)
+(constructor Contract (String Tensor Tensor Tensor) Tensor)
+(constructor Generic (String TList TList) Tensor)
+(constructor SetEncoding (Tensor Encoding) Tensor)
+(constructor UnsetEncoding (Tensor IVec) Tensor)
+(constructor Pack (Tensor Layout) Tensor)
+(constructor Unpack (Tensor IVec Layout) Tensor)
+(constructor Mmt4d (Tensor Tensor Tensor) Tensor)
+(constructor EncodedSlice (Tensor IVec IVec) Tensor)
+(constructor Op (String TList i64) Tensor)
+(constructor Dispatch (Tensor) Tensor)
+(constructor ConstEval (Tensor) Tensor)
+(function shape (Tensor) IVec :merge old)
+(function dtype (Tensor) String :merge old)
+(function layout-of (Encoding) Layout :merge old)
+"""
+
+CONSTRUCTORS = (
+    "Arg", "Const", "Scalar", "Empty", "Fill", "Slice", "InsertSlice", "Contract", "Generic",
+    "SetEncoding", "UnsetEncoding", "Pack", "Unpack", "Mmt4d", "EncodedSlice", "Op", "Dispatch", "ConstEval",
+)  # fmt: skip
+"""Every ``Tensor`` constructor, in declaration order."""
+
+PLACEMENTS = ("Dispatch", "ConstEval")
+
+
+def quote(s: str) -> str:
+    """An egglog string literal."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def ivec(values: Iterable[int]) -> str:
+    vals = " ".join(str(int(v)) for v in values)
+    return f"(vec-of {vals})" if vals else "(vec-empty)"
+
+
+def tlist(items: Sequence[str]) -> str:
+    out = "(TNil)"
+    for item in reversed(items):
+        out = f"(TCons {item} {out})"
+    return out
+
+
+def enc(operand_index: int, op_type: str, element_types: str, maps: str, iteration_sizes: Sequence[int]) -> str:
+    return f"(Enc {operand_index} {quote(op_type)} {quote(element_types)} {quote(maps)} {ivec(iteration_sizes)})"

@@ -1,0 +1,365 @@
+"""A chosen plan (a ``Term`` DAG) back to MLIR: ``flow.dispatch.region`` form with globals.
+
+``Dispatch(t)`` becomes a ``flow.dispatch.region`` whose body computes t, with every non-boundary
+sub-term fused (cloned) inside and boundaries (arguments, constants, other dispatches, globals)
+read from outside; a hoisted encode of a boundary becomes ``flow.tensor.encode``, as IREE prints
+it; ``ConstEval(t)`` becomes a ``util.global`` filled by a ``util.initializer``. At the
+``materialized`` level encodings are spelled ``linalg.pack`` / ``linalg.mmt4d`` / ``linalg.unpack``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from egg_dispatch.egraph.data import Term
+from egg_dispatch.egraph.importer import ImportedProgram
+from egg_dispatch.egraph.terms import enc as enc_text
+
+# Plan spelling lives in emit_choice.py, region cloning and renaming in emit_clone.py; re-exported here.
+from egg_dispatch.emit.choice import _ENCODING_LEVEL as _ENCODING_LEVEL
+from egg_dispatch.emit.choice import _operands as _operands
+from egg_dispatch.emit.choice import normalize_choice
+from egg_dispatch.emit.clone import EmitError, _clone_region, _inline_captured_constants, _rename, _rename_uses
+from egg_dispatch.mlir.ir import (
+    AffineMapAttr,
+    ArrayAttr,
+    Block,
+    FloatAttr,
+    FunctionType,
+    IntAttr,
+    Module,
+    Operation,
+    Region,
+    ScalarType,
+    StrAttr,
+    SymbolRefAttr,
+    TensorType,
+    Type,
+    TypeAttr,
+    UnitAttr,
+    Value,
+)
+from egg_dispatch.mlir.ops import make_int_list
+from egg_dispatch.target.layout import Layout, packed_shape
+from egg_dispatch.util.deep import allow_deep_recursion
+
+__all__ = ["EmitError", "Emitter", "normalize_choice"]
+
+BOUNDARY_OPS = frozenset({"Arg", "Const", "Dispatch", "ConstEval"})
+
+
+@dataclass
+class _Ctx:
+    block: Block
+    cache: dict[int, Value] = field(default_factory=dict)
+    in_dispatch: bool = False
+    at_load: bool = False
+
+
+class Emitter:
+    """Builds one ``func.func`` computing the root term's results."""
+
+    def __init__(self, imported: ImportedProgram, name: str | None = None):
+        self.imp = imported
+        self.name = name or imported.function
+        self.module = Module()
+        self.arg_types: dict[int, Type] = {}
+        for let, term in imported.lets.items():
+            if term.startswith("(Arg "):
+                self.arg_types[int(term[5:-1])] = imported.let_types[let]
+        self.globals = 0
+        self.global_cache: dict[int, str] = {}
+        self.opaque: list[tuple[Operation, list[str]]] = []
+        """Cloned opaque ops and their operands' names in the source text, renamed after numbering."""
+
+    # ------------------------------------------------------------------------------- types
+    def encoding_attr(self, e: Term):
+        key = enc_text(e.args[0], e.args[1], e.args[2], e.args[3], e.args[4])
+        return self.imp.encodings[key]
+
+    def type_of(self, t: Term) -> Type:
+        op, a = t.op, t.args
+        if op == "Arg":
+            return self.arg_types[a[0]]
+        if op == "Const":
+            return self.imp.constants[a[0]].type
+        if op == "Scalar":
+            return ScalarType(a[1])
+        if op == "Empty":
+            return TensorType(a[0], ScalarType(a[1]))
+        if op in ("Fill",):
+            return self.type_of(a[1])
+        if op == "Slice":
+            return TensorType(a[2], self.elem(a[0]))
+        if op == "InsertSlice":
+            return self.type_of(a[1])
+        if op in ("Contract", "Mmt4d"):
+            return self.type_of(a[-1])
+        if op == "Generic":  # on encoded operands (set_encoding bubbled above it) its result is encoded too
+            return self.type_of(a[2][0]) if a[2] else self.imp.ops[a[0]].results[0].type
+        if op == "Op":
+            return self.imp.ops[a[0]].results[a[2]].type
+        if op == "SetEncoding":
+            src = self.type_of(a[0])
+            assert isinstance(src, TensorType)
+            return TensorType(src.shape, src.element, self.encoding_attr(a[1]))
+        if op in ("UnsetEncoding", "Unpack"):
+            return TensorType(a[1], self.elem(a[0]))
+        if op == "Pack":
+            src = self.type_of(a[0])
+            assert isinstance(src, TensorType)
+            return TensorType(packed_shape(src.shape, _layout(a[1])), src.element)
+        if op == "EncodedSlice":
+            src = self.type_of(a[0])
+            assert isinstance(src, TensorType)
+            if src.encoding is None:  # a packed (materialized) tensor: slice its outer dims
+                return TensorType(self._packed_slice(a[0], a[1], a[2])[1], src.element)
+            return TensorType(a[2], src.element, src.encoding)
+        if op in ("Dispatch", "ConstEval"):
+            return self.type_of(a[0])
+        raise EmitError(f"cannot type term {op}")
+
+    def elem(self, t: Term) -> ScalarType:
+        typ = self.type_of(t)
+        return typ.element if isinstance(typ, TensorType) else typ  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------------------ driver
+    def emit(self, root: Term) -> Module:
+        allow_deep_recursion()
+        if root.op != "Results":
+            raise EmitError("the plan's root must be (Results ...)")
+        results = root.args[0]
+        func_block = Block()
+        ft_inputs = [self.arg_types[i] for i in sorted(self.arg_types)]
+        for i, t in enumerate(ft_inputs):
+            func_block.args.append(Value(f"arg{i}", t, func_block, i))
+        self.func_args = func_block.args
+        top = _Ctx(func_block)
+        self.top = top
+        values = [self.value(r, top) for r in results]
+        ret = Operation("func.return", values)
+        func_block.ops.append(ret)
+        ft = FunctionType(tuple(ft_inputs), tuple(v.type for v in values))
+        func = Operation(
+            "func.func",
+            attributes={"sym_name": StrAttr(self.name), "function_type": TypeAttr(ft)},
+            regions=[Region([func_block])],
+        )
+        self.module.ops.append(func)
+        _rename(self.module)
+        for op, names in self.opaque:
+            op.opaque_text = _rename_uses(op.opaque_text or "", names, [v.name for v in op.operands])
+        return self.module
+
+    def add(self, ctx: _Ctx, name: str, operands: list[Value], types: list[Type], **kw: object) -> Operation:
+        op = Operation(name, operands, **kw)  # type: ignore[arg-type]
+        op.results = [Value("", t, op, i) for i, t in enumerate(types)]
+        ctx.block.ops.append(op)
+        return op
+
+    def value(self, t: Term, ctx: _Ctx) -> Value:
+        key = id(t)
+        if key in ctx.cache:
+            return ctx.cache[key]
+        op, a = t.op, t.args
+        boundary = op in BOUNDARY_OPS
+        if ctx.in_dispatch and boundary:
+            v = self.value(t, self.top)  # a dispatch input: computed outside, captured
+        elif op == "Arg":
+            v = self.func_args[a[0]]
+        elif op == "Const":
+            attr = self.imp.constants[a[0]]
+            v = self.add(ctx, "arith.constant", [], [attr.type], attributes={"value": attr}).result
+        elif op == "Scalar":
+            typ = ScalarType(a[1])
+            lit = FloatAttr(float(a[0]), typ) if typ.is_float else IntAttr(int(a[0]), typ)
+            v = self.add(ctx, "arith.constant", [], [typ], attributes={"value": lit}).result
+        elif op == "Dispatch":
+            v = self.dispatch(t, ctx)
+        elif op == "ConstEval":
+            v = self.const_eval(t, ctx)
+        else:
+            v = self.compute(t, ctx)
+        ctx.cache[key] = v
+        return v
+
+    def dispatch(self, t: Term, ctx: _Ctx) -> Value:
+        inner = t.args[0]
+        if ctx.at_load:  # inside an initializer placement does not matter: compute in place
+            return self.value(inner, ctx)
+        if inner.op == "Op" and self.imp.ops[inner.args[0]].name in ("tensor.collapse_shape", "tensor.expand_shape"):
+            return self.value(inner, self.top)  # a reshape between dispatches: metadata, no dispatch
+        if inner.op == "SetEncoding" and inner.args[0].op in BOUNDARY_OPS and inner.args[0].op != "Const":
+            src = self.value(inner.args[0], self.top)
+            return self.add(self.top, "flow.tensor.encode", [src], [self.type_of(inner)]).result
+        typ = self.type_of(inner)
+        body = Block()
+        inner_ctx = _Ctx(body, in_dispatch=True)
+        v = self.value(inner, inner_ctx)
+        body.ops.append(Operation("flow.return", [v]))
+        return self.add(self.top, "flow.dispatch.region", [], [typ], regions=[Region([body])]).result
+
+    def const_eval(self, t: Term, ctx: _Ctx) -> Value:
+        typ = self.type_of(t)
+        if id(t) not in self.global_cache:
+            name = f"__hoisted_{_type_tag(typ)}_{self.globals}"
+            self.globals += 1
+            self.module.ops.append(
+                Operation(
+                    "util.global",
+                    attributes={"sym_visibility": StrAttr("private"), "sym_name": StrAttr(name), "type": TypeAttr(typ)},
+                )
+            )
+            body = Block()
+            load_ctx = _Ctx(body, at_load=True)
+            saved_top = self.top
+            self.top = load_ctx
+            v = self.value(t.args[0], load_ctx)
+            self.top = saved_top
+            body.ops.append(Operation("util.global.store", [v], attributes={"global": SymbolRefAttr(name)}))
+            body.ops.append(Operation("util.return"))
+            self.module.ops.append(Operation("util.initializer", regions=[Region([body])]))
+            self.global_cache[id(t)] = name
+        name = self.global_cache[id(t)]
+        attrs = {"is_immutable": UnitAttr(), "global": SymbolRefAttr(name)}
+        return self.add(self.top, "util.global.load", [], [typ], attributes=attrs).result
+
+    def compute(self, t: Term, ctx: _Ctx) -> Value:
+        op, a = t.op, t.args
+        typ = self.type_of(t)
+        v = lambda x: self.value(x, ctx)  # noqa: E731
+        if op == "Empty" or (op in ("SetEncoding", "Pack") and a[0].op == "Empty"):
+            return self.add(ctx, "tensor.empty", [], [typ]).result
+        if op == "Fill":
+            val, init = v(a[0]), v(a[1])
+            return self.add(ctx, "linalg.fill", [val, init], [typ], attributes=_seg(1, 1)).result
+        if op == "Slice":
+            return self.add(ctx, "tensor.extract_slice", [v(a[0])], [typ], attributes=_slice_attrs(*a[1:4])).result
+        if op == "InsertSlice":
+            return self.add(
+                ctx, "tensor.insert_slice", [v(a[0]), v(a[1])], [typ], attributes=_slice_attrs(*a[2:5])
+            ).result
+        if op == "EncodedSlice":
+            src_t = self.type_of(a[0])
+            if isinstance(src_t, TensorType) and src_t.encoding is None:
+                offs, sizes = self._packed_slice(a[0], a[1], a[2])
+                attrs = _slice_attrs(offs, sizes, (1,) * len(sizes))
+            else:
+                attrs = _slice_attrs(a[1], a[2], (1,) * len(a[2]))
+            return self.add(ctx, "tensor.extract_slice", [v(a[0])], [typ], attributes=attrs).result
+        if op == "SetEncoding":
+            return self.add(ctx, "iree_encoding.set_encoding", [v(a[0])], [typ]).result
+        if op == "UnsetEncoding":
+            return self.add(ctx, "iree_encoding.unset_encoding", [v(a[0])], [typ]).result
+        if op == "Contract":
+            proto = self.imp.ops[f"contract:{a[0]}"]
+            return self._clone(proto, [v(a[1]), v(a[2]), v(a[3])], [typ], ctx)
+        if op in ("Generic", "Op"):
+            proto = self.imp.ops[a[0]]
+            operands = [v(x) for x in a[1]] + ([v(x) for x in a[2]] if op == "Generic" else [])
+            types = [typ] if op == "Generic" else [r.type for r in proto.results]
+            new = self._clone(proto, operands, types, ctx)
+            if op == "Generic" and isinstance(typ, TensorType) and typ.rank != proto.results[0].type.rank:
+                _repack_elementwise(new.owner, typ.rank)  # type: ignore[arg-type]
+            return new if op == "Generic" else new.owner.results[a[2]]  # type: ignore[union-attr]
+        if op == "Pack":
+            layout = _layout(a[1])
+            src = v(a[0])
+            empty = self.add(ctx, "tensor.empty", [], [typ]).result
+            zero = self._zero(src.type, ctx)  # type: ignore[arg-type]
+            attrs = {
+                "inner_dims_pos": make_int_list(layout.inner_dims_pos),
+                "inner_tiles": make_int_list(layout.inner_tiles),
+                "outer_dims_perm": make_int_list(layout.outer_dims_perm),
+                "has_padding": UnitAttr(),
+                "operandSegmentSizes": make_int_list((1, 1)),
+            }
+            return self.add(ctx, "linalg.pack", [src, empty, zero], [typ], attributes=attrs).result
+        if op == "Unpack":
+            layout = _layout(a[2])
+            empty = self.add(ctx, "tensor.empty", [], [typ]).result
+            attrs = {
+                "inner_dims_pos": make_int_list(layout.inner_dims_pos),
+                "inner_tiles": make_int_list(layout.inner_tiles),
+                "outer_dims_perm": make_int_list(layout.outer_dims_perm),
+                "operandSegmentSizes": make_int_list((1, 1)),
+            }
+            return self.add(ctx, "linalg.unpack", [v(a[0]), empty], [typ], attributes=attrs).result
+        if op == "Mmt4d":
+            lhs, rhs, acc = v(a[0]), v(a[1]), v(a[2])
+            name = "linalg.batch_mmt4d" if isinstance(typ, TensorType) and typ.rank == 5 else "linalg.mmt4d"
+            return self.add(ctx, name, [lhs, rhs, acc], [typ], attributes=_seg(2, 1)).result
+        raise EmitError(f"cannot emit term {op}")
+
+    def _zero(self, typ: TensorType, ctx: _Ctx) -> Value:
+        e = typ.element
+        lit = FloatAttr(0.0, e) if e.is_float else IntAttr(0, e)
+        return self.add(ctx, "arith.constant", [], [e], attributes={"value": lit}).result
+
+    def _packed_slice(self, src: Term, offsets: tuple, sizes: tuple) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Offsets/sizes on a packed tensor for a tile-aligned slice of its logical tensor."""
+        assert src.op == "Pack" or src.op in ("Dispatch", "ConstEval")
+        pack = src
+        while pack.op in ("Dispatch", "ConstEval"):
+            pack = pack.args[0]
+        layout = _layout(pack.args[1])
+        logical = self.type_of(pack.args[0])
+        assert isinstance(logical, TensorType)
+        tile = dict(zip(layout.inner_dims_pos, layout.inner_tiles, strict=True))
+        outer_o = [offsets[d] // tile.get(d, 1) for d in range(len(offsets))]
+        outer_s = [-(-sizes[d] // tile.get(d, 1)) for d in range(len(sizes))]
+        perm = layout.outer_dims_perm or tuple(range(len(offsets)))
+        o = tuple(outer_o[p] for p in perm) + (0,) * len(layout.inner_tiles)
+        s = tuple(outer_s[p] for p in perm) + tuple(layout.inner_tiles)
+        return o, s
+
+    def _clone(self, proto: Operation, operands: list[Value], types: list[Type], ctx: _Ctx) -> Value:
+        n = len(proto.operands)
+        mapping: dict[Value, Value] = {}
+        for key, captured in self.imp.captures.items():
+            if self.imp.ops.get(key) is proto:  # a body reading values from outside: they follow the operands
+                mapping.update(zip(captured, operands[n:], strict=True))
+        operands = operands[:n]
+        op = Operation(proto.name, operands, [], dict(proto.attributes), [], None, proto.opaque_text)
+        if proto.opaque_text is not None:
+            self.opaque.append((op, [v.name for v in proto.operands]))
+        op.results = [Value("", t, op, i) for i, t in enumerate(types)]
+        op.regions = [_clone_region(r, mapping) for r in proto.regions]
+        _inline_captured_constants(proto, op, mapping)
+        ctx.block.ops.append(op)
+        return op.results[0]
+
+
+def _repack_elementwise(op: Operation, rank: int) -> None:
+    """An elementwise generic on packed operands runs on the packed shape (what IREE's
+    materialization does to encoded elementwise ops): identity maps of the packed rank."""
+    identity = AffineMapAttr(rank, 0, tuple(("d", i) for i in range(rank)))
+    maps = op.attributes["indexing_maps"]
+    op.attributes["indexing_maps"] = ArrayAttr(
+        tuple(m if isinstance(m, AffineMapAttr) and not m.results else identity for m in maps.items)  # type: ignore[attr-defined]
+    )
+    op.attributes["iterator_types"] = ArrayAttr(tuple(StrAttr("parallel") for _ in range(rank)))
+
+
+def _layout(t: Term) -> Layout:
+    if t.op != "Tiled":
+        raise EmitError("a pack needs a tiled layout")
+    return Layout(tuple(t.args[0]), tuple(t.args[1]), tuple(t.args[2]))
+
+
+def _seg(n_in: int, n_out: int) -> dict:
+    return {"operandSegmentSizes": make_int_list((n_in, n_out))}
+
+
+def _slice_attrs(offsets, sizes, strides) -> dict:
+    return {
+        "static_offsets": make_int_list(offsets),
+        "static_sizes": make_int_list(sizes),
+        "static_strides": make_int_list(strides),
+    }
+
+
+def _type_tag(t: Type) -> str:
+    if isinstance(t, TensorType):
+        return "tensor_" + "x".join(map(str, t.shape)) + "x" + t.element.name + ("__encoded" if t.encoding else "")
+    return str(t)

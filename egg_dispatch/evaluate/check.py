@@ -1,0 +1,232 @@
+"""Checking a program against itself or a plan against its input: seeded inputs, tolerances, reports.
+
+``check_module`` is what ``egg-dispatch check`` runs: the function is evaluated twice on the same
+seeded inputs, once with encodings ignored (plain semantics) and once with every ``set_encoding`` / ``flow.tensor.encode`` materialized physically for
+the target (packed with zero padding, contractions as mmt4d, unpacked by ``unset_encoding``). The two
+must agree; a wrong layout, a wrong slice of a packed tensor or a wrong rewrite breaks that.
+
+Inputs sit on a coarse grid so that most contractions are exact in every summation order: floats are
+multiples of 1/16 in [-1, 1]; ``i64``/``index`` inputs (usually indices) are integers in [0, 8);
+other integers are in [-8, 8]; ``i1`` is a fair coin.
+
+Tolerance, per result, on the error relative to the result's magnitude,
+``max|plain - physical| / max(max|plain|, tiny)``:
+
+* integer and boolean results must be equal (integer arithmetic is exact and wraps the same way);
+* float results: ``rtol = 4 · eps · sqrt(K)``, with ``eps`` the machine epsilon of the result type
+  (f16 2^-10, bf16 2^-7, f32 2^-23, f64 2^-52) and ``K`` the total reduction length of the function
+  (the sum, over every op with reduction loops, of the product of its reduction-loop sizes; at least
+  1). Summation order is the only thing that differs between the two runs, and its rounding error
+  grows like ``eps · sqrt(K)`` for random signs; 4 is headroom.
+
+``random_inputs``, ``reduction_length`` and ``tolerance`` are shared with ``Exploration.check`` and
+``bench``, which compare every plan with the input program in the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from egg_dispatch.evaluate import EvaluationError, evaluate, function_input_types, select_function
+from egg_dispatch.evaluate.core import type_str
+from egg_dispatch.evaluate.ops_linalg import NAMED_CONTRACTIONS
+from egg_dispatch.evaluate.structured import loop_sizes, perm_map
+from egg_dispatch.mlir.ir import (
+    AffineMapAttr,
+    ArrayAttr,
+    Module,
+    Operation,
+    ScalarType,
+    TensorType,
+    Type,
+    Value,
+    numpy_dtype,
+)
+from egg_dispatch.mlir.ops import iterator_types
+from egg_dispatch.target.profile import Target, load_target
+
+__all__ = [
+    "CheckReport",
+    "ResultCheck",
+    "check_module",
+    "random_inputs",
+    "reduction_length",
+    "tolerance",
+    "type_of_array",
+]
+
+_EPS = {"f16": 2.0**-10, "bf16": 2.0**-7, "f32": 2.0**-23, "f64": 2.0**-52}
+_ENCODING_OPS = ("iree_encoding.set_encoding", "flow.tensor.encode")
+
+
+@dataclass(frozen=True)
+class ResultCheck:
+    """One result: the largest absolute and magnitude-relative difference, and the allowed one."""
+
+    index: int
+    type: str
+    max_abs_error: float
+    max_rel_error: float
+    tolerance: float
+
+    @property
+    def passed(self) -> bool:
+        """Within tolerance."""
+        return self.max_rel_error <= self.tolerance
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """Outcome of :func:`check_module`; ``passed`` is what ``check`` exits on."""
+
+    function: str
+    target: str
+    seed: int
+    encodings: int
+    """Number of ``set_encoding`` / ``flow.tensor.encode`` ops in the input."""
+    reduction_length: int
+    results: list[ResultCheck] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        """Every result within tolerance."""
+        return all(r.passed for r in self.results)
+
+    def render(self) -> str:
+        """The text report ``check`` prints."""
+        lines = [f"check @{self.function}: plain vs physical encodings on {self.target}, seed {self.seed}"]
+        if self.encodings:
+            lines.append(
+                f"{self.encodings} encoding op(s) (set_encoding, flow.tensor.encode) materialized physically; "
+                f"reduction length K = {self.reduction_length}"
+            )
+        else:
+            lines.append("no set_encoding in the input: the physical run equals the plain one by construction")
+        for r in self.results:
+            status = "ok" if r.passed else "FAILED"
+            lines.append(
+                f"result[{r.index}] {r.type}: max abs error {r.max_abs_error:.3g}, max rel error "
+                f"{r.max_rel_error:.3g} (tolerance {r.tolerance:.3g}): {status}"
+            )
+        lines.append("PASS" if self.passed else "FAIL")
+        return "\n".join(lines)
+
+
+def random_inputs(types: list[Type], seed: int) -> list[np.ndarray]:
+    """Seeded inputs on the coarse grid described in the module docstring."""
+    rng = np.random.default_rng(seed)
+    out: list[np.ndarray] = []
+    for t in types:
+        shape = t.shape if isinstance(t, TensorType) else ()
+        elem = t.element if isinstance(t, TensorType) else t
+        if not isinstance(elem, ScalarType):
+            raise EvaluationError(f"cannot make a random input of type {type_str(t)}")
+        dt = numpy_dtype(elem)
+        if dt.kind == "f":
+            out.append((rng.integers(-16, 17, shape) / 16).astype(dt))
+        elif dt == np.bool_:
+            out.append(rng.integers(0, 2, shape).astype(np.bool_))
+        elif dt.itemsize == 8:
+            out.append(rng.integers(0, 8, shape).astype(dt))
+        else:
+            out.append(rng.integers(-8, 9, shape).astype(dt))
+    return out
+
+
+def _shape(t: Type) -> tuple[int, ...]:
+    return t.shape if isinstance(t, TensorType) else ()
+
+
+def reduction_length(op: Operation) -> int:
+    """Product of the sizes of ``op``'s reduction loops (1 when it has none or they are unknown)."""
+    maps_attr = op.attributes.get("indexing_maps")
+    maps = [m for m in maps_attr.items if isinstance(m, AffineMapAttr)] if isinstance(maps_attr, ArrayAttr) else []
+    if op.name in ("linalg.mmt4d", "linalg.batch_mmt4d"):
+        lhs = _shape(op.operands[0].type)
+        return lhs[-3] * lhs[-1] if len(lhs) >= 4 else 1
+    if not maps and op.name in NAMED_CONTRACTIONS:
+        n, dims = NAMED_CONTRACTIONS[op.name]
+        maps = [perm_map(n, d) for d in dims]
+    if not maps or len(maps) != len(op.operands):
+        return 1
+    try:
+        sizes = loop_sizes(maps, [_shape(v.type) for v in op.operands])
+    except EvaluationError:
+        return 1
+    iters = iterator_types(op)
+    if iters:
+        red = [d for d, it in enumerate(iters) if it == "reduction"]
+    else:  # named ops and attention: loops the output map does not use
+        out_dims = set(maps[-1].dim_positions() or ())
+        red = [d for d in range(len(sizes)) if d not in out_dims]
+    return math.prod(sizes[d] for d in red)
+
+
+def tolerance(t: Type, k: int) -> float:
+    """Allowed magnitude-relative error for a result of type ``t`` after reductions of length ``k``."""
+    elem = t.element if isinstance(t, TensorType) else t
+    name = elem.name if isinstance(elem, ScalarType) else ""
+    if name not in _EPS:
+        return 0.0
+    return 4.0 * _EPS[name] * math.sqrt(max(k, 1))
+
+
+def check_module(module: Module, target: Target | str, seed: int = 0, function: str | None = None) -> CheckReport:
+    """Evaluate ``function`` with plain semantics and with physical encodings for ``target``; compare."""
+    tgt = load_target(target) if isinstance(target, str) else target
+    func = select_function(module, function)
+    fname = func.attributes["sym_name"].value  # type: ignore[attr-defined]
+    inputs = random_inputs(function_input_types(func), seed)
+    plain = evaluate(module, inputs, fname, None)
+    physical = evaluate(module, inputs, fname, tgt)
+    k = sum(reduction_length(op) for op in func.walk() if op is not func and reduction_length(op) > 1)
+    encodings = sum(1 for op in module.walk() if op.name in _ENCODING_OPS)
+    result_types = [v.type for v in _returned(func)]
+    checks = []
+    for i, (a, b) in enumerate(zip(plain, physical, strict=True)):
+        t = result_types[i] if i < len(result_types) else None
+        if a.shape != b.shape:
+            checks.append(ResultCheck(i, f"{a.shape} vs {b.shape}", math.inf, math.inf, 0.0))
+            continue
+        abs_err, rel = _errors(a.astype(np.float64), b.astype(np.float64))
+        tol = tolerance(t, k) if t is not None and a.dtype.kind == "f" else 0.0
+        checks.append(ResultCheck(i, type_of_array(a), abs_err, rel, tol))
+    return CheckReport(fname, tgt.name, seed, encodings, k, checks)
+
+
+def _returned(func: Operation) -> list[Value]:
+    """Values the function returns (types of the results as the body sees them)."""
+    body = func.regions[0].entry
+    term = body.ops[-1] if body.ops else None
+    if term is None:
+        return []
+    vals = []
+    for v in term.operands:
+        owner = v.owner
+        if isinstance(owner, Operation) and owner.name == "hal.tensor.export":
+            v = owner.operands[0]
+        vals.append(v)
+    return vals
+
+
+def _errors(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """(max abs difference, that over max |a|); NaN or inf in one run but not the other is inf."""
+    same_special = (np.isnan(a) & np.isnan(b)) | (np.isinf(a) & (a == b))
+    finite = np.isfinite(a) & np.isfinite(b)
+    if np.any(~finite & ~same_special):
+        return math.inf, math.inf
+    diff = np.abs(a - b)[finite]
+    abs_err = float(np.max(diff, initial=0.0))
+    scale = float(np.max(np.abs(a[finite]), initial=0.0))
+    return abs_err, abs_err / max(scale, float(np.finfo(np.float64).tiny))
+
+
+def type_of_array(a: np.ndarray) -> str:
+    """``2x2xf32``: an array's shape and MLIR element type, as iree-run-module spells it."""
+    names = {"float16": "f16", "float32": "f32", "float64": "f64", "bool": "i1", "int8": "i8", "int16": "i16",
+             "int32": "i32", "int64": "i64", "uint8": "ui8", "uint16": "ui16", "uint32": "ui32",
+             "uint64": "ui64"}  # fmt: skip
+    return "x".join([*map(str, a.shape), names.get(a.dtype.name, a.dtype.name)])

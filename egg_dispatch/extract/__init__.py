@@ -1,0 +1,36 @@
+"""Extraction: the cheapest plan an e-graph holds, under the DAG objective of ``cost/table.py``.
+
+Three extractors share one reference, :func:`plan_objective`, which every result is checked against:
+
+* :func:`greedy_dag` -- quick (well under a second at 5k e-nodes). Each node is priced by the *set*
+  of (node, context) pairs under it, so a subterm shared by two consumers is paid once
+  (extraction-gym's greedy-dag); tree-cost greedy and "sunk-cost" rounds add candidates
+  (``greedy.py``).
+* :func:`exact_ilp` -- the exact optimum on HiGHS, warm-started from greedy and never worse than it
+  (``ilp.py``, pruned by ``prune.py``; design.md §2.5, egglog-notes.md §4.4 and §7).
+* :func:`exhaustive` -- every plan :func:`~egg_dispatch.egraph.enumerate.enumerate_plans` yields, for tests.
+
+The reference objective and the helpers all three share are in ``common.py``.
+
+A plan (a *choice*) maps each ``Tensor`` / ``TList`` / ``Root`` class reachable from the root to
+one extractable node of it; other classes (integers, strings, vectors, encodings, layouts) are
+leaf values, never decisions, and cost nothing. Costs must be non-negative: "a term is never
+cheaper than its subterms" is what makes greedy's one-pass order and the ILP's context
+linearization exact.
+"""
+
+from __future__ import annotations
+
+from egg_dispatch.extract.common import ExtractionResult, plan_contexts, plan_objective
+from egg_dispatch.extract.exact import exact_ilp
+from egg_dispatch.extract.exhaustive import exhaustive
+from egg_dispatch.extract.greedy import greedy_dag
+
+__all__ = [
+    "ExtractionResult",
+    "exact_ilp",
+    "exhaustive",
+    "greedy_dag",
+    "plan_contexts",
+    "plan_objective",
+]

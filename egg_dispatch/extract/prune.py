@@ -1,0 +1,118 @@
+"""Exact pruning before the MILP, kept apart from the HiGHS model: what no optimal plan uses, what every plan needs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost
+from egg_dispatch.egraph.data import EGraphData
+from egg_dispatch.extract.common import _ZERO, _term_kids, derivable_classes, no_plan_error
+
+__all__ = ["PrunedGraph", "prune"]
+
+_DOMINANCE_MAX_CLASS = 256
+"""Dominance is pairwise inside a class; beyond this size it is skipped (quadratic, rarely pays)."""
+
+
+@dataclass
+class PrunedGraph:
+    """The decision part of an e-graph after exact pruning (class and node order as in ``EGraphData``)."""
+
+    classes: list[str]
+    nodes: dict[str, list[str]]
+    """Class -> kept node ids."""
+    kids: dict[str, tuple[str, ...]]
+    """Kept node -> distinct term child classes."""
+    replaced: dict[str, str] = field(default_factory=dict)
+    """Dominated node -> the sibling that dominates it (follow the chain to a kept node)."""
+    stats: dict[str, int] = field(default_factory=dict)
+
+    def kept(self, nid: str) -> str:
+        while nid in self.replaced:
+            nid = self.replaced[nid]
+        return nid
+
+
+def _dominates(
+    m: str, n: str, cm: NodeCost, cn: NodeCost, km: frozenset[str], kn: frozenset[str], bm: bool, bn: bool
+) -> bool:
+    """m can replace n in every plan without raising the objective or creating a cycle."""
+    if not (cm.run_seconds <= cn.run_seconds and cm.memory_bytes <= cn.memory_bytes and km <= kn):
+        return False
+    if bn and not bm:  # n's children run at load time, m's would run at run time
+        return False
+    if cm.run_seconds == cn.run_seconds and cm.memory_bytes == cn.memory_bytes and km == kn and bm == bn:
+        return m < n  # exact twins: keep the first, so the relation stays a strict order
+    return True
+
+
+def prune(g: EGraphData, costs: Mapping[str, NodeCost]) -> PrunedGraph:
+    """Exact pruning to the classes and nodes some optimal plan may use (module docstring)."""
+    term = [c for c in g.classes if g.is_term_class(c)]
+    options = {c: [n.id for n in g.choices(c)] for c in term}
+    kids = {nid: _term_kids(g, nid) for c in term for nid in options[c]}
+    stats = {"nodes_in": sum(len(g.classes[c]) for c in term), "classes_in": len(term)}
+    derivable = derivable_classes(g, kids)
+    if g.root not in derivable:
+        raise no_plan_error(g)
+    grounded = {c: [n for n in options[c] if all(d in derivable for d in kids[n])] for c in derivable}
+    stats["ungrounded"] = sum(len(options[c]) for c in term) - sum(len(v) for v in grounded.values())
+    # Dominance inside each class.
+    replaced: dict[str, str] = {}
+    for c, ns in grounded.items():
+        if len(ns) < 2 or len(ns) > _DOMINANCE_MAX_CLASS:
+            continue
+        info = [(n, costs.get(n, _ZERO), frozenset(kids[n]), g.nodes[n].op in LOAD_BOUNDARY_OPS) for n in ns]
+        for n, cn, kn, bn in info:
+            for m, cm, km, bm in info:
+                if m != n and _dominates(m, n, cm, cn, km, kn, bm, bn):
+                    replaced[n] = m
+                    break
+        grounded[c] = [n for n in ns if n not in replaced]
+    stats["dominated"] = len(replaced)
+    # Reachability from the root over what is left.
+    reach: set[str] = set()
+    todo = [g.root]
+    while todo:
+        c = todo.pop()
+        if c not in reach:
+            reach.add(c)
+            todo.extend(d for n in grounded[c] for d in kids[n])
+    classes = [c for c in term if c in reach]
+    nodes = {c: grounded[c] for c in classes}
+    stats.update(classes=len(classes), nodes=sum(len(v) for v in nodes.values()))
+    return PrunedGraph(classes, nodes, {n: kids[n] for c in classes for n in nodes[c]}, replaced, stats)
+
+
+def _necessary(g: EGraphData, p: PrunedGraph, order: list[str]) -> tuple[set[str], set[str]]:
+    """Classes every plan needs, and classes every plan needs at run time.
+
+    nec(c) = ∩_{n∈c} (kids(n) ∪ ⋃_{d∈kids(n)} nec(d)), the least fixpoint from ∅, so each member
+    has a finite justification and cycles are safe; for run time, a ``ConstEval`` node contributes
+    ∅. Sets are Python-int bitsets over ``order`` (children first, so one pass settles a DAG).
+    Fixing a_c = 1 (and r_c = 1) for these is exact, and it is what makes the LP relaxation useful:
+    otherwise the LP halves a shared subtree's cost by splitting its parent between two nodes
+    that need different children, and the root bound of a deep graph decays towards zero.
+    """
+    bit = {c: 1 << i for i, c in enumerate(order)}
+
+    def closure(through: Callable[[str], bool]) -> set[str]:
+        nec = dict.fromkeys(order, 0)
+        changed = True
+        while changed:
+            changed = False
+            for c in order:
+                acc = -1  # all ones: the identity of &
+                for n in p.nodes[c]:
+                    reach = 0
+                    if through(n):
+                        for d in p.kids[n]:
+                            reach |= bit[d] | nec[d]
+                    acc &= reach
+                if acc != nec[c]:
+                    nec[c], changed = acc, True
+        mask = nec[g.root] | bit[g.root]
+        return {c for c in order if mask & bit[c]}
+
+    return closure(lambda n: True), closure(lambda n: g.nodes[n].op not in LOAD_BOUNDARY_OPS)

@@ -1,0 +1,250 @@
+"""Thin harness around a locally installed IREE (the ``iree`` extra): compile, run, parse-check.
+
+Everything here is optional: egg_dispatch itself never needs IREE. Tests and ``--check`` against real
+IREE use it to compile a program (with or without the DispatchCreation data-tiling path) for the
+``llvm-cpu`` backend and to run it on the local CPU.
+
+- ``find_tool`` looks for an IREE executable next to the running interpreter first (a virtualenv's
+  ``bin/``), then on ``PATH``.
+- ``compile_module`` shells out to ``iree-compile`` (with a timeout) and returns the vmfb bytes; a
+  failure raises :class:`IreeError` carrying IREE's stderr.
+- ``run_module`` loads a vmfb through ``iree.runtime`` (CPU driver ``local-sync`` or ``local-task``)
+  and calls one function on NumPy inputs.
+- ``benchmark_module`` times one function with ``iree-benchmark-module`` (seconds per call).
+- ``iree_opt_parses`` asks ``iree-opt`` whether a text parses and verifies.
+
+No network access; temporary files live in a private temporary directory.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_COMPILE_TIMEOUT",
+    "DEFAULT_MIN_TIME",
+    "IreeError",
+    "benchmark_module",
+    "compile_flags",
+    "compile_module",
+    "find_tool",
+    "iree_available",
+    "iree_opt_parses",
+    "run_module",
+]
+
+DEFAULT_COMPILE_TIMEOUT = 300.0
+"""Seconds before an ``iree-compile`` or ``iree-opt`` subprocess is killed."""
+
+DEFAULT_MIN_TIME = 0.05
+"""Seconds ``iree-benchmark-module`` spends per measurement (it picks the iteration count)."""
+
+DATA_TILING_FLAG = "--iree-dispatch-creation-data-tiling"
+"""The flag selecting data tiling on the DispatchCreation path (IREE >= 3.7 spelling)."""
+
+
+class IreeError(RuntimeError):
+    """An IREE tool failed; ``stderr`` holds its diagnostics and ``cmd`` the command line."""
+
+    def __init__(self, message: str, *, stderr: str = "", cmd: Sequence[str] = ()) -> None:
+        super().__init__(f"{message}\n{stderr}".rstrip())
+        self.stderr = stderr
+        self.cmd = list(cmd)
+
+
+def find_tool(name: str) -> Path | None:
+    """Path of the executable ``name``: next to ``sys.executable`` first, then on ``PATH``."""
+    here = Path(sys.executable).parent
+    for candidate in (here / name, here / f"{name}.exe"):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which(name)
+    return Path(found) if found else None
+
+
+def _require_tool(name: str) -> Path:
+    tool = find_tool(name)
+    if tool is None:
+        raise IreeError(f"{name} not found next to {sys.executable} or on PATH (install egg-dispatch[iree])")
+    return tool
+
+
+@functools.cache
+def iree_available() -> bool:
+    """True when ``iree-compile`` and ``iree-opt`` are found and ``iree.runtime`` imports."""
+    if find_tool("iree-compile") is None or find_tool("iree-opt") is None:
+        return False
+    try:
+        import iree.runtime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _is_path(source: str | os.PathLike[str]) -> bool:
+    """A ``PathLike`` is a path; a one-line ``str`` naming an existing ``.mlir``/``.mlirbc`` file is too."""
+    if isinstance(source, os.PathLike):
+        return True
+    return "\n" not in source and source.endswith((".mlir", ".mlirbc")) and Path(source).is_file()
+
+
+def _run(cmd: list[str], *, stdin: bytes | None, timeout: float) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(cmd, input=stdin, capture_output=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        err = (exc.stderr or b"").decode(errors="replace")
+        raise IreeError(f"{Path(cmd[0]).name} timed out after {timeout:g} s", stderr=err, cmd=cmd) from exc
+
+
+def compile_flags(
+    *,
+    data_tiling: bool,
+    target_cpu: str = "host",
+    extra_flags: Sequence[str] = (),
+    compile_from: str | None = None,
+) -> list[str]:
+    """The ``iree-compile`` flags :func:`compile_module` uses (without input and output)."""
+    flags = ["--iree-hal-target-backends=llvm-cpu", f"--iree-llvmcpu-target-cpu={target_cpu}"]
+    if data_tiling:
+        flags.append(DATA_TILING_FLAG)
+    if compile_from is not None:
+        flags.append(f"--compile-from={compile_from}")
+    flags.extend(extra_flags)
+    return flags
+
+
+def compile_module(
+    source: str | os.PathLike[str],
+    *,
+    data_tiling: bool,
+    target_cpu: str = "host",
+    extra_flags: Sequence[str] = (),
+    compile_from: str | None = None,
+    timeout: float = DEFAULT_COMPILE_TIMEOUT,
+) -> bytes:
+    """Compile MLIR for ``llvm-cpu`` with ``iree-compile`` and return the vmfb bytes.
+
+    ``source`` is MLIR text, or a path (``os.PathLike``, or a one-line ``str`` naming an existing
+    ``.mlir`` file). ``data_tiling`` adds ``--iree-dispatch-creation-data-tiling``; ``target_cpu`` is
+    passed as ``--iree-llvmcpu-target-cpu`` (``"host"`` runs here; a named CPU such as ``"haswell"``
+    gives machine-independent output); ``compile_from`` resumes from a phase (e.g.
+    ``"dispatch-creation"`` for IR that already is in that phase's output form). Other flags, such
+    as ``--compile-to=...`` with an ``.mlir`` output, go in ``extra_flags``: the bytes returned are
+    whatever ``iree-compile`` wrote. Raises :class:`IreeError` with IREE's stderr on failure.
+    """
+    tool = _require_tool("iree-compile")
+    flags = compile_flags(
+        data_tiling=data_tiling, target_cpu=target_cpu, extra_flags=extra_flags, compile_from=compile_from
+    )
+    with tempfile.TemporaryDirectory(prefix="egg_dispatch_iree_") as tmp:
+        out = Path(tmp) / "module.vmfb"
+        if _is_path(source):
+            src, stdin = str(Path(source)), None
+        else:
+            src, stdin = "-", str(source).encode()
+        cmd = [str(tool), src, *flags, "-o", str(out)]
+        proc = _run(cmd, stdin=stdin, timeout=timeout)
+        if proc.returncode != 0 or not out.is_file():
+            err = proc.stderr.decode(errors="replace")
+            raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
+        return out.read_bytes()
+
+
+def iree_opt_parses(text: str, *, timeout: float = DEFAULT_COMPILE_TIMEOUT) -> tuple[bool, str]:
+    """Whether ``iree-opt`` parses and verifies ``text``; the second item is its stderr."""
+    tool = _require_tool("iree-opt")
+    cmd = [str(tool), "-", "-o", os.devnull]
+    proc = _run(cmd, stdin=text.encode(), timeout=timeout)
+    return proc.returncode == 0, proc.stderr.decode(errors="replace")
+
+
+@functools.cache
+def _config(driver: str) -> Any:
+    """One ``iree.runtime.Config`` (instance + device) per driver, reused across calls."""
+    import iree.runtime as rt
+
+    return rt.Config(driver)
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    """An owning host copy: ``to_host()`` may alias device memory freed with the module."""
+    host = value.to_host() if hasattr(value, "to_host") else value
+    return np.array(host, copy=True)
+
+
+def run_module(
+    vmfb: bytes,
+    function: str,
+    inputs: Sequence[np.ndarray],
+    *,
+    driver: str = "local-sync",
+) -> list[np.ndarray]:
+    """Load ``vmfb`` with ``iree.runtime`` on a CPU driver and call ``function`` on ``inputs``.
+
+    Module initializers (hoisted constants, const-eval globals) run at load. Returns the results as
+    a list of NumPy arrays (one per function result). ``driver`` is ``"local-sync"`` (default,
+    single-threaded, deterministic) or ``"local-task"``.
+    """
+    if driver not in ("local-sync", "local-task"):
+        raise ValueError(f"unsupported driver {driver!r}: use 'local-sync' or 'local-task'")
+    import iree.runtime as rt
+
+    config = _config(driver)
+    try:
+        vm_module = rt.VmModule.copy_buffer(config.vm_instance, vmfb)
+        module = rt.load_vm_module(vm_module, config)
+        fn = getattr(module, function)
+    except (RuntimeError, ValueError, AttributeError) as exc:
+        raise IreeError(f"cannot load function {function!r}: {exc}") from exc
+    args = [np.ascontiguousarray(a) for a in inputs]
+    try:
+        result = fn(*args)
+    except (RuntimeError, ValueError) as exc:
+        raise IreeError(f"running {function!r} failed: {exc}") from exc
+    if result is None:
+        return []
+    if isinstance(result, tuple | list):
+        return [_to_numpy(r) for r in result]
+    return [_to_numpy(result)]
+
+
+def benchmark_module(
+    vmfb: Path,
+    function: str,
+    inputs: Sequence[Path],
+    *,
+    min_time: float = DEFAULT_MIN_TIME,
+    device: str = "local-sync",
+    timeout: float = 300.0,
+) -> float:
+    """Seconds per call of ``function``, as ``iree-benchmark-module`` measures it (real time)."""
+    tool = find_tool("iree-benchmark-module")
+    if tool is None:
+        raise IreeError("iree-benchmark-module not found next to the interpreter or on PATH")
+    cmd = [
+        str(tool),
+        f"--module={vmfb}",
+        f"--function={function}",
+        f"--device={device}",
+        *[f"--input=@{p}" for p in inputs],
+        f"--benchmark_min_time={min_time:g}s",
+        "--benchmark_format=json",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise IreeError("iree-benchmark-module failed", stderr=proc.stderr.decode(errors="replace"), cmd=cmd)
+    data = json.loads(proc.stdout.decode())
+    runs = [b for b in data["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+    return float(runs[0]["real_time"]) * scale[runs[0].get("time_unit", "ns")]

@@ -1,0 +1,244 @@
+"""Our plans against IREE's own, compiled and timed on this CPU (``egg-dispatch bench``).
+
+The model's estimates are only useful if they rank plans the way the machine does. ``bench()`` closes
+that loop: it compiles IREE's own plan (``iree-compile`` on the input with data tiling, the normal
+pipeline) and ours (``--emit iree``, compiled with ``--compile-from=dispatch-creation``; with ``--pareto``
+every frontier plan too), checks on seeded inputs that every module computes the input program's numbers
+(the NumPy evaluator's; relative error <= 1e-5), then times them with ``iree-benchmark-module`` on the
+single-threaded ``local-sync`` device (the model assumes one thread). Repeats are interleaved (plan A, B,
+C, A, B, C, ...) so that load from other processes hits every plan alike; the report gives each plan's
+median, the ratio ours / IREE, our model's prediction next to the measurement, and the Spearman rank
+correlation between predicted and measured times.
+
+When the target cannot run here the plans are compiled only, and the report says why; IREE failing to
+compile its own plan is reported as a result. ``benchmarks/bench_vs_iree.py`` uses ``bench()`` too.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from egg_dispatch.emit.iree.module import emit_iree, needs_materialization, runnable_here
+from egg_dispatch.evaluate import evaluate, function_input_types, select_function
+from egg_dispatch.evaluate.check import random_inputs
+from egg_dispatch.iree.dispatch_creation import first_error_line, iree_compile_flags
+from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, benchmark_module, compile_module, run_module
+from egg_dispatch.pipeline import explore, iree_plan
+from egg_dispatch.target.profile import Target, load_target
+from egg_dispatch.util.table import table_lines
+
+__all__ = [
+    "BenchPlan",
+    "BenchReport",
+    "bench",
+    "ranks",
+    "render",
+    "spearman",
+]
+
+DEFAULT_REPEATS = 5
+"""Interleaved repeats per plan; the report gives their median."""
+
+
+@dataclass
+class BenchPlan:
+    """One compiled plan: its label, our model's prediction and the measured seconds per call."""
+
+    label: str
+    kind: str
+    """``"iree"`` (IREE's own plan) or ``"ours"``."""
+    predicted_seconds: float | None
+    vmfb: bytes | None
+    """None when IREE failed to compile the plan (``error`` says why)."""
+    measured: list[float] = field(default_factory=list)
+    max_rel_error: float | None = None
+    """Against the NumPy evaluator of the input program on seeded inputs (None: not run)."""
+    error: str | None = None
+    materialized: bool = False
+    """Emitted with explicit pack / mmt4d / unpack (a plan IREE cannot take in encoded form)."""
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.measured) if self.measured else None
+
+
+@dataclass
+class BenchReport:
+    function: str
+    target: str
+    plans: list[BenchPlan]
+    repeats: int
+    ran: bool
+    reason: str = ""
+    """Why nothing was timed (the target cannot run on this host)."""
+    tolerance: float = 1e-5
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def iree(self) -> BenchPlan:
+        return next(p for p in self.plans if p.kind == "iree")
+
+    def ratio(self, plan: BenchPlan) -> float | None:
+        """Measured median of ``plan`` over IREE's (below 1: ours is faster)."""
+        a, b = plan.median, self.iree.median
+        return a / b if a is not None and b else None
+
+    @property
+    def spearman(self) -> float | None:
+        """Rank correlation of predicted vs measured over the plans that have both."""
+        pairs = [(p.predicted_seconds, p.median) for p in self.plans if p.predicted_seconds is not None and p.median]
+        if len(pairs) < 3:
+            return None
+        return spearman([a for a, _ in pairs], [b for _, b in pairs])  # type: ignore[misc]
+
+    @property
+    def numbers_ok(self) -> bool:
+        return all(p.max_rel_error is None or p.max_rel_error <= self.tolerance for p in self.plans)
+
+
+def ranks(xs: Sequence[float]) -> list[float]:
+    """1-based ranks, ties sharing their average rank (as Spearman's rho needs)."""
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    out = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            out[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
+def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Spearman's rank correlation (Pearson on average ranks); None when a side has no spread."""
+    if len(xs) != len(ys) or len(xs) < 2:
+        return None
+    rx, ry = np.array(ranks(xs)), np.array(ranks(ys))
+    dx, dy = rx - rx.mean(), ry - ry.mean()
+    denom = math.sqrt(float((dx * dx).sum()) * float((dy * dy).sum()))
+    return float((dx * dy).sum()) / denom if denom else None
+
+
+def _rel_error(got: Sequence[np.ndarray], ref: Sequence[np.ndarray]) -> float:
+    worst = 0.0
+    for a, b in zip(got, ref, strict=True):
+        b64 = np.asarray(b, dtype=np.float64)
+        if b64.size == 0:
+            continue
+        scale = max(float(np.max(np.abs(b64))), 1e-30)
+        worst = max(worst, float(np.max(np.abs(np.asarray(a, dtype=np.float64) - b64))) / scale)
+    return worst
+
+
+def bench(
+    source: str | Path,
+    target: str | Target = "x86_64-avx2",
+    *,
+    pareto: bool = False,
+    repeats: int = DEFAULT_REPEATS,
+    min_time: float = DEFAULT_MIN_TIME,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> BenchReport:
+    """Compile IREE's plan and ours for ``source``, check their numbers, time them interleaved."""
+    say = progress or (lambda _m: None)
+    tgt = load_target(target) if isinstance(target, str) else target
+    data_tiling, cpu, others = iree_compile_flags(tgt)
+    ex = explore(source, tgt, pareto=pareto)
+    fname = ex.imported.function
+    notes: list[str] = []
+    say("IREE's own plan")
+    iree = iree_plan(source, tgt)
+    if iree.candidate is None:
+        notes.append(f"our model cannot cost IREE's plan: {iree.error}")
+    notes += [w for w in iree.warnings if "not modelled" not in w]
+    iree_pred = iree.metrics.run_seconds if iree.candidate else None
+    plans = [BenchPlan("IREE 3.13 (own plan)", "iree", iree_pred, None)]
+    try:
+        plans[0].vmfb = compile_module(source, data_tiling=data_tiling, target_cpu=cpu, extra_flags=others)
+    except IreeError as e:  # IREE failing on its own plan is a result, not an error of ours
+        plans[0].error = first_error_line(e.stderr)
+        notes.append(f"IREE 3.13 fails to compile its own plan: {plans[0].error}")
+    ours = [ex.best] + [c for c in ex.pareto if c.choice != ex.best.choice]
+    for c in ours:
+        label = "ours: best" if c is ex.best else f"ours: frontier {c.label}"
+        say(f"compiling {label}")
+        text = emit_iree(c.mlir, tgt)
+        try:
+            vmfb = compile_module(text, data_tiling=False, target_cpu=cpu, compile_from="dispatch-creation")
+        except IreeError as e:
+            raise IreeError(f"IREE rejected {label}", stderr=e.stderr, cmd=e.cmd) from e
+        plan = BenchPlan(label, "ours", c.metrics.run_seconds, vmfb)
+        plan.materialized = needs_materialization(c.mlir, tgt)
+        plans.append(plan)
+    ok, why = runnable_here(tgt)
+    report = BenchReport(fname, tgt.name, plans, repeats, ok, why, notes=notes)
+    if not ok:
+        return report
+    inputs = random_inputs(function_input_types(select_function(ex.module, fname)), seed)
+    reference = evaluate(ex.module, inputs, function=fname)
+    timed = [p for p in plans if p.vmfb is not None]
+    for p in timed:
+        p.max_rel_error = _rel_error(run_module(p.vmfb, fname, inputs), reference)  # type: ignore[arg-type]
+    with tempfile.TemporaryDirectory(prefix="egg_dispatch_bench_") as tmp:
+        paths = []
+        for i, x in enumerate(inputs):
+            paths.append(Path(tmp) / f"input{i}.npy")
+            np.save(paths[-1], x)
+        files = []
+        for i, p in enumerate(timed):
+            files.append(Path(tmp) / f"plan{i}.vmfb")
+            files[-1].write_bytes(p.vmfb)  # type: ignore[arg-type]
+        for r in range(repeats):
+            say(f"timing, repeat {r + 1}/{repeats}")
+            for p, f in zip(timed, files, strict=True):
+                p.measured.append(benchmark_module(f, fname, paths, min_time=min_time))
+    return report
+
+
+def _us(x: float | None) -> str:
+    return "-" if x is None else f"{x * 1e6:.2f}"
+
+
+def render(report: BenchReport) -> str:
+    """The text table ``bench`` prints."""
+    head = ("plan", "predicted us", "measured us (median)", "ours/IREE", "pred. ratio", "max rel err")
+    iree_pred = report.iree.predicted_seconds
+    rows = []
+    for p in report.plans:
+        ratio = report.ratio(p)
+        pred_ratio = p.predicted_seconds / iree_pred if p.predicted_seconds is not None and iree_pred else None
+        err = "-" if p.max_rel_error is None else f"{p.max_rel_error:.1e}"
+        rows.append(
+            (
+                p.label + (" (pack/mmt4d)" if p.materialized else ""),
+                _us(p.predicted_seconds),
+                "compile failed" if p.error else _us(p.median),
+                "-" if ratio is None or p.kind == "iree" else f"{ratio:.2f}",
+                "-" if pred_ratio is None or p.kind == "iree" else f"{pred_ratio:.2f}",
+                err,
+            )
+        )
+    lines = [f"@{report.function} on {report.target}, {report.repeats} interleaved repeats (local-sync, 1 thread)"]
+    lines += table_lines(head, rows, left=1)
+    if not report.ran:
+        lines.append(f"not timed: {report.reason}")
+    else:
+        rho = report.spearman
+        n = sum(1 for p in report.plans if p.predicted_seconds is not None and p.median)
+        why = "" if rho is not None else " (needs at least 3)" if n < 3 else " (the predictions tie)"
+        shown = "n/a" if rho is None else f"{rho:+.2f}"
+        lines.append(f"Spearman rank correlation, predicted vs measured: {shown} over {n} plans{why}")
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join(lines)
+
+

@@ -1,0 +1,237 @@
+"""A chosen plan as a networkx graph of dispatches, globals, arguments, constants and results.
+
+The plan-level evaluator recomputes every metric from this graph, by its own traversal (not the
+extractor's): which computations run in which dispatch, what each initializer computes at load,
+which buffers live between dispatches. The test suite checks that its objective equals the exact
+extractor's for the chosen plan.
+
+Counting follows the extractor's DAG semantics: a computation shared by two consumers is counted
+once (the first dispatch, in program order, that needs it owns it); the emitted MLIR clones such
+fused producers into each consumer dispatch, as IREE does, so the report's dispatch count comes
+from the graph, not from the clones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from egg_dispatch.cost.model import _Facts, exclusive_nodes, is_reshape, node_seconds
+from egg_dispatch.egraph.data import EGraphData
+from egg_dispatch.egraph.importer import ImportedProgram
+from egg_dispatch.target.profile import Target
+from egg_dispatch.util.deep import allow_deep_recursion
+
+__all__ = ["DispatchInfo", "Plan", "PlanMetrics", "build_plan"]
+
+_VIEWS = {"Slice", "EncodedSlice", "Empty", "Scalar", "Results", "TCons", "TNil"}
+
+
+@dataclass
+class DispatchInfo:
+    name: str
+    ops: list[str] = field(default_factory=list)
+    bytes_in: int = 0
+    bytes_out: int = 0
+    flops_seconds: float = 0.0
+    """Σ of its ops' times (compute plus traffic): the additive roofline the objective uses."""
+    launch_seconds: float = 0.0
+    bytes_seconds: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        return self.launch_seconds + self.flops_seconds
+
+    @property
+    def seconds_max_form(self) -> float:
+        """launch + max(compute-and-traffic of its ops, its own in/out traffic): design.md §2.4's form."""
+        return self.launch_seconds + max(self.flops_seconds, self.bytes_seconds)
+
+
+@dataclass
+class PlanMetrics:
+    run_seconds: float
+    load_seconds: float
+    persistent_bytes: int
+    transient_bytes: int
+    peak_live_bytes: int
+    dispatches: int
+    encode_dispatches: int
+    globals: int
+    lam: float
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.persistent_bytes + self.transient_bytes
+
+    @property
+    def objective(self) -> float:
+        return self.run_seconds + self.lam * self.memory_bytes
+
+
+@dataclass
+class Plan:
+    graph: nx.DiGraph
+    dispatches: list[DispatchInfo]
+    globals: list[tuple[str, int, list[str]]]
+    """(name, stored bytes, ops its initializer runs)."""
+    metrics: PlanMetrics
+    choice: dict[str, str]
+
+
+def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram, target: Target, lam: float) -> Plan:
+    allow_deep_recursion()
+    facts = _Facts(g)
+    exclusive = exclusive_nodes(g)  # same set as the cost table's: charged per use
+    graph = nx.DiGraph()
+    launch = target.dispatch_overhead_us * 1e-6
+    owned: set[tuple[str, bool, str]] = set()  # (class, at_load, owning dispatch) already counted
+    dispatches: list[DispatchInfo] = []
+    globals_: list[tuple[str, int, list[str]]] = []
+    persistent = 0
+    load_temporaries = 0
+    load_seconds = 0.0
+    top_seconds = 0.0
+
+    def producer(c: str) -> str:
+        node = g.nodes[choice[c]]
+        if node.op in ("Arg", "Const"):
+            return f"{node.op.lower()}{'' if node.op == 'Arg' else ':'}{g.leaf_value(node.children[0])}"
+        return {"Dispatch": f"dispatch:{c}", "ConstEval": f"global:{c}"}.get(node.op, "")
+
+    def op_time(c: str) -> float:
+        node = g.nodes[choice[c]]
+        return node_seconds(g, c, node.op, node.children, facts, imported, target)
+
+    def fuse(
+        c: str, at_load: bool, into: DispatchInfo | None, boundary_reads: list[tuple[str, int]], user: str
+    ) -> None:
+        """Walk the computation fused at c (down to boundaries), charging each class once."""
+        nonlocal load_seconds, top_seconds
+        node = g.nodes[choice[c]]
+        if node.op in ("Arg", "Const", "Dispatch", "ConstEval"):
+            visit(c, at_load)
+            boundary_reads.append((producer(c), facts.info(c).stored_bytes))
+            return
+        for k in node.children:
+            if g.is_term_class(k):
+                fuse(k, at_load, into, boundary_reads, choice[c])
+        view = node.op in _VIEWS or (
+            node.op in ("SetEncoding", "Pack") and any(n.op == "Empty" for n in g.choices(node.children[0]))
+        )
+        # A computation fused into several consumers runs for each of them (IREE clones it into each
+        # dispatch): exclusive computations are owned per user; everything else once.
+        key = (c, at_load, user if choice[c] in exclusive else "")
+        if key in owned or view:
+            if into is not None and not view:
+                into.ops.append(node.op)
+            return
+        owned.add(key)
+        seconds = op_time(c)
+        if at_load:
+            load_seconds += seconds
+        elif into is not None:
+            into.flops_seconds += seconds
+        else:
+            top_seconds += seconds
+        if into is not None:
+            into.ops.append(node.op)
+
+    def visit(c: str, at_load: bool) -> None:
+        nonlocal persistent
+        node = g.nodes[choice[c]]
+        name = producer(c)
+        if (c, at_load) in owned and name in graph:
+            return
+        owned.add((c, at_load))
+        if node.op == "Arg":
+            graph.add_node(name, kind="argument", bytes=facts.info(c).stored_bytes)
+        elif node.op == "Const":
+            if name not in graph:
+                persistent += facts.info(c).logical_bytes
+            graph.add_node(name, kind="constant", bytes=facts.info(c).logical_bytes)
+        elif node.op == "ConstEval":
+            stored = facts.info(c).stored_bytes
+            reads: list[tuple[str, int]] = []
+            before = load_seconds
+            inner = DispatchInfo(name)
+            fuse(node.children[0], True, inner, reads, choice[c])
+            if name not in graph:
+                persistent += stored
+                globals_.append((name, stored, inner.ops))
+            graph.add_node(name, kind="global", bytes=stored, load_seconds=load_seconds - before)
+            for src, b in reads:
+                graph.add_edge(src, name, bytes=b)
+        elif node.op == "Dispatch" and is_reshape(g, imported, node.children[0]):
+            reads = []
+            fuse(node.children[0], at_load, None, reads, choice[c])
+            graph.add_node(name, kind="view", bytes=0)
+            for src, b in reads:
+                graph.add_edge(src, name, bytes=b)
+        elif node.op == "Dispatch":
+            if at_load:  # placement inside an initializer: computed in place at load, into a temporary
+                nonlocal load_temporaries
+                load_temporaries += facts.info(c).stored_bytes
+                fuse(node.children[0], True, None, [], choice[c])
+                return
+            d = DispatchInfo(name, launch_seconds=launch)
+            d.bytes_out = facts.info(c).stored_bytes
+            reads = []
+            fuse(node.children[0], False, d, reads, choice[c])
+            d.bytes_in = sum(b for _, b in reads)
+            d.bytes_seconds = (d.bytes_in + d.bytes_out) / (target.memory_bandwidth_gbps * 1e9)
+            dispatches.append(d)
+            graph.add_node(name, kind="dispatch", info=d, bytes=d.bytes_out)
+            for src, b in reads:
+                graph.add_edge(src, name, bytes=b)
+
+    root = g.nodes[choice[g.root]]
+    results = _list_classes_chosen(g, choice, root.children[0])
+    for i, (c, cons) in enumerate(results):
+        reads: list[tuple[str, int]] = []
+        fuse(c, False, None, reads, cons)
+        graph.add_node(f"result{i}", kind="result")
+        for src, b in reads:
+            graph.add_edge(src, f"result{i}", bytes=b)
+    transient = sum(d.bytes_out for d in dispatches) + load_temporaries
+    run_seconds = sum(d.seconds for d in dispatches) + top_seconds
+    encodes = sum(1 for d in dispatches if d.ops == ["SetEncoding"] or d.ops == ["Pack"])
+    metrics = PlanMetrics(
+        run_seconds,
+        load_seconds,
+        persistent,
+        transient,
+        _peak_live(graph, persistent),
+        len(dispatches),
+        encodes,
+        len(globals_),
+        lam,
+    )
+    return Plan(graph, dispatches, globals_, metrics, choice)
+
+
+def _list_classes_chosen(g: EGraphData, choice: dict[str, str], c: str) -> list[tuple[str, str]]:
+    """(element class, the TCons node that uses it) of a chosen operand list."""
+    out = []
+    while g.nodes[choice[c]].op == "TCons":
+        node = g.nodes[choice[c]]
+        out.append((node.children[0], choice[c]))
+        c = node.children[1]
+    return out
+
+
+def _peak_live(graph: nx.DiGraph, persistent: int) -> int:
+    """Peak bytes alive while dispatches run in topological order: persistent data plus every
+    dispatch result from its producer until its last consumer has run."""
+    order = [n for n in nx.lexicographical_topological_sort(graph) if graph.nodes[n].get("kind") == "dispatch"]
+    position = {n: i for i, n in enumerate(order)}
+    peak = persistent
+    for i, _ in enumerate(order):
+        live = 0
+        for n in order[: i + 1]:
+            consumers = [position.get(s, len(order)) for s in graph.successors(n)]
+            if max(consumers, default=len(order)) >= i:
+                live += graph.nodes[n]["bytes"]
+        peak = max(peak, persistent + live)
+    return peak

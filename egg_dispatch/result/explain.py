@@ -1,0 +1,221 @@
+"""``explore --explain``: for every set_encoding, the alternatives the e-graph held, why the others
+were refused (the numbered legality condition, as IREE's passes give a reason per failed
+condition), and the cost difference that decided between the ones held."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import TYPE_CHECKING
+
+from egg_dispatch.egraph.enumerate import is_acyclic
+from egg_dispatch.egraph.facts import (
+    CONST_EXPR_MAX_SIZE_INCREASE,
+    encoding_layout,
+    fused_pack_legal,
+    slice_is_flow_mappable,
+    tile_aligned,
+)
+from egg_dispatch.mlir.ir import TensorType, element_nbytes
+from egg_dispatch.plan.graph import build_plan
+from egg_dispatch.target.layout import packed_nbytes
+
+if TYPE_CHECKING:
+    from egg_dispatch.result.exploration import Exploration
+
+__all__ = ["explain"]
+
+_SET = re.compile(r"^\(SetEncoding (\$v[0-9]+) (\(Enc .*\))\)$")
+_CONTRACT = re.compile(r'^\(Contract "([^"]*)" (\$v[0-9]+) (\$v[0-9]+) (\$v[0-9]+)\)$')
+_SLICE = re.compile(r"^\(Slice (\$v[0-9]+) \(vec-of ([-0-9 ]*)\) \(vec-of ([-0-9 ]*)\) \(vec-of ([-0-9 ]*)\)\)$")
+_ROLE = {0: "LHS", 1: "RHS"}
+
+
+def _describe(e: Exploration, let: str) -> str:
+    term = e.imported.lets[let]
+    m = _SLICE.match(term)
+    if m:
+        src = _describe(e, m.group(1))
+        return f"extract_slice [{m.group(2)}] [{m.group(3)}] of {src}"
+    head = term[1:].split(" ", 1)[0]
+    t = e.imported.let_types.get(let)
+    shape = "x".join(map(str, t.shape)) if isinstance(t, TensorType) else ""
+    return {"Arg": f"argument {term[5:-1]}", "Const": f"constant {shape}"}.get(head, f"{head} {shape}".strip())
+
+
+def _const_expr_reason(e: Exploration, let: str) -> str | None:
+    term = e.imported.lets[let]
+    if term.startswith("(Arg "):
+        return f"1. function argument {term[5:-1]} feeds the chain (not a const-expr)"
+    for ref in re.findall(r"\$v[0-9]+", term):
+        r = _const_expr_reason(e, ref)
+        if r:
+            return r
+    if term.startswith("(Op "):
+        return "1. an op that is not a const-expr feeds the chain"
+    return None
+
+
+def _hoist_reason(e: Exploration, let: str) -> str | None:
+    term = e.imported.lets[let]
+    head = term[1:].split(" ", 1)[0]
+    if head in ("Arg", "Const", "Dispatch", "ConstEval", "Scalar"):
+        return None
+    m = _SLICE.match(term)
+    if m:
+        src_t = e.imported.let_types.get(m.group(1))
+        offs, sizes, strides = (tuple(int(x) for x in g.split()) for g in m.groups()[1:])
+        if isinstance(src_t, TensorType) and not slice_is_flow_mappable(src_t.shape, offs, sizes, strides):
+            return "2. the extract_slice is not one contiguous range (not structurally Flow-mappable)"
+        return _hoist_reason(e, m.group(1))
+    return f"2. its producer ({head}) is computed in the dispatch and is neither ConstantLike nor a slice"
+
+
+def _sites(e: Exploration) -> list[tuple[str, int, str, str]]:
+    """(contraction let, operand index, source let, encoding key) for every encoded operand."""
+    out = []
+    for let, term in e.imported.lets.items():
+        m = _CONTRACT.match(term)
+        if not m:
+            continue
+        for i, operand in enumerate(m.groups()[1:3]):
+            s = _SET.match(e.imported.lets.get(operand, ""))
+            if s:
+                out.append((let, i, s.group(1), s.group(2)))
+    return out
+
+
+def _complete(e: Exploration, choice: dict[str, str]) -> dict[str, str]:
+    """Fill classes a modified choice newly needs with their cheapest node (tree cost)."""
+    g, costs, lam = e.data, e.costs, e.lam
+    memo: dict[str, float] = {}
+
+    def tree(c: str, stack: frozenset[str]) -> float:
+        if not g.is_term_class(c):
+            return 0.0
+        if c in memo:
+            return memo[c]
+        best = math.inf
+        for n in g.choices(c):
+            if any(k in stack for k in n.children):
+                continue
+            cost = costs[n.id].weighted(lam)
+            for k in n.children:
+                cost += tree(k, stack | {c})
+            best = min(best, cost)
+        memo[c] = best
+        return best
+
+    out = dict(choice)
+    todo = [g.root]
+    seen = set()
+    while todo:
+        c = todo.pop()
+        if c in seen or not g.is_term_class(c):
+            continue
+        seen.add(c)
+        if c not in out:
+            priced = []
+            for n in g.choices(c):
+                cost = costs[n.id].weighted(lam)
+                for k in n.children:
+                    cost += tree(k, frozenset({c}))
+                priced.append((cost, n.id))
+            out[c] = min(priced)[1]
+        todo.extend(g.nodes[out[c]].children)
+    return {c: n for c, n in out.items() if c in seen}
+
+
+def _kind(g, c: str, choice: dict[str, str]) -> str:
+    node = g.nodes[choice[c]]
+    if node.op == "EncodedSlice":
+        inner = g.nodes[choice[node.children[0]]].op
+        return {
+            "ConstEval": "propagated (whole tensor packed at load)",
+            "Dispatch": "propagated (whole tensor packed by its own dispatch)",
+        }.get(inner, "propagated (whole tensor packed in the dispatch)")
+    return {
+        "SetEncoding": "fused into the contraction's dispatch",
+        "Pack": "fused into the contraction's dispatch",
+        "Dispatch": "hoisted into its own encode dispatch",
+        "ConstEval": "const-evaluated into a global",
+    }.get(node.op, "removed (identity layout)")
+
+
+def explain(e: Exploration) -> str:
+    g = e.data
+    let_class = {let: c for c, names in g.lets.items() for let in names.split(", ")}
+    best = e.best.choice
+    lines = ["", "why each set_encoding went where it went:"]
+    number: dict[str, int] = {}
+    for contract, index, src, enc_key in _sites(e):
+        enc = e.imported.encodings[enc_key]
+        layout = encoding_layout(e.target, enc)
+        src_t = e.imported.let_types[src]
+        assert isinstance(src_t, TensorType)
+        op_name = _CONTRACT.match(e.imported.lets[contract]).group(1).split(":")[0]  # type: ignore[union-attr]
+        number[op_name] = number.get(op_name, 0) + (index == 0)
+        where = (
+            "identity" if layout is None else f"tiles {list(layout.inner_tiles)} on dims {list(layout.inner_dims_pos)}"
+        )
+        lines.append(
+            f"- {_ROLE[index]} of {op_name} #{number[op_name]}: set_encoding of {_describe(e, src)}; layout {where}"
+        )
+        refused: list[str] = []
+        eb = element_nbytes(src_t.element)
+        if layout is not None and not fused_pack_legal(e.target, layout, src_t.shape, eb):
+            divides = all(
+                src_t.shape[d] % t == 0 for d, t in zip(layout.inner_dims_pos, layout.inner_tiles, strict=True)
+            )
+            refused.append(
+                "fused pack: "
+                + ("2. packed buffer exceeds the stack limit" if divides else "1. inner tiles do not divide the shape")
+            )
+        why = _hoist_reason(e, src)
+        if why:
+            refused.append(f"hoist: {why}")
+        why = _const_expr_reason(e, src)
+        if why is None and layout is not None:
+            grow = packed_nbytes(src_t.shape, eb, layout) - math.prod(src_t.shape) * eb
+            if grow > CONST_EXPR_MAX_SIZE_INCREASE:
+                why = f"2. the encoded copy grows by {grow} B, over the 1 MiB threshold"
+        if why:
+            refused.append(f"const_eval: {why}")
+        m = _SLICE.match(e.imported.lets[src])
+        if layout is None:
+            refused.append("propagate: 4. identity layout")
+        elif m:
+            whole = e.imported.let_types[m.group(1)]
+            offs, sizes, strides = (tuple(int(x) for x in g_.split()) for g_ in m.groups()[1:])
+            if isinstance(whole, TensorType) and not tile_aligned(layout, whole.shape, offs, sizes, strides):
+                refused.append("propagate: 2./3. offsets or sizes are not multiples of the inner tiles")
+        if layout is not None:
+            refused.append("noop: the target resolves this encoding to tiles, so it is a real pack")
+        for r in refused:
+            lines.append(f"    refused  {r}")
+        c = let_class.get(contract)
+        if c is None or c not in best:
+            continue
+        chosen_node = g.nodes[best[c]]
+        operand_class = chosen_node.children[1 + index] if chosen_node.op == "Contract" else None
+        if operand_class is None:
+            continue
+        lines.append(f"    chosen   {_kind(g, operand_class, best)}: objective {e.best.metrics.objective:.4e}")
+        seen = {_kind(g, operand_class, best)}
+        for alt in g.choices(c):
+            if alt.op != "Contract" or alt.children[2 - index] != chosen_node.children[2 - index]:
+                continue
+            trial = _complete(e, best | {c: alt.id})
+            if not is_acyclic(g, trial):
+                continue
+            kind = _kind(g, alt.children[1 + index], trial)
+            if kind in seen:
+                continue
+            seen.add(kind)
+            metrics = build_plan(g, trial, e.imported, e.target, e.lam).metrics
+            delta = metrics.objective - e.best.metrics.objective
+            lines.append(
+                f"    held     {kind}: objective {metrics.objective:.4e} ({delta:+.3e} vs chosen; "
+                f"run {metrics.run_seconds * 1e6:.2f} µs, memory {metrics.memory_bytes} B)"
+            )
+    return "\n".join(lines)

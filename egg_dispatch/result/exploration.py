@@ -1,0 +1,118 @@
+"""What ``explore()`` returns: the chosen plan, the baseline, the frontier, the e-graph, and checks.
+
+``Exploration`` keeps every stage's output (the input, IREE's start state, the imported program, the
+saturation report, the serialized e-graph and its cost table) so that reports, ``--explain`` and
+notebooks can look behind the chosen plan; ``check()`` evaluates every plan against the input.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from egg_dispatch.egraph.data import EGraphData
+from egg_dispatch.egraph.importer import ImportedProgram
+from egg_dispatch.egraph.rules import SaturationReport
+from egg_dispatch.evaluate import EvaluationError, evaluate, function_input_types, select_function
+from egg_dispatch.evaluate.check import random_inputs, reduction_length, tolerance
+from egg_dispatch.mlir.ir import Module
+from egg_dispatch.plan.graph import Plan
+from egg_dispatch.target.profile import Target
+
+__all__ = ["Candidate", "CheckResult", "Exploration"]
+
+
+@dataclass
+class Candidate:
+    """One plan: the e-graph choice, its plan graph and metrics, and its MLIR."""
+
+    label: str
+    choice: dict[str, str]
+    plan: Plan
+    mlir: Module
+    extraction: object | None = None
+    """The extractor's result (objective, gap, time), when an extractor produced this plan."""
+
+    @property
+    def metrics(self):
+        return self.plan.metrics
+
+
+@dataclass
+class CheckResult:
+    label: str
+    max_rel_error: float
+    tolerance: float
+    skipped: str = ""
+    """Why the plan was not evaluated (only for IREE's own plan: IREE validates it, and it may use ops
+    our evaluator does not model, such as flow.tensor.slice)."""
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.skipped) or self.max_rel_error <= self.tolerance
+
+
+@dataclass
+class Exploration:
+    module: Module
+    prepared: Module
+    imported: ImportedProgram
+    target: Target
+    lam: float
+    saturation: SaturationReport
+    data: EGraphData
+    costs: dict
+    best: Candidate
+    baseline: Candidate | None
+    pareto: list[Candidate] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def stats(self) -> dict[str, object]:
+        s = self.saturation
+        return {
+            "enodes": s.enodes,
+            "eclasses": s.eclasses,
+            "iterations": s.iterations,
+            "stop_reason": s.stop_reason,
+            "saturation_seconds": s.seconds,
+            **{f"{k}_seconds": v for k, v in self.timings.items()},
+        }
+
+    def candidates(self) -> list[Candidate]:
+        out = [self.best] + ([self.baseline] if self.baseline else [])
+        return out + [c for c in self.pareto if c.choice != self.best.choice]
+
+    def check(self, seed: int = 0) -> list[CheckResult]:
+        """Evaluate the input and every plan (best, baseline, frontier) on the same seeded inputs:
+        the input with plain semantics, each plan with the target's physical encodings."""
+        func = select_function(self.module, self.imported.function)
+        inputs = random_inputs(function_input_types(func), seed)
+        reference = evaluate(self.module, inputs, function=self.imported.function)
+        k = max([reduction_length(op) for op in func.walk()] + [1])
+        results = []
+        for cand in self.candidates():
+            try:
+                got = evaluate(cand.mlir, inputs, target=self.target)
+            except EvaluationError as e:
+                if cand is not self.baseline or "iree-compile" not in cand.label:
+                    raise
+                results.append(CheckResult(cand.label, math.nan, math.nan, skipped=str(e)))
+                continue
+            worst, tol = 0.0, 0.0
+            for a, b, t in zip(got, reference, self.imported.result_types, strict=True):
+                scale = max(float(np.max(np.abs(b))) if b.size else 0.0, 1e-30)
+                worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - b))) / scale if b.size else 0.0)
+                tol = max(tol, tolerance(t, k))
+            results.append(CheckResult(cand.label, worst, tol))
+        return results
+
+    def _repr_markdown_(self) -> str:
+        from egg_dispatch.result.report import markdown
+
+        return markdown(self)
+
+

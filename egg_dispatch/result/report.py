@@ -1,0 +1,257 @@
+"""What ``explore`` shows: a text report, Markdown for notebooks, JSON for scripts, DOT for graphs.
+
+JSON schema (``"schema": "egg-dispatch/explore/1"``), stable and deterministic (no timings unless
+asked for)::
+
+    {schema, file, function, target, lambda,
+     egraph: {enodes, eclasses, iterations, stop_reason, rule_matches: {rule: n}},
+     best: PLAN, baseline: PLAN | null, pareto: [PLAN], warnings: [str]}
+    PLAN = {label, signature, objective, run_seconds, load_seconds, persistent_bytes,
+            transient_bytes, peak_live_bytes, dispatches: [{name, ops, bytes_in, bytes_out,
+            seconds, seconds_max_form}], globals: [{name, bytes, initializer_ops}],
+            extraction: {method, objective, optimal, gap, seconds?} | null, mlir}
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from egg_dispatch.emit.signature import plan_signature
+from egg_dispatch.mlir.printer import print_mlir
+from egg_dispatch.util.table import table_lines
+
+if TYPE_CHECKING:
+    from egg_dispatch.result.exploration import Candidate, Exploration
+
+__all__ = ["SCHEMA", "differences", "dot", "markdown", "plan_json", "text", "to_json"]
+
+SCHEMA = "egg-dispatch/explore/1"
+
+_FEATURES = {
+    "hoist": "set_encoding hoisted into its own encode dispatch",
+    "const_eval": "encoded constant evaluated once at load into a global",
+    "propagate": "one packed copy serves tile-aligned slices",
+    "noop": "set_encoding removed (identity layout)",
+    "fuse": "pack fused into the contraction's dispatch",
+    "clone": "slice materialized once in its own dispatch",
+}
+
+
+def _names(c: Candidate) -> dict[str, str]:
+    return {d.name: f"dispatch{i}" for i, d in enumerate(c.plan.dispatches)} | {
+        g[0]: f"global{i}" for i, g in enumerate(c.plan.globals)
+    }
+
+
+def features(c: Candidate) -> set[str]:
+    """Which rule families' alternatives the plan uses (read off the chosen nodes)."""
+    out: set[str] = set()
+    mlir = c.mlir
+    for op in mlir.walk():
+        if op.name == "util.initializer" and any(o.name == "iree_encoding.set_encoding" for o in op.walk()):
+            out.add("const_eval")
+        if op.name == "tensor.extract_slice" and getattr(op.operands[0].type, "encoding", None) is not None:
+            out.add("propagate")
+    for d in c.plan.dispatches:
+        if d.ops and d.ops[-1] in ("SetEncoding", "Pack") and "Contract" not in d.ops:
+            out.add("hoist")
+        if "Contract" in d.ops and "SetEncoding" in d.ops:
+            out.add("fuse")
+        if d.ops == ["Slice"] or d.ops == []:
+            out.add("clone")
+    if not any(op.name.startswith("iree_encoding") for op in mlir.walk()):
+        out.add("noop")
+    return out
+
+
+def differences(e: Exploration) -> list[str]:
+    if e.baseline is None:
+        return []
+    ours, theirs = features(e.best), features(e.baseline)
+    lines = [f"+ {k}: {_FEATURES[k]}" for k in sorted(ours - theirs)]
+    lines += [f"- {k}: {_FEATURES[k]} (baseline only)" for k in sorted(theirs - ours)]
+    return lines
+
+
+def plan_json(c: Candidate, with_timings: bool = False) -> dict:
+    m = c.metrics
+    names = _names(c)
+    ex = c.extraction
+    extraction = None
+    if ex is not None:
+        extraction = {"method": ex.method, "objective": ex.objective, "optimal": ex.optimal, "gap": ex.gap}
+        if with_timings:
+            extraction["seconds"] = ex.seconds
+    return {
+        "label": c.label,
+        "signature": plan_signature(c.mlir),
+        "objective": m.objective,
+        "run_seconds": m.run_seconds,
+        "load_seconds": m.load_seconds,
+        "persistent_bytes": m.persistent_bytes,
+        "transient_bytes": m.transient_bytes,
+        "peak_live_bytes": m.peak_live_bytes,
+        "dispatches": [
+            {
+                "name": names[d.name],
+                "ops": d.ops,
+                "bytes_in": d.bytes_in,
+                "bytes_out": d.bytes_out,
+                "seconds": d.seconds,
+                "seconds_max_form": d.seconds_max_form,
+            }
+            for d in c.plan.dispatches
+        ],
+        "globals": [{"name": names[g], "bytes": b, "initializer_ops": ops} for g, b, ops in c.plan.globals],
+        "extraction": extraction,
+        "mlir": print_mlir(c.mlir),
+    }
+
+
+def to_json(e: Exploration, with_timings: bool = False) -> dict:
+    s = e.saturation
+    out = {
+        "schema": SCHEMA,
+        "file": e.module.file,
+        "function": e.imported.function,
+        "target": e.target.name,
+        "lambda": e.lam,
+        "egraph": {
+            "enodes": s.enodes,
+            "eclasses": s.eclasses,
+            "iterations": s.iterations,
+            "stop_reason": s.stop_reason,
+            "rule_matches": dict(sorted(s.matches.items())),
+        },
+        "best": plan_json(e.best, with_timings),
+        "baseline": plan_json(e.baseline, with_timings) if e.baseline else None,
+        "pareto": [plan_json(c, with_timings) for c in e.pareto],
+        "warnings": e.warnings,
+    }
+    if with_timings:
+        out["timings"] = e.timings
+    return out
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.2f}"
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else "-"
+
+
+def totals_rows(e: Exploration) -> list[tuple[str, str, str, str]]:
+    b = e.baseline.metrics if e.baseline else None
+    m = e.best.metrics
+    rows = [
+        (
+            "run time per call (µs)",
+            _us(m.run_seconds),
+            _us(b.run_seconds) if b else "-",
+            _ratio(m.run_seconds, b.run_seconds) if b else "-",
+        ),
+        ("dispatches per call", str(m.dispatches), str(b.dispatches) if b else "-", ""),
+        ("  of which encodes", str(m.encode_dispatches), str(b.encode_dispatches) if b else "-", ""),
+        ("globals (load-time)", str(m.globals), str(b.globals) if b else "-", ""),
+        (
+            "persistent bytes",
+            str(m.persistent_bytes),
+            str(b.persistent_bytes) if b else "-",
+            _ratio(m.persistent_bytes, b.persistent_bytes) if b else "-",
+        ),
+        ("transient bytes", str(m.transient_bytes), str(b.transient_bytes) if b else "-", ""),
+        ("peak live bytes", str(m.peak_live_bytes), str(b.peak_live_bytes) if b else "-", ""),
+        ("load time (µs)", _us(m.load_seconds), _us(b.load_seconds) if b else "-", ""),
+        (
+            f"objective (λ={e.lam:g} s/B)",
+            f"{m.objective:.4e}",
+            f"{b.objective:.4e}" if b else "-",
+            _ratio(m.objective, b.objective) if b else "-",
+        ),
+    ]
+    return rows
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    return table_lines(header, rows)
+
+
+def text(e: Exploration, include_mlir: bool = True) -> str:
+    c = e.best
+    lines = [f"egg-dispatch explore: {e.module.file} @{e.imported.function} on {e.target.name}"]
+    lines += [f"  {w}" for w in e.warnings]
+    lines.append("")
+    lines.append(f"chosen plan: {plan_signature(c.mlir)}")
+    if c.extraction is not None:
+        ex = c.extraction
+        gap = f", gap {ex.gap:.2%}" if ex.gap is not None else ""
+        lines.append(f"  extractor: {ex.method}{' (optimal)' if ex.optimal else ''}{gap}")
+    lines.append("")
+    names = _names(c)
+    rows = [
+        (names[d.name], " + ".join(d.ops), str(d.bytes_in), str(d.bytes_out), _us(d.seconds)) for d in c.plan.dispatches
+    ]
+    lines += _table(("dispatch", "ops", "bytes in", "bytes out", "est. µs"), rows)
+    if c.plan.globals:
+        lines.append("")
+        lines += _table(
+            ("global", "bytes", "initializer"), [(names[g], str(b), " + ".join(ops)) for g, b, ops in c.plan.globals]
+        )
+    lines.append("")
+    lines += _table(("totals", "ours", "baseline", "ours/baseline"), totals_rows(e))
+    if e.baseline is not None:
+        lines.append(f"baseline plan: {plan_signature(e.baseline.mlir)}")
+    diff = differences(e)
+    if diff:
+        lines.append("rules that made the difference:")
+        lines += [f"  {d}" for d in diff]
+    lines.append("")
+    lines.append(e.saturation.render())
+    if e.pareto:
+        lines.append("")
+        lines.append("time/memory frontier:")
+        lines += _table(
+            ("plan", "run µs", "memory bytes", "signature"),
+            [
+                (p.label, _us(p.metrics.run_seconds), str(p.metrics.memory_bytes), plan_signature(p.mlir))
+                for p in e.pareto
+            ],
+        )
+    if include_mlir:
+        lines.append("")
+        lines.append("// chosen plan as MLIR (flow.dispatch.region form)")
+        lines.append(print_mlir(c.mlir).rstrip())
+    return "\n".join(lines)
+
+
+def markdown(e: Exploration) -> str:
+    rows = totals_rows(e)
+    out = [
+        f"**egg-dispatch** `{e.module.file}` @{e.imported.function} on `{e.target.name}`",
+        "",
+        f"chosen plan: `{plan_signature(e.best.mlir)}`",
+        "",
+        "| | ours | baseline | ratio |",
+        "|---|---|---|---|",
+    ]
+    out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    out += ["", f"e-graph: {e.saturation.enodes} e-nodes, {e.saturation.stop_reason}"]
+    return "\n".join(out)
+
+
+def dot(c: Candidate) -> str:
+    """The plan graph in Graphviz DOT."""
+    names = _names(c)
+    lines = ["digraph plan {", "  rankdir=LR;"]
+    for n, data in sorted(c.plan.graph.nodes(data=True)):
+        label = names.get(n, n)
+        kind = data.get("kind", "")
+        if kind == "dispatch":
+            label += "\\n" + " + ".join(data["info"].ops)
+        shape = {"dispatch": "box", "global": "cylinder", "constant": "cylinder"}.get(kind, "ellipse")
+        lines.append(f'  "{names.get(n, n)}" [label="{label}", shape={shape}];')
+    for a, b, data in sorted(c.plan.graph.edges(data=True)):
+        lines.append(f'  "{names.get(a, a)}" -> "{names.get(b, b)}" [label="{data.get("bytes", 0)} B"];')
+    lines.append("}")
+    return "\n".join(lines)
