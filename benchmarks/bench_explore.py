@@ -1,3 +1,4 @@
+# ruff: noqa: E402  (imports follow the sys.path set-up for running from a checkout)
 """How does ``explore`` scale with program size? Generated transformer encoders of 1, 4, 16, 64 layers.
 
 Each program comes from ``benchmarks/generate.py`` (pre-norm encoder layers: layer norms, Q/K/V as three
@@ -54,21 +55,22 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 sys.path.insert(0, str(HERE))
 
-from generate import transformer  # noqa: E402
+from generate import transformer
 
-from egg_dispatch.baseline import iree_baseline_choice  # noqa: E402
-from egg_dispatch.cost import DEFAULT_LAMBDA, cost_table  # noqa: E402
-from egg_dispatch.egraph_data import EGraphData, build_term  # noqa: E402
-from egg_dispatch.emit import Emitter, normalize_choice  # noqa: E402
-from egg_dispatch.extract import exact_ilp, greedy_dag, plan_contexts  # noqa: E402
-from egg_dispatch.importer import import_function  # noqa: E402
-from egg_dispatch.initial_plan import initial_plan  # noqa: E402
-from egg_dispatch.mlir.ir import Module  # noqa: E402
-from egg_dispatch.mlir.parser import parse_mlir  # noqa: E402
-from egg_dispatch.plan import Plan, build_plan  # noqa: E402
-from egg_dispatch.rules import FAMILIES, Budget, saturate  # noqa: E402
-from egg_dispatch.table import table_lines  # noqa: E402
-from egg_dispatch.targets import load_target  # noqa: E402
+from egg_dispatch.cost.model import DEFAULT_LAMBDA, cost_table
+from egg_dispatch.egraph.data import EGraphData, build_term
+from egg_dispatch.egraph.importer import import_function
+from egg_dispatch.egraph.rules import FAMILIES, Budget, saturate
+from egg_dispatch.emit.choice import normalize_choice
+from egg_dispatch.emit.emitter import Emitter
+from egg_dispatch.extract import exact_ilp, greedy_dag, plan_contexts
+from egg_dispatch.mlir.ir import Module
+from egg_dispatch.mlir.parser import parse_mlir
+from egg_dispatch.plan.baseline import iree_baseline_choice
+from egg_dispatch.plan.graph import Plan, build_plan
+from egg_dispatch.start.initial_plan import initial_plan
+from egg_dispatch.target.profile import load_target
+from egg_dispatch.util.table import table_lines
 
 STAGES = ("parse", "import", "saturate", "costs", "greedy", "exact", "plan", "emit")
 

@@ -10,7 +10,7 @@ producers are shared), a materialized twin, a contraction that needs an extra re
 it reads (so not every class is needed) -- and a few back edges to the layers above (rewrite
 cycles, as in Tensat's graphs), which the exact extractor must order. Costs are seconds per call
 (1-10 µs per op, launches on dispatches) and bytes (transient results, persistent globals),
-λ = 1e-10 s/B as in ``cost.py``.
+λ = 1e-10 s/B as in ``egg_dispatch/cost/model.py``.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from egg_dispatch.cost_table import NodeCost
-from egg_dispatch.egraph_data import EGraphData, Node
+from egg_dispatch.cost.table import NodeCost
+from egg_dispatch.egraph.data import EGraphData, Node
 from egg_dispatch.extract import exact_ilp, greedy_dag, plan_objective
 
 SIZES = {"1k": (14, 22), "5k": (35, 42), "20k": (67, 88)}

@@ -1,6 +1,6 @@
 """How fast is the NumPy mmt4d reference kernel next to a plain ``np.matmul`` on the same data?
 
-The evaluator runs every data-tiled contraction through ``egg_dispatch.kernels.mmt4d``, so it must stay
+The evaluator runs every data-tiled contraction through ``egg_dispatch.evaluate.kernels.mmt4d``, so it must stay
 close to BLAS speed (goal: mmt4d alone >= 0.8x np.matmul at 1024^3 f32). For each size and tile shape
 (AVX-512-like 16x16x1, NEON-like 8x8x1) this times, interleaved in one process:
 
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
-from egg_dispatch.kernels import mmt4d, pack, unpack
+from egg_dispatch.evaluate.kernels import mmt4d, pack, unpack
 
 TILES = {"avx512 16x16x1": (16, 16, 1), "neon 8x8x1": (8, 8, 1)}
 DEFAULT_REPEATS = {256: 60, 512: 25, 1024: 11, 2048: 5}

@@ -2,7 +2,7 @@
 
 The fixtures in ``tests/fixtures`` are tiny (8x8 .. 48x16) so that tests stay fast; at that size every
 plan costs a few microseconds of dispatch overhead. This benchmark generates the same program shapes at
-the sizes of a small transformer and runs ``egg_dispatch.bench_cmd.bench`` on each (IREE's own plan from
+the sizes of a small transformer and runs ``egg_dispatch.measure.bench.bench`` on each (IREE's own plan from
 ``iree-compile`` with data tiling, our best plan and every frontier plan from ``--emit iree`` compiled
 with ``--compile-from=dispatch-creation``; outputs checked against IREE's; timed with
 ``iree-benchmark-module`` on ``local-sync``, interleaved repeats, medians):
@@ -37,9 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from egg_dispatch.bench_cmd import BenchReport, bench, spearman
-from egg_dispatch.emit_iree import runnable_here
-from egg_dispatch.table import table_lines
+from egg_dispatch.emit.iree.module import runnable_here
+from egg_dispatch.measure.bench import BenchReport, bench, spearman
+from egg_dispatch.util.table import table_lines
 
 MT = (
     "indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, "

@@ -1,133 +1,54 @@
-"""The whole pipeline as one function: parse -> initial plan -> import -> saturate -> extract -> plan.
+"""The whole pipeline as one function, and IREE's own plan costed by the same model.
 
 ``explore()`` is the Python API notebooks use and the engine behind ``egg-dispatch explore``:
 
     result = egg_dispatch.explore("model.mlir", target="x86_64-avx512")
     result.best.metrics.objective, result.baseline, result.pareto, result.stats, result.check()
+
+The stages, in the order the data flows through them (each a subpackage; see ``egg_dispatch``):
+
+1. ``mlir``: text -> IR;
+2. ``start``: IREE's data-tiling start state (dispatch regions, cloned producers, set_encodings);
+3. ``egraph``: IR -> egglog terms, the rule families saturated under a budget, serialized;
+4. ``cost``: the per-node cost table for the target;
+5. ``extract``: greedy or exact (ILP) extraction of the cheapest plan;
+6. ``plan`` and ``emit``: the chosen plan as a graph with metrics and as MLIR; ``plan.baseline`` picks
+   IREE 3.13's own decisions from the same e-graph for comparison.
+
+``iree_plan()`` asks real IREE for its plan instead (``iree-compile --compile-to=dispatch-creation``) and
+costs it here with no rule families, so that IREE's plan and ours are priced alike.
 """
 
 from __future__ import annotations
 
-import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
+from egg_dispatch.cost.model import DEFAULT_LAMBDA, cost_table
+from egg_dispatch.egraph.data import EGraphData, build_term
+from egg_dispatch.egraph.importer import import_function
+from egg_dispatch.egraph.rules import FAMILIES, Budget, saturate
+from egg_dispatch.emit.choice import normalize_choice
+from egg_dispatch.emit.emitter import Emitter
+from egg_dispatch.extract import exact_ilp, greedy_dag
+from egg_dispatch.iree.dispatch_creation import count_printed, dispatch_creation_text
+from egg_dispatch.mlir.ir import Module
+from egg_dispatch.mlir.parser import parse_file, parse_mlir
+from egg_dispatch.plan.baseline import BaselineError, iree_baseline_choice
+from egg_dispatch.plan.graph import build_plan
+from egg_dispatch.result.exploration import Candidate, Exploration
+from egg_dispatch.start.initial_plan import initial_plan
+from egg_dispatch.target.profile import Target, load_target
+from egg_dispatch.util.deep import allow_deep_recursion
 
-from .baseline import BaselineError, iree_baseline_choice
-from .cost import DEFAULT_LAMBDA, cost_table
-from .deep import allow_deep_recursion
-from .egraph_data import EGraphData, build_term
-from .emit import Emitter, normalize_choice
-from .importer import ImportedProgram, import_function
-from .mlir.ir import Module
-from .mlir.parser import parse_file, parse_mlir
-from .plan import Plan, build_plan
-from .rules import FAMILIES, Budget, SaturationReport, saturate
-from .targets import Target, load_target
-
-__all__ = ["Candidate", "CheckResult", "Exploration", "explore"]
+__all__ = ["PARETO_LAMBDAS", "IreePlan", "explore", "iree_plan"]
 
 PARETO_LAMBDAS = (0.0, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
 """λ values (seconds per byte) swept for the time/memory frontier: from 'memory is free' to
 '1 KiB weighs like 1 ms per call'."""
-
-
-@dataclass
-class Candidate:
-    """One plan: the e-graph choice, its plan graph and metrics, and its MLIR."""
-
-    label: str
-    choice: dict[str, str]
-    plan: Plan
-    mlir: Module
-    extraction: object | None = None
-    """The extractor's result (objective, gap, time), when an extractor produced this plan."""
-
-    @property
-    def metrics(self):
-        return self.plan.metrics
-
-
-@dataclass
-class CheckResult:
-    label: str
-    max_rel_error: float
-    tolerance: float
-    skipped: str = ""
-    """Why the plan was not evaluated (only for IREE's own plan: IREE validates it, and it may use ops
-    our evaluator does not model, such as flow.tensor.slice)."""
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.skipped) or self.max_rel_error <= self.tolerance
-
-
-@dataclass
-class Exploration:
-    module: Module
-    prepared: Module
-    imported: ImportedProgram
-    target: Target
-    lam: float
-    saturation: SaturationReport
-    data: EGraphData
-    costs: dict
-    best: Candidate
-    baseline: Candidate | None
-    pareto: list[Candidate] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def stats(self) -> dict[str, object]:
-        s = self.saturation
-        return {
-            "enodes": s.enodes,
-            "eclasses": s.eclasses,
-            "iterations": s.iterations,
-            "stop_reason": s.stop_reason,
-            "saturation_seconds": s.seconds,
-            **{f"{k}_seconds": v for k, v in self.timings.items()},
-        }
-
-    def candidates(self) -> list[Candidate]:
-        out = [self.best] + ([self.baseline] if self.baseline else [])
-        return out + [c for c in self.pareto if c.choice != self.best.choice]
-
-    def check(self, seed: int = 0) -> list[CheckResult]:
-        """Evaluate the input and every plan (best, baseline, frontier) on the same seeded inputs:
-        the input with plain semantics, each plan with the target's physical encodings."""
-        from .check_cmd import random_inputs, reduction_length, tolerance
-        from .evaluate import EvaluationError, evaluate, function_input_types, select_function
-
-        func = select_function(self.module, self.imported.function)
-        inputs = random_inputs(function_input_types(func), seed)
-        reference = evaluate(self.module, inputs, function=self.imported.function)
-        k = max([reduction_length(op) for op in func.walk()] + [1])
-        results = []
-        for cand in self.candidates():
-            try:
-                got = evaluate(cand.mlir, inputs, target=self.target)
-            except EvaluationError as e:
-                if cand is not self.baseline or "iree-compile" not in cand.label:
-                    raise
-                results.append(CheckResult(cand.label, math.nan, math.nan, skipped=str(e)))
-                continue
-            worst, tol = 0.0, 0.0
-            for a, b, t in zip(got, reference, self.imported.result_types, strict=True):
-                scale = max(float(np.max(np.abs(b))) if b.size else 0.0, 1e-30)
-                worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - b))) / scale if b.size else 0.0)
-                tol = max(tol, tolerance(t, k))
-            results.append(CheckResult(cand.label, worst, tol))
-        return results
-
-    def _repr_markdown_(self) -> str:
-        from .report import markdown
-
-        return markdown(self)
 
 
 def _load(source: str | Path | Module) -> Module:
@@ -153,16 +74,12 @@ def explore(
     progress: Callable[[str], None] | None = None,
 ) -> Exploration:
     """Run the pipeline on MLIR text, a file, or a parsed module; see ``Exploration``."""
-    from .extract import exact_ilp, greedy_dag
-
     allow_deep_recursion()
     timings: dict[str, float] = {}
     say = progress or (lambda _msg: None)
     t0 = time.perf_counter()
     module = _load(source)
     tgt = target if isinstance(target, Target) else load_target(target)
-    from .initial_plan import initial_plan
-
     prepared = initial_plan(module, function)
     imported = import_function(prepared, function)
     timings["import"] = time.perf_counter() - t0
@@ -222,3 +139,73 @@ def _non_dominated(cands: list[Candidate]) -> list[Candidate]:
 
     front = [a for a in cands if not any(dominated(a, b) for b in cands if b is not a)]
     return sorted(front, key=lambda c: (c.metrics.run_seconds, c.metrics.memory_bytes))
+
+
+@dataclass
+class IreePlan:
+    """IREE's own plan for a program: the text IREE printed, what it holds, and our model's metrics."""
+
+    target: str
+    text: str
+    """``iree-compile --compile-to=dispatch-creation`` output (post-dispatch-creation form)."""
+    printed_dispatches: int
+    """``flow.dispatch.workgroups`` in the function, as IREE printed them."""
+    printed_encodes: int
+    """Run-time ``flow.tensor.encode`` in the function (each a dispatch once Stream materializes it)."""
+    printed_slices: int
+    """Run-time ``flow.tensor.slice`` in the function (a copy each)."""
+    printed_globals: int
+    """``util.global``s other than the device."""
+    candidate: Candidate | None = None
+    """The ``Candidate`` our model built from IREE's plan (None when it could not cost it)."""
+    error: str | None = None
+    """Why our model could not cost the plan."""
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def metrics(self):
+        """Our model's ``PlanMetrics`` for IREE's plan (raises when it could not be costed)."""
+        if self.candidate is None:
+            raise ValueError(f"our model could not cost IREE's plan: {self.error}")
+        return self.candidate.metrics
+
+    @property
+    def dispatch_count_sane(self) -> bool:
+        """The model counts what becomes a dispatch in IREE: each workgroups op and each run-time encode
+        (Stream materializes it as an encoding dispatch); a ``flow.tensor.slice`` is a copy, not a dispatch."""
+        if self.candidate is None:
+            return False
+        return self.metrics.dispatches == self.printed_dispatches + self.printed_encodes
+
+
+def iree_plan(
+    module_text_or_path: str | os.PathLike[str], target: str | Target, function: str | None = None
+) -> IreePlan:
+    """IREE's own plan for a linalg-level program (text or path), costed by our model for ``target``.
+
+    Input already in the post-dispatch-creation form (``flow.dispatch.workgroups`` present) is taken as
+    IREE's plan as it is, without running IREE again.
+    """
+    tgt = load_target(target) if isinstance(target, str) else target
+    source: str | os.PathLike[str] = module_text_or_path
+    if isinstance(source, os.PathLike) or ("\n" not in str(source) and Path(str(source)).is_file()):
+        text_in = Path(source).read_text()
+        source = Path(source)
+    else:
+        text_in = str(source)
+    text = text_in if "flow.dispatch.workgroups" in text_in else dispatch_creation_text(source, tgt)
+    dispatches, encodes, slices, n_globals = count_printed(text)
+    plan = IreePlan(tgt.name, text, dispatches, encodes, slices, n_globals)
+    try:
+        result = explore(text, tgt, families=(), baseline=False, function=function)
+    except (ValueError, KeyError) as e:  # the model rejects a form IREE compiled (e.g. a fused pack it calls illegal)
+        plan.error = str(e.args[0] if e.args else e)
+        return plan
+    plan.candidate = result.best
+    plan.warnings = [w for w in result.warnings if "workgroup_count_from_slice" not in w]
+    if not plan.dispatch_count_sane:
+        plan.warnings.append(
+            f"warning: the model counts {plan.metrics.dispatches} dispatches in IREE's plan, IREE printed "
+            f"{dispatches} workgroups + {encodes} run-time encodes"
+        )
+    return plan

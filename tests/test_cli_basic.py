@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from egg_dispatch.cli import BUILTIN_EXAMPLE, build_parser, builtin_example_text, main
+from egg_dispatch.cli import build_parser, main
+from egg_dispatch.cli.args import BUILTIN_EXAMPLE, builtin_example_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BUILTIN_LABEL = f"<builtin:{BUILTIN_EXAMPLE}>"

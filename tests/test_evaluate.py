@@ -17,7 +17,9 @@ from egg_dispatch.evaluate import EvaluationError, PackedTensor, erf, evaluate, 
 from egg_dispatch.evaluate import encoding as encoding_mod
 from egg_dispatch.mlir.ir import DenseAttr
 from egg_dispatch.mlir.parser import parse_file, parse_mlir
-from egg_dispatch.targets import Layout, builtin_target_names, load_target
+from egg_dispatch.target import layout as target_layout
+from egg_dispatch.target.layout import Layout
+from egg_dispatch.target.profile import builtin_target_names, load_target
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXAMPLE = Path(__file__).parents[1] / "egg_dispatch" / "examples" / "seed_reproducer.mlir"
@@ -511,7 +513,7 @@ def test_builtin_example_equals_numpy_of_its_constant() -> None:
 
 def test_wrong_layout_gives_wrong_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pack the transposed-RHS operand as if it were a plain [K, N] RHS: same shapes, wrong numbers."""
-    real = encoding_mod.resolve_layout
+    real = target_layout.resolve_layout
 
     def wrong(target: object, operand_index: int, *args: object) -> Layout | None:
         lay = real(target, operand_index, *args)  # type: ignore[arg-type]
@@ -522,7 +524,7 @@ def test_wrong_layout_gives_wrong_numbers(monkeypatch: pytest.MonkeyPatch) -> No
     module = parse_file(FIXTURES / "seed_after_set_encoding.mlir")
     a, b = grid(8, 8), grid(8, 8)
     plain = evaluate(module, [a, b])
-    monkeypatch.setattr(encoding_mod, "resolve_layout", wrong)
+    monkeypatch.setattr(target_layout, "resolve_layout", wrong)
     broken = evaluate(module, [a, b], target="x86_64-avx2")
     assert not np.array_equal(broken[0], plain[0])
     np.testing.assert_array_equal(broken[0], _seed_weight(parse_file(FIXTURES / "seed_iree313.mlir"))[0:8] @ a)

@@ -13,7 +13,7 @@ import pytest
 from egg_dispatch.cli import main
 from egg_dispatch.extract import plan_objective
 from egg_dispatch.pipeline import explore
-from egg_dispatch.report import SCHEMA, to_json
+from egg_dispatch.result.report import SCHEMA, to_json
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BUILTIN = Path(__file__).parent.parent / "egg_dispatch" / "examples" / "seed_reproducer.mlir"
@@ -210,7 +210,7 @@ def test_budget_stop_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_progress_line_for_long_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """Runs over PROGRESS_AFTER_SECONDS say on stderr what they are doing (here: after 0 s)."""
-    import egg_dispatch.explore_cmd as explore_cmd
+    import egg_dispatch.cli.explore as explore_cmd
 
     monkeypatch.setattr(explore_cmd, "PROGRESS_AFTER_SECONDS", 0.0)
     assert main(["explore", str(FIXTURES / "qkv_const.mlir"), "--emit", "json"]) == 0
@@ -218,7 +218,7 @@ def test_progress_line_for_long_runs(monkeypatch: pytest.MonkeyPatch, capsys: py
     assert "egg-dispatch: " in err and ("saturated" in err or "imported" in err or "starting" in err)
 
 
-@pytest.mark.skipif(not __import__("egg_dispatch.iree_tools").iree_tools.iree_available(), reason="IREE not installed")
+@pytest.mark.skipif(not __import__("egg_dispatch.iree.tools").iree.tools.iree_available(), reason="IREE not installed")
 def test_cli_baseline_is_irees_own_plan_when_iree_is_installed(capsys: pytest.CaptureFixture[str]) -> None:
     """The report compares with IREE's real plan (iree-compile --compile-to=dispatch-creation), and with
     the modelled one on request; IREE's plan for Q/K/V of an argument copies and encodes each slice."""

@@ -20,23 +20,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from egg_dispatch.cost_table import NodeCost
-from egg_dispatch.egraph_data import EGraphData, Node
-from egg_dispatch.enumerate import MATERIALIZED_OPS, enumerate_plans
-from egg_dispatch.extract import (
-    ExtractionResult,
-    exact_ilp,
-    exhaustive,
-    greedy_dag,
-    plan_contexts,
-    plan_objective,
-)
-from egg_dispatch.extract_ilp import _necessary, prune
-from egg_dispatch.importer import import_function
-from egg_dispatch.initial_plan import initial_plan
+from egg_dispatch.cost.table import NodeCost
+from egg_dispatch.egraph.data import EGraphData, Node
+from egg_dispatch.egraph.enumerate import MATERIALIZED_OPS, enumerate_plans
+from egg_dispatch.egraph.importer import import_function
+from egg_dispatch.egraph.rules import saturate
+from egg_dispatch.extract import ExtractionResult, exact_ilp, exhaustive, greedy_dag, plan_contexts, plan_objective
+from egg_dispatch.extract.prune import _necessary, prune
 from egg_dispatch.mlir.parser import parse_mlir
-from egg_dispatch.rules import saturate
-from egg_dispatch.targets import load_target
+from egg_dispatch.start.initial_plan import initial_plan
+from egg_dispatch.target.profile import load_target
 
 TESTS = Path(__file__).parent
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from egg_dispatch.egraph import ProgramGraph
-from egg_dispatch.importer import import_function
+from egg_dispatch.egraph.importer import import_function
+from egg_dispatch.egraph.program import ProgramGraph
 from egg_dispatch.mlir.parser import parse_file, parse_mlir
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -18,8 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from egg_dispatch.initial_plan import initial_plan
-from egg_dispatch.iree_tools import find_tool, iree_opt_parses
+from egg_dispatch.iree.tools import find_tool, iree_opt_parses
 from egg_dispatch.mlir.compare import modules_equal
 from egg_dispatch.mlir.ir import (
     AffineMapAttr,
@@ -35,6 +34,7 @@ from egg_dispatch.mlir.ir import (
 from egg_dispatch.mlir.ops import static_slice
 from egg_dispatch.mlir.parser import parse_file, parse_mlir
 from egg_dispatch.mlir.printer import print_mlir
+from egg_dispatch.start.initial_plan import initial_plan
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXAMPLE = Path(__file__).parents[1] / "egg_dispatch" / "examples" / "seed_reproducer.mlir"
@@ -336,7 +336,7 @@ def test_plan_computes_the_same_numbers(name: str, target: str | None) -> None:
     evaluate_mod = pytest.importorskip(
         "egg_dispatch.evaluate", reason="egg_dispatch.evaluate is not written yet", exc_type=ModuleNotFoundError
     )
-    from egg_dispatch.targets import load_target
+    from egg_dispatch.target.profile import load_target
 
     m = parse_file(str(FIXTURES / f"{name}.mlir"))
     inputs = _grid_inputs(m, sum(map(ord, name)))

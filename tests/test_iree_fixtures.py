@@ -26,14 +26,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from egg_dispatch.iree_tools import (
-    IreeError,
-    compile_module,
-    find_tool,
-    iree_available,
-    iree_opt_parses,
-    run_module,
-)
+from egg_dispatch.iree.tools import IreeError, compile_module, find_tool, iree_available, iree_opt_parses, run_module
 
 pytestmark = pytest.mark.skipif(not iree_available(), reason="IREE not installed (egg-dispatch[iree])")
 

@@ -15,7 +15,7 @@ reduction order. They must agree within
 
     max |ours - iree| <= 8 · eps_f32 · sqrt(K) · max |ours|
 
-where K is the function's total reduction length (``check_cmd.reduction_length`` summed over its
+where K is the function's total reduction length (``evaluate.check.reduction_length`` summed over its
 ops): 0.7e-5 to 1.5e-5 of the output magnitude for these fixtures (K = 56 to 240); the measured
 errors are at most 3.5e-7.
 
@@ -36,12 +36,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from egg_dispatch.check_cmd import reduction_length
 from egg_dispatch.evaluate import evaluate, function_input_types, select_function
+from egg_dispatch.evaluate.check import reduction_length
 from egg_dispatch.evaluate.values import dtype_of
-from egg_dispatch.iree_tools import IreeError, compile_flags, compile_module, iree_available, run_module
+from egg_dispatch.iree.tools import IreeError, compile_flags, compile_module, iree_available, run_module
 from egg_dispatch.mlir.parser import parse_file
-from egg_dispatch.targets import builtin_target_names
+from egg_dispatch.target.profile import builtin_target_names
 
 pytestmark = pytest.mark.skipif(not iree_available(), reason="IREE not installed (egg-dispatch[iree])")
 

@@ -23,9 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from egg_dispatch.check_cmd import random_inputs
 from egg_dispatch.cli import main
-from egg_dispatch.emit_iree import (
+from egg_dispatch.emit.iree.module import (
     MATERIALIZED_NOTE,
     emit_iree,
     iree_cpu,
@@ -34,9 +33,11 @@ from egg_dispatch.emit_iree import (
     to_iree_module,
 )
 from egg_dispatch.evaluate import evaluate, function_input_types, select_function
-from egg_dispatch.iree_tools import IreeError, compile_module, iree_available, iree_opt_parses, run_module
+from egg_dispatch.evaluate.check import random_inputs
+from egg_dispatch.iree.tools import IreeError, compile_module, iree_available, iree_opt_parses, run_module
 from egg_dispatch.mlir.parser import parse_mlir
-from egg_dispatch.pipeline import Candidate, Exploration, explore
+from egg_dispatch.pipeline import explore
+from egg_dispatch.result.exploration import Candidate, Exploration
 
 pytestmark = pytest.mark.skipif(not iree_available(), reason="IREE not installed (egg-dispatch[iree])")
 
@@ -178,7 +179,7 @@ def test_aarch64_is_compiled_but_not_run_here() -> None:
 
 
 def test_avx512_runs_only_with_avx512f() -> None:
-    from egg_dispatch.emit_iree import host_cpu_flags
+    from egg_dispatch.emit.iree.module import host_cpu_flags
 
     ok, why = runnable_here("x86_64-avx512")
     assert "avx512f" in iree_cpu("x86_64-avx512").required_host_flags
@@ -264,7 +265,7 @@ def test_cli_emit_iree(capsys: pytest.CaptureFixture[str]) -> None:
 def test_iree_plan_of_the_seed() -> None:
     """IREE 3.13 on AVX2: both slice+encode chains hoisted into 2 globals (filled by initializers with
     flow.tensor.encode), the arguments encoded per call, 2 matmul dispatches."""
-    from egg_dispatch.iree_baseline_cmd import iree_plan
+    from egg_dispatch.pipeline import iree_plan
 
     plan = iree_plan(FIXTURES / "seed_iree313.mlir", "x86_64-avx2")
     assert (plan.printed_dispatches, plan.printed_encodes, plan.printed_slices, plan.printed_globals) == (2, 2, 0, 2)
@@ -282,7 +283,7 @@ def test_iree_plan_of_the_seed() -> None:
 
 def test_iree_plan_of_text_already_in_dispatch_creation_form() -> None:
     """IREE's printed output is taken as the plan as it is (no second IREE run): the checked-in fixture."""
-    from egg_dispatch.iree_baseline_cmd import iree_plan
+    from egg_dispatch.pipeline import iree_plan
 
     plan = iree_plan(FIXTURES / "seed_dispatch_creation.mlir", "x86_64-avx2")
     assert (plan.printed_dispatches, plan.printed_encodes, plan.printed_globals) == (2, 2, 2)
@@ -313,7 +314,7 @@ def test_iree_baseline_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: P
 
 
 def test_spearman_by_hand() -> None:
-    from egg_dispatch.bench_cmd import ranks, spearman
+    from egg_dispatch.measure.bench import ranks, spearman
 
     assert ranks([3.0, 1.0, 2.0, 2.0]) == [4.0, 1.0, 2.5, 2.5]
     assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
@@ -322,7 +323,7 @@ def test_spearman_by_hand() -> None:
 
 
 def test_bench_smoke() -> None:
-    from egg_dispatch.bench_cmd import bench, render
+    from egg_dispatch.measure.bench import bench, render
 
     report = bench(FIXTURES / "seed_iree313.mlir", "x86_64-avx2", pareto=True, repeats=1, min_time=0.01)
     assert report.plans[0].kind == "iree" and len(report.plans) >= 2

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from egg_dispatch.kernels import batch_mmt4d, default_acc_dtype, mmt4d, pack, packed_outer_shape, unpack
+from egg_dispatch.evaluate.kernels import batch_mmt4d, default_acc_dtype, mmt4d, pack, unpack
+from egg_dispatch.target.layout import packed_outer_shape
 
 
 @st.composite

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from egg_dispatch.iree_tools import find_tool
+from egg_dispatch.iree.tools import find_tool
 from egg_dispatch.mlir.compare import ir_key
 from egg_dispatch.mlir.ir import DenseAttr, IntAttr, Module
 from egg_dispatch.mlir.ops import make_int_list

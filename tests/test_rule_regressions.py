@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from egg_dispatch.cli import main
-from egg_dispatch.rules import FAMILIES
+from egg_dispatch.egraph.rules import FAMILIES
 
 RULE_TESTS = Path(__file__).parent / "rules"
 CASES = sorted(RULE_TESTS.glob("*/*.mlir"))

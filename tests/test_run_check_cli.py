@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from egg_dispatch.check_cmd import check_module, tolerance
 from egg_dispatch.cli import main
 from egg_dispatch.evaluate import encoding as encoding_mod
+from egg_dispatch.evaluate.check import check_module, tolerance
 from egg_dispatch.mlir.ir import ScalarType
 from egg_dispatch.mlir.parser import parse_file
-from egg_dispatch.targets import builtin_target_names
+from egg_dispatch.target.profile import builtin_target_names
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED = str(FIXTURES / "seed_iree313.mlir")

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from egg_dispatch.importer import import_function
-from egg_dispatch.initial_plan import initial_plan
+from egg_dispatch.egraph.importer import import_function
+from egg_dispatch.egraph.rules import Budget, saturate
 from egg_dispatch.mlir.parser import parse_file
-from egg_dispatch.rules import Budget, saturate
-from egg_dispatch.targets import load_target
+from egg_dispatch.start.initial_plan import initial_plan
+from egg_dispatch.target.profile import load_target
 
 SEED = Path(__file__).parent / "fixtures" / "qkv_const.mlir"
 AVX2 = load_target("x86_64-avx2")
@@ -44,7 +44,7 @@ def test_enode_limit_rolls_back_the_overshooting_iteration() -> None:
 def test_overshoot_without_a_snapshot_is_kept_and_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     """Below 1/SNAPSHOT_FROM of the limit no snapshot is taken (each costs a copy of the e-graph); an
     iteration that then jumps over the limit is kept, and the report gives the size it reached."""
-    import egg_dispatch.rules as rules
+    import egg_dispatch.egraph.rules as rules
 
     monkeypatch.setattr(rules, "SNAPSHOT_FROM", 1)  # never within reach: no snapshots at all
     start = saturate(_imported(), AVX2, budget=Budget(iterations=1))[0].enodes()

@@ -7,16 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from egg_dispatch.egraph_data import EGraphData, build_term
-from egg_dispatch.emit import Emitter, normalize_choice
-from egg_dispatch.enumerate import enumerate_plans
-from egg_dispatch.importer import import_function
-from egg_dispatch.initial_plan import initial_plan
+from egg_dispatch.egraph.data import EGraphData, build_term
+from egg_dispatch.egraph.enumerate import enumerate_plans
+from egg_dispatch.egraph.importer import import_function
+from egg_dispatch.egraph.rules import saturate
+from egg_dispatch.emit.choice import normalize_choice
+from egg_dispatch.emit.emitter import Emitter
+from egg_dispatch.emit.signature import plan_signature
 from egg_dispatch.mlir.ir import Module, Operation, TensorType
 from egg_dispatch.mlir.parser import parse_file
-from egg_dispatch.opt_cmd import plan_signature
-from egg_dispatch.rules import saturate
-from egg_dispatch.targets import load_target
+from egg_dispatch.start.initial_plan import initial_plan
+from egg_dispatch.target.profile import load_target
 
 SEED = Path(__file__).parent / "fixtures" / "seed_iree313.mlir"
 

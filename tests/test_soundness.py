@@ -12,15 +12,16 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from egg_dispatch.egraph_data import EGraphData, build_term
-from egg_dispatch.emit import Emitter, normalize_choice
-from egg_dispatch.enumerate import enumerate_plans
+from egg_dispatch.egraph.data import EGraphData, build_term
+from egg_dispatch.egraph.enumerate import enumerate_plans
+from egg_dispatch.egraph.importer import import_function
+from egg_dispatch.egraph.rules import saturate
+from egg_dispatch.emit.choice import normalize_choice
+from egg_dispatch.emit.emitter import Emitter
 from egg_dispatch.evaluate import evaluate
-from egg_dispatch.importer import import_function
-from egg_dispatch.initial_plan import initial_plan
 from egg_dispatch.mlir.parser import parse_mlir
-from egg_dispatch.rules import saturate
-from egg_dispatch.targets import load_target
+from egg_dispatch.start.initial_plan import initial_plan
+from egg_dispatch.target.profile import load_target
 
 TARGETS = [load_target("x86_64-avx2"), load_target("x86_64-avx512")]
 PLANS_PER_TARGET = 6

@@ -12,23 +12,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from egg_dispatch.kernels import batch_mmt4d, mmt4d, pack, unpack
-from egg_dispatch.targets import (
-    LHS,
-    RESULT,
-    RHS,
+from egg_dispatch.evaluate.kernels import batch_mmt4d, mmt4d, pack, unpack
+from egg_dispatch.target.layout import (
     Layout,
-    TargetError,
-    builtin_target_names,
     choose_matmul_tile,
     contraction_dims,
-    load_target,
     matmul_narrow_dim,
     packed_nbytes,
     packed_shape,
     resolve_layout,
     swaps_operands,
 )
+from egg_dispatch.target.profile import LHS, RESULT, RHS, TargetError, builtin_target_names, load_target
 
 MATMUL = ((0, 2), (2, 1), (0, 1))  # A[M,K] B[K,N] -> C[M,N]
 MATMUL_TB = ((0, 2), (1, 2), (0, 1))  # A[M,K] Bt[N,K] -> C[M,N] (ex matmul_transpose_b)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from egg_dispatch.cli.args import InputError, add_budget_arguments, budget_from_args, load_input, parse_families
 from egg_dispatch.cost.model import DEFAULT_LAMBDA
-from egg_dispatch.egraph.importer import ImportError_
+from egg_dispatch.egraph.imported import ImportError_
 from egg_dispatch.target.profile import TargetError, load_target
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--emit",
         choices=("text", "json", "mlir", "dot", "iree"),
         default="text",
-        help="text report (default), JSON (schema in report.py), the chosen plan's MLIR, its DOT graph, or the "
+        help="text report (default), JSON (schema in result/report.py), the chosen plan's MLIR, its DOT graph, or the "
         "plan in IREE's post-dispatch-creation form (compiles with iree-compile --compile-from=dispatch-creation)",
     )
     p.add_argument(

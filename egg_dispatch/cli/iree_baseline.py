@@ -47,16 +47,6 @@ class PlanRow:
     run_seconds: float
 
 
-
-
-
-
-
-
-
-
-
-
 def plan_row(label: str, metrics: object) -> PlanRow:
     m = metrics
     return PlanRow(
@@ -107,8 +97,6 @@ def _require_iree() -> None:
 
     if find_tool("iree-compile") is None:
         raise InputError("error: iree-compile not found (install egg-dispatch[iree] or put IREE on PATH)")
-
-
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,9 +13,11 @@ import sys
 from egg_dispatch.cli.args import InputError, add_budget_arguments, budget_from_args, load_input, parse_families
 from egg_dispatch.egraph.data import EGraphData, build_term
 from egg_dispatch.egraph.enumerate import enumerate_plans
-from egg_dispatch.egraph.importer import ImportError_, import_function
+from egg_dispatch.egraph.imported import ImportError_
+from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.egraph.rules import saturate
-from egg_dispatch.emit.emitter import Emitter, normalize_choice
+from egg_dispatch.emit.choice import normalize_choice
+from egg_dispatch.emit.emitter import Emitter
 from egg_dispatch.emit.signature import plan_signature
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.printer import print_mlir

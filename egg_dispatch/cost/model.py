@@ -21,7 +21,7 @@ tiled layout, for a plain matmul otherwise):
 * kernel time of a plan = Σ dispatches (launch + Σ of their ops' times): the additive roofline
   (compute plus traffic), an upper bound of the max(flops/peak, bytes/bw) form that decomposes
   over e-nodes, so the exact extractor optimizes what the report shows; the per-dispatch max()
-  form is reported next to it (``plan.py``).
+  form is reported next to it (``plan/graph.py``).
 
 objective = run time + λ · (persistent + transient bytes).
 """
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from egg_dispatch.cost.table import CostTable, NodeCost
 from egg_dispatch.egraph.data import EGraphData, Term
-from egg_dispatch.egraph.importer import ImportedProgram
+from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.mlir.ir import ScalarType, element_nbytes
 from egg_dispatch.target.layout import Layout
 from egg_dispatch.target.profile import Target
@@ -202,7 +202,7 @@ def _strip_class(t: Term) -> Term:
 
 
 def cost_table(g: EGraphData, imported: ImportedProgram, target: Target) -> CostTable:
-    """``NodeCost`` of every extractable node in the root's cone (see ``cost_table.py``)."""
+    """``NodeCost`` of every extractable node in the root's cone (see ``table.py``)."""
     facts = _Facts(g)
     launch = target.dispatch_overhead_us * 1e-6
     table = CostTable(exclusive=exclusive_nodes(g))

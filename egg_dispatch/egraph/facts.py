@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from egg_dispatch.egraph.importer import ImportedProgram
+from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.terms import ivec, quote
 from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, TensorType, element_nbytes
 from egg_dispatch.target.layout import Layout, packed_nbytes, resolve_layout, swaps_operands

@@ -9,9 +9,7 @@ What the importer recognises (design.md §2.2): function arguments (also through
 
 from __future__ import annotations
 
-# Helpers and the result type live in import_util.py and imported.py; re-exported for existing importers.
 from egg_dispatch.egraph.import_util import _captures, _digest, _head, _is_constant, encoding_key, maps_key
-from egg_dispatch.egraph.imported import _LET as _LET
 from egg_dispatch.egraph.imported import ImportedProgram, ImportError_
 from egg_dispatch.egraph.terms import ivec, quote, tlist
 from egg_dispatch.mlir.ir import (
@@ -29,7 +27,7 @@ from egg_dispatch.mlir.ir import (
 from egg_dispatch.mlir.ops import CONTRACTION_OPS, DYNAMIC, ins, outs, static_slice
 from egg_dispatch.mlir.printer import Printer, float_str
 
-__all__ = ["ImportError_", "ImportedProgram", "encoding_key", "import_function", "maps_key"]
+__all__ = ["encoding_key", "import_function", "maps_key"]
 
 _BOUNDARY_HEADS = {"Arg", "Const", "Scalar", "Dispatch", "ConstEval"}
 _PLACED = {

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from egglog import bindings
 
-from egg_dispatch.egraph.importer import ImportedProgram
+from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.terms import SCHEMA
 
 __all__ = ["EGraphSize", "ProgramGraph"]

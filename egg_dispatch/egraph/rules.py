@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from egg_dispatch.egraph.facts import seed_facts
-from egg_dispatch.egraph.importer import ImportedProgram
+from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.program import ProgramGraph
 from egg_dispatch.target.profile import Target
 
 __all__ = ["FAMILIES", "RULES_DIR", "Budget", "SaturationReport", "family_source", "saturate"]
 
-RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
+RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
 """The top-level ``rules/`` folder (the package is installed editable; see README)."""
 
 SNAPSHOT_FROM = 8

@@ -12,13 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from egg_dispatch.egraph.data import Term
-from egg_dispatch.egraph.importer import ImportedProgram
+from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.terms import enc as enc_text
-
-# Plan spelling lives in emit_choice.py, region cloning and renaming in emit_clone.py; re-exported here.
-from egg_dispatch.emit.choice import _ENCODING_LEVEL as _ENCODING_LEVEL
-from egg_dispatch.emit.choice import _operands as _operands
-from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.clone import EmitError, _clone_region, _inline_captured_constants, _rename, _rename_uses
 from egg_dispatch.mlir.ir import (
     AffineMapAttr,
@@ -43,7 +38,7 @@ from egg_dispatch.mlir.ops import make_int_list
 from egg_dispatch.target.layout import Layout, packed_shape
 from egg_dispatch.util.deep import allow_deep_recursion
 
-__all__ = ["EmitError", "Emitter", "normalize_choice"]
+__all__ = ["EmitError", "Emitter"]
 
 BOUNDARY_OPS = frozenset({"Arg", "Const", "Dispatch", "ConstEval"})
 

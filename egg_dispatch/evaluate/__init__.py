@@ -17,13 +17,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from egg_dispatch.evaluate.core import Interpreter, function_input_types
+from egg_dispatch.evaluate.encoding import encoding_layout
+from egg_dispatch.evaluate.scalar import erf
+from egg_dispatch.evaluate.values import EvaluationError, PackedTensor
 from egg_dispatch.mlir.ir import Module, Operation
-from egg_dispatch.targets import Target, load_target
-
-from .core import Interpreter, function_input_types
-from .encoding import encoding_layout
-from .scalar import erf
-from .values import EvaluationError, PackedTensor
+from egg_dispatch.target.profile import Target, load_target
 
 __all__ = [
     "EvaluationError",
@@ -55,7 +54,7 @@ def evaluate(
 
     Inputs must match the signature exactly (shape and dtype; a ``!hal.buffer_view`` argument takes
     the type of its ``hal.tensor.import``). Module initializers run first. ``target`` (a
-    :class:`~egg_dispatch.targets.Target` or a built-in name) materializes encodings physically.
+    :class:`~egg_dispatch.target.profile.Target` or a built-in name) materializes encodings physically.
     Raises :class:`EvaluationError` (with ``file:line:col``) for an op it cannot evaluate.
     """
     if isinstance(target, str):

@@ -1,9 +1,10 @@
 """Checking a program against itself or a plan against its input: seeded inputs, tolerances, reports.
 
 ``check_module`` is what ``egg-dispatch check`` runs: the function is evaluated twice on the same
-seeded inputs, once with encodings ignored (plain semantics) and once with every ``set_encoding`` / ``flow.tensor.encode`` materialized physically for
-the target (packed with zero padding, contractions as mmt4d, unpacked by ``unset_encoding``). The two
-must agree; a wrong layout, a wrong slice of a packed tensor or a wrong rewrite breaks that.
+seeded inputs, once with encodings ignored (plain semantics) and once with every ``set_encoding`` /
+``flow.tensor.encode`` materialized physically for the target (packed with zero padding, contractions
+as mmt4d, unpacked by ``unset_encoding``). The two must agree; a wrong layout, a wrong slice of a
+packed tensor or a wrong rewrite breaks that.
 
 Inputs sit on a coarse grid so that most contractions are exact in every summation order: floats are
 multiples of 1/16 in [-1, 1]; ``i64``/``index`` inputs (usually indices) are integers in [0, 8);

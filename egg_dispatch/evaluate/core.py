@@ -12,6 +12,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from egg_dispatch.evaluate.encoding import encode, logical
+from egg_dispatch.evaluate.structured import LoopSpace
+from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, dtype_of, to_type
 from egg_dispatch.mlir.ir import (
     Block,
     DenseAttr,
@@ -29,11 +32,7 @@ from egg_dispatch.mlir.ir import (
     Value,
 )
 from egg_dispatch.mlir.printer import Printer
-from egg_dispatch.targets import Target
-
-from .encoding import encode, logical
-from .structured import LoopSpace
-from .values import EvaluationError, PackedTensor, dtype_of, to_type
+from egg_dispatch.target.profile import Target
 
 __all__ = ["HANDLERS", "Frame", "Interpreter", "function_input_types", "handles", "type_str"]
 
@@ -236,4 +235,4 @@ def function_type(func: Operation) -> FunctionType:
     return t.type
 
 
-from . import ops_linalg, ops_tensor  # noqa: E402, F401  (fill HANDLERS)
+from egg_dispatch.evaluate import ops_linalg, ops_tensor  # noqa: E402, F401  (fill HANDLERS)

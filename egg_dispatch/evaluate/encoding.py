@@ -1,7 +1,7 @@
 """Physical encodings: the packed layout a target gives an encoded tensor, and ops on packed tensors.
 
 With a target, an encoded tensor type (``tensor<8x8xf32, #iree_encoding.encoding<...>>``) resolves
-through :func:`egg_dispatch.targets.resolve_layout` (operand_index, element_types,
+through :func:`egg_dispatch.target.layout.resolve_layout` (operand_index, element_types,
 user_indexing_maps -> dim positions, iteration_sizes) to a ``linalg.pack`` layout, as IREE's CPU
 materialization does (domain.md §1.9, §4). ``set_encoding`` then packs with zero padding, a contraction
 on packed operands runs the mmt4d kernel (``batch_mmt4d`` with a batch dim; operands swapped for a
@@ -19,11 +19,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from egg_dispatch.kernels import batch_mmt4d, mmt4d, pack
-from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, TensorType
-from egg_dispatch.targets import Layout, Target, packed_shape, resolve_layout, swaps_operands
-
-from .values import EvaluationError, PackedTensor, dtype_of
+from egg_dispatch.evaluate.kernels import batch_mmt4d, mmt4d, pack
+from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, dtype_of
+from egg_dispatch.mlir.ir import EncodingAttr, TensorType
+from egg_dispatch.target import layout as target_layout
+from egg_dispatch.target.layout import Layout, LayoutError, packed_shape, swaps_operands
+from egg_dispatch.target.profile import Target
 
 __all__ = [
     "contract_packed",
@@ -39,41 +40,19 @@ Value = np.ndarray | PackedTensor
 
 
 def encoding_matmul_setup(enc: EncodingAttr) -> tuple[tuple[str, str, str], list[tuple[int, ...]], list[int | None]]:
-    """(element type names, per-operand loop dims, iteration sizes) of a matmul encoding."""
-    types = tuple(t.name for t in enc.element_types)
-    if len(types) != 3:
-        raise EvaluationError(f"encoding has {len(types)} element types; a matmul encoding has 3")
-    maps: list[tuple[int, ...]] = []
-    for m in enc.user_indexing_maps or ():
-        if isinstance(m, tuple):
-            if len(m) != 1:
-                raise EvaluationError("bubbled encodings (a tuple of user_indexing_maps) are not supported")
-            m = m[0]
-        assert isinstance(m, AffineMapAttr)
-        pos = m.dim_positions()
-        if pos is None:
-            raise EvaluationError("an encoding's user_indexing_maps must be projected permutations")
-        maps.append(pos)
-    if len(maps) != 3:
-        raise EvaluationError("a matmul encoding needs user_indexing_maps for its 3 operands")
-    num_loops = max((max(p) + 1 for p in maps if p), default=0)
-    sizes = list(enc.iteration_sizes) if enc.iteration_sizes is not None else [None] * num_loops
-    return (types[0], types[1], types[2]), maps, sizes
+    """``target.layout.encoding_matmul_setup``, its errors as ``EvaluationError``."""
+    try:
+        return target_layout.encoding_matmul_setup(enc)
+    except LayoutError as e:
+        raise EvaluationError(str(e)) from None
 
 
 def encoding_layout(target: Target | None, t: TensorType) -> Layout | None:
-    """The packed layout of encoded type ``t`` on ``target``; None is the identity (a plain array)."""
-    enc = t.encoding
-    if target is None or not isinstance(enc, EncodingAttr) or enc.op_type != "matmul":
-        return None
-    types, maps, sizes = encoding_matmul_setup(enc)
-    if enc.operand_index not in (0, 1, 2):
-        return None
-    if len(maps[enc.operand_index]) != t.rank:
-        raise EvaluationError(
-            f"encoding map of operand {enc.operand_index} has rank {len(maps[enc.operand_index])}, the tensor {t.rank}"
-        )
-    return resolve_layout(target, enc.operand_index, types, maps, sizes)
+    """``target.layout.encoding_layout``, its errors as ``EvaluationError``."""
+    try:
+        return target_layout.encoding_layout(target, t)
+    except LayoutError as e:
+        raise EvaluationError(str(e)) from None
 
 
 def encode(x: np.ndarray, t: TensorType, target: Target | None) -> Value:

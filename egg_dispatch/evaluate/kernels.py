@@ -34,12 +34,6 @@ from egg_dispatch.target.layout import ceil_div, check_relayout, packed_outer_sh
 __all__ = ["batch_mmt4d", "default_acc_dtype", "mmt4d", "pack", "unpack"]
 
 
-
-
-
-
-
-
 def _split_axes(shape: Sequence[int], tile_of: dict[int, int]) -> tuple[list[int], list[int], dict[int, int]]:
     """Shape with every tiled dim d split into (outer_d, tile_d); axis of each outer and inner part."""
     split: list[int] = []

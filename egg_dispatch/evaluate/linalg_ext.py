@@ -6,10 +6,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from egg_dispatch.evaluate.loop_space import LoopSpace, loop_sizes, view
+from egg_dispatch.evaluate.values import EvaluationError
 from egg_dispatch.mlir.ir import AffineMapAttr
-
-from .loop_space import LoopSpace, loop_sizes, view
-from .values import EvaluationError
 
 __all__ = ["attention", "gather"]
 

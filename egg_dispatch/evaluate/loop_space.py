@@ -7,9 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from egg_dispatch.evaluate.values import EvaluationError
 from egg_dispatch.mlir.ir import AffineMapAttr
-
-from .values import EvaluationError
 
 __all__ = ["LoopSpace", "identity_map", "loop_sizes", "perm_map", "to_output", "view"]
 

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from egg_dispatch import kernels
-from egg_dispatch.mlir.ir import AffineMapAttr, ArrayAttr, Block, Operation, ScalarType, Value
-from egg_dispatch.mlir.ops import ins, int_list, iterator_types, outs, tensor_type
-
-from .core import Frame, Interpreter, handles
-from .encoding import contract_packed, zeros
-from .scalar import apply_elementwise
-from .structured import (
+from egg_dispatch.evaluate import kernels
+from egg_dispatch.evaluate.core import Frame, Interpreter, handles
+from egg_dispatch.evaluate.encoding import contract_packed, zeros
+from egg_dispatch.evaluate.scalar import apply_elementwise
+from egg_dispatch.evaluate.structured import (
     Fold,
     LoopSpace,
     attention,
@@ -22,7 +19,9 @@ from .structured import (
     reduction_combiners,
     run_generic,
 )
-from .values import EvaluationError, PackedTensor, element_type, to_type
+from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, element_type, to_type
+from egg_dispatch.mlir.ir import AffineMapAttr, ArrayAttr, Block, Operation, ScalarType, Value
+from egg_dispatch.mlir.ops import ins, int_list, iterator_types, outs, tensor_type
 
 __all__ = ["NAMED_CONTRACTIONS"]
 

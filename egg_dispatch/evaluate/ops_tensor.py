@@ -6,6 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from egg_dispatch.evaluate.core import Frame, Interpreter, handles
+from egg_dispatch.evaluate.encoding import encode, logical, slice_packed, zeros
+from egg_dispatch.evaluate.scalar import ELEMENTWISE, apply_elementwise
+from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, element_type, to_type
 from egg_dispatch.mlir.ir import (
     BoolAttr,
     DenseAttr,
@@ -18,11 +22,6 @@ from egg_dispatch.mlir.ir import (
     Value,
 )
 from egg_dispatch.mlir.ops import DYNAMIC, static_slice, tensor_type
-
-from .core import Frame, Interpreter, handles
-from .encoding import encode, logical, slice_packed, zeros
-from .scalar import ELEMENTWISE, apply_elementwise
-from .values import EvaluationError, PackedTensor, element_type, to_type
 
 __all__: list[str] = []
 

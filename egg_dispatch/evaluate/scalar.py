@@ -21,9 +21,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from egg_dispatch.evaluate.values import EvaluationError, dtype_of, to_type
 from egg_dispatch.mlir.ir import ScalarType
-
-from .values import EvaluationError, dtype_of, to_type
 
 __all__ = ["ELEMENTWISE", "apply_elementwise", "erf"]
 

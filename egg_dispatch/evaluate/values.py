@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from egg_dispatch.kernels import unpack
+from egg_dispatch.evaluate.kernels import unpack
 from egg_dispatch.mlir.ir import DispatchTensorType, Loc, ScalarType, TensorType, Type, numpy_dtype
-from egg_dispatch.targets import Layout
+from egg_dispatch.target.layout import Layout
 
 __all__ = ["EvaluationError", "PackedTensor", "dtype_of", "element_type", "round_bf16", "to_type"]
 

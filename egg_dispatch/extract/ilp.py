@@ -1,6 +1,6 @@
 """Exact extraction as a MILP on HiGHS (``highspy``): prune, order only inside SCCs, warm-start, keep the best.
 
-Model (egglog-notes.md §7, extended with the run/load contexts of ``cost_table.py``), over the
+Model (egglog-notes.md §7, extended with the run/load contexts of ``cost/table.py``), over the
 *pruned* e-graph:
 
 * binaries x_n per node; a_c = Σ_{n∈c} x_n ≤ 1 per class (continuous: integral through the x's);
@@ -15,7 +15,7 @@ Model (egglog-notes.md §7, extended with the run/load contexts of ``cost_table.
   (networkx), with l_c − l_d + M·x_n ≤ M − 1 for edges inside it, M = the SCC's size. Acyclic
   graphs (every real one so far) need no ordering at all (egglog-notes.md §4.4, lesson 2).
 
-Pruning (lesson 1; ``extract_prune.py``), each step exact: classes unreachable from the root;
+Pruning (lesson 1; ``prune.py``), each step exact: classes unreachable from the root;
 subsumed and self-loop nodes (``EGraphData.choices``); nodes that cannot be grounded (no acyclic
 derivation of some child class, so no plan uses them); dominated nodes (a sibling with no more run
 time, no more memory, a subset of the child classes, and no run context where the dominated node
@@ -44,13 +44,9 @@ from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.extract.common import _ZERO, ExtractionResult, _result, check_costs, plan_contexts
 from egg_dispatch.extract.greedy import greedy_dag
-
-# Pruning lives in extract_prune.py; re-exported (``name as name``) for existing importers.
-from egg_dispatch.extract.prune import _DOMINANCE_MAX_CLASS as _DOMINANCE_MAX_CLASS
 from egg_dispatch.extract.prune import PrunedGraph, _necessary, prune
-from egg_dispatch.extract.prune import _dominates as _dominates
 
-__all__ = ["PrunedGraph", "prune", "solve_ilp"]
+__all__ = ["solve_ilp"]
 
 _OBJECTIVE_SCALE = 1000.0
 """What the warm start's objective is scaled to inside HiGHS (see ``solve_ilp``)."""

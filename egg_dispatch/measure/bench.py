@@ -240,5 +240,3 @@ def render(report: BenchReport) -> str:
         lines.append(f"Spearman rank correlation, predicted vs measured: {shown} over {n} plans{why}")
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join(lines)
-
-

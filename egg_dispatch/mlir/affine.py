@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .ir import AffineMapAttr
-from .lexer import describe, int_value
+from egg_dispatch.mlir.ir import AffineMapAttr
+from egg_dispatch.mlir.lexer import describe, int_value
 
 if TYPE_CHECKING:
-    from .parser import Parser
+    from egg_dispatch.mlir.parser import Parser
 
 __all__ = ["AffineParser"]
 

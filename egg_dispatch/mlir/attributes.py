@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from .affine import AffineParser
-from .dense import DenseParser, _hex_float
-from .encoding import EncodingParser
-from .ir import (
+from egg_dispatch.mlir.affine import AffineParser
+from egg_dispatch.mlir.dense import DenseParser, _hex_float
+from egg_dispatch.mlir.encoding import EncodingParser
+from egg_dispatch.mlir.ir import (
     ArrayAttr,
     Attr,
     BoolAttr,
@@ -27,10 +27,10 @@ from .ir import (
     TypeAttr,
     UnitAttr,
 )
-from .lexer import Token, describe, int_value
+from egg_dispatch.mlir.lexer import Token, describe, int_value
 
 if TYPE_CHECKING:
-    from .parser import Parser
+    from egg_dispatch.mlir.parser import Parser
 
 __all__ = ["AttrParser", "int_in_range", "symbol_name", "unescape"]
 
@@ -306,7 +306,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
     def inline_aliases(self: Parser, text: str, pos: int) -> str:
         """Replace alias references in verbatim text (opaque attributes and ops) by their definitions, so
         the text stands alone: the printer names its own aliases and must not capture these."""
-        from .printer import Printer
+        from egg_dispatch.mlir.printer import Printer
 
         def sub(m: re.Match[str]) -> str:
             name = m.group("ref")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .ir import Attr, DenseAttr, Module, Operation, Region, Value
+from egg_dispatch.mlir.ir import Attr, DenseAttr, Module, Operation, Region, Value
 
 __all__ = ["ir_key", "modules_equal"]
 

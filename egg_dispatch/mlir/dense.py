@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .ir import DenseAttr, ScalarType, TensorType, Type, is_known_element, numpy_dtype
-from .lexer import describe
+from egg_dispatch.mlir.ir import DenseAttr, ScalarType, TensorType, Type, is_known_element, numpy_dtype
+from egg_dispatch.mlir.lexer import describe
 
 if TYPE_CHECKING:
-    from .lexer import Lexer
-    from .parser import Parser
+    from egg_dispatch.mlir.lexer import Lexer
+    from egg_dispatch.mlir.parser import Parser
 
 __all__ = ["MAX_CONSTANT_ELEMENTS", "DenseParser", "resource_array", "round_bf16"]
 
@@ -80,7 +80,7 @@ class DenseParser:
 
 def _element(lex: Lexer, t: str, elem: ScalarType, pos: int) -> float | int:
     """One element of a dense list, checked against the element type."""
-    from .attributes import int_in_range
+    from egg_dispatch.mlir.attributes import int_in_range
 
     if elem.name == "i1" and t in ("true", "false"):
         return int(t == "true")

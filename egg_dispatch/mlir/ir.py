@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .ir_types import (
+from egg_dispatch.mlir.ir_types import (
     DispatchTensorType,
     FunctionType,
     OpaqueType,

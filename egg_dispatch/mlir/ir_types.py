@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .ir import Attr
+    from egg_dispatch.mlir.ir import Attr
 
 __all__ = [
     "DispatchTensorType",

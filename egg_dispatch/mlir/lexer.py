@@ -11,7 +11,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from .ir import Loc
+from egg_dispatch.mlir.ir import Loc
 
 __all__ = ["MAX_NESTING", "Lexer", "MLIRSyntaxError", "Token", "int_value"]
 

@@ -52,7 +52,7 @@ names next to these.
 
 from __future__ import annotations
 
-from .ir import ArrayAttr, Attr, IntAttr, Operation, StrAttr, TensorType, Value
+from egg_dispatch.mlir.ir import ArrayAttr, Attr, IntAttr, Operation, StrAttr, TensorType, Value
 
 __all__ = [
     "CAST_OPS",

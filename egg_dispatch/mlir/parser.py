@@ -11,24 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .attributes import AttrParser, symbol_name
-from .ir import (
-    Attr,
-    Block,
-    DenseAttr,
-    Loc,
-    Module,
-    OpaqueType,
-    Operation,
-    Region,
-    Type,
-    Value,
-)
-from .lexer import Lexer, MLIRSyntaxError, describe, int_value
-from .print_ops import has_custom_printer
-from .resources import ELIDED_SEED, ResourceParser
-from .syntax import OpSyntax
-from .syntax_iree import UNKNOWN
+from egg_dispatch.mlir.attributes import AttrParser, symbol_name
+from egg_dispatch.mlir.ir import Attr, Block, DenseAttr, Loc, Module, OpaqueType, Operation, Region, Type, Value
+from egg_dispatch.mlir.lexer import Lexer, MLIRSyntaxError, describe, int_value
+from egg_dispatch.mlir.print_ops import has_custom_printer
+from egg_dispatch.mlir.resources import ELIDED_SEED, ResourceParser
+from egg_dispatch.mlir.syntax import OpSyntax
+from egg_dispatch.mlir.syntax_iree import UNKNOWN
 
 __all__ = ["ELIDED_SEED", "MLIRSyntaxError", "parse_bytes", "parse_file", "parse_mlir"]
 
@@ -167,7 +156,7 @@ class Parser(AttrParser, OpSyntax, ResourceParser):
         return uses[len(uses) - n + k] if len(uses) >= n else default
 
     def type_str(self, t: Type) -> str:
-        from .printer import Printer
+        from egg_dispatch.mlir.printer import Printer
 
         return Printer().type(t)
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .ir import DenseAttr, Operation, Region, TensorType
-from .ops import CAST_OPS, CONTRACTION_OPS, RETURN_OPS, int_list, outs
-from .printer import symbol
+from egg_dispatch.mlir.ir import DenseAttr, Operation, Region, TensorType
+from egg_dispatch.mlir.ops import CAST_OPS, CONTRACTION_OPS, RETURN_OPS, int_list, outs
+from egg_dispatch.mlir.printer import symbol
 
 if TYPE_CHECKING:
-    from .printer import Printer
+    from egg_dispatch.mlir.printer import Printer
 
 __all__ = ["GENERIC", "has_custom_printer", "print_op_body"]
 

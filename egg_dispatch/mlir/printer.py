@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 
-from .ir import (
+from egg_dispatch.mlir.ir import (
     AffineMapAttr,
     ArrayAttr,
     Attr,
@@ -37,7 +37,7 @@ from .ir import (
     UnitAttr,
     Value,
 )
-from .ops import DYNAMIC, ins, int_list, outs
+from egg_dispatch.mlir.ops import DYNAMIC, ins, int_list, outs
 
 __all__ = ["Printer", "print_mlir", "string_literal", "symbol"]
 
@@ -187,7 +187,7 @@ class Printer:
         if op.results:
             names = _result_names(op)
             res = ", ".join(names) + " = "
-        from .print_ops import GENERIC, print_op_body
+        from egg_dispatch.mlir.print_ops import GENERIC, print_op_body
 
         if op.generic_form and op.opaque_text is not None:
             return f'{indent}{res}"{op.name}"{op.opaque_text}'

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .dense import resource_array, round_bf16
-from .ir import Module, TensorType, numpy_dtype
-from .lexer import describe
+from egg_dispatch.mlir.dense import resource_array, round_bf16
+from egg_dispatch.mlir.ir import Module, TensorType, numpy_dtype
+from egg_dispatch.mlir.lexer import describe
 
 if TYPE_CHECKING:
-    from .parser import Parser
+    from egg_dispatch.mlir.parser import Parser
 
 __all__ = ["ELIDED_SEED", "ResourceParser", "elided_fill"]
 

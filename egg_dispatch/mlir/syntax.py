@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .attributes import symbol_name
-from .ir import (
+from egg_dispatch.mlir.attributes import symbol_name
+from egg_dispatch.mlir.ir import (
     ArrayAttr,
     Attr,
     BoolAttr,
@@ -27,13 +27,13 @@ from .ir import (
     TypeAttr,
     Value,
 )
-from .lexer import describe, int_value
-from .ops import CAST_OPS, DYNAMIC, RETURN_OPS, make_int_list
-from .syntax_iree import IreeSyntax
-from .syntax_linalg import LinalgSyntax
+from egg_dispatch.mlir.lexer import describe, int_value
+from egg_dispatch.mlir.ops import CAST_OPS, DYNAMIC, RETURN_OPS, make_int_list
+from egg_dispatch.mlir.syntax_iree import IreeSyntax
+from egg_dispatch.mlir.syntax_linalg import LinalgSyntax
 
 if TYPE_CHECKING:
-    from .parser import Parser
+    from egg_dispatch.mlir.parser import Parser
 
 __all__ = ["OpSyntax"]
 

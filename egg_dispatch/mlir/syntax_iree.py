@@ -4,12 +4,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .attributes import symbol_name
-from .ir import Attr, DenseAttr, OpaqueType, Operation, Region, StrAttr, SymbolRefAttr, Type, TypeAttr, UnitAttr, Value
-from .ops import make_int_list
+from egg_dispatch.mlir.attributes import symbol_name
+from egg_dispatch.mlir.ir import (
+    Attr,
+    DenseAttr,
+    OpaqueType,
+    Operation,
+    Region,
+    StrAttr,
+    SymbolRefAttr,
+    Type,
+    TypeAttr,
+    UnitAttr,
+    Value,
+)
+from egg_dispatch.mlir.ops import make_int_list
 
 if TYPE_CHECKING:
-    from .parser import Parser
+    from egg_dispatch.mlir.parser import Parser
 
 __all__ = ["UNKNOWN", "IreeSyntax"]
 

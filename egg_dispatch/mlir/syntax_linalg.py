@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .ir import Attr, IntAttr, Operation, Type, UnitAttr, Value
-from .lexer import int_value
-from .ops import make_int_list
+from egg_dispatch.mlir.ir import Attr, IntAttr, Operation, Type, UnitAttr, Value
+from egg_dispatch.mlir.lexer import int_value
+from egg_dispatch.mlir.ops import make_int_list
 
 if TYPE_CHECKING:
-    from .parser import Parser
+    from egg_dispatch.mlir.parser import Parser
 
 __all__ = ["LinalgSyntax"]
 

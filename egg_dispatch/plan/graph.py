@@ -19,7 +19,7 @@ import networkx as nx
 
 from egg_dispatch.cost.model import _Facts, exclusive_nodes, is_reshape, node_seconds
 from egg_dispatch.egraph.data import EGraphData
-from egg_dispatch.egraph.importer import ImportedProgram
+from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.target.profile import Target
 from egg_dispatch.util.deep import allow_deep_recursion
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from egg_dispatch.egraph.data import EGraphData
-from egg_dispatch.egraph.importer import ImportedProgram
+from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.rules import SaturationReport
 from egg_dispatch.evaluate import EvaluationError, evaluate, function_input_types, select_function
 from egg_dispatch.evaluate.check import random_inputs, reduction_length, tolerance
@@ -114,5 +114,3 @@ class Exploration:
         from egg_dispatch.result.report import markdown
 
         return markdown(self)
-
-

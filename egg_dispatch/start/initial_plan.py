@@ -9,7 +9,7 @@ Reproducing it makes IREE's own plan (and the #21100 failure) one point of the s
   bottom-up. A root fuses a producer only through its init, then a chain of all-parallel consumers
   while the producer has one use and the outer-parallel loops line up. Leftover linalg ops get a
   region each. A region sits where its last op was (``wrapOpInDispatchRegion``).
-* **Cloning** (``RegionOpUtils.cpp``, in ``initial_clone.py``): empty / extract_slice / extract /
+* **Cloning** (``RegionOpUtils.cpp``, in ``clone.py``): empty / extract_slice / extract /
   fill / index_cast / gather / bit-extend generics, int or float scalar arith, and constants that
   are scalars, splats or at most 256 B are cloned transitively into every region using them;
   originals left unused are erased; stray generics and gathers then get their own region.
@@ -41,23 +41,17 @@ from egg_dispatch.mlir.ir import (
     Value,
 )
 from egg_dispatch.mlir.ops import CONTRACTION_OPS, ins, int_list, iterator_types, make_int_list, outs
-
-# The cloning step and the IR helpers all steps share live in initial_clone.py; re-exported here.
-from egg_dispatch.start.clone import _ALWAYS_CLONED as _ALWAYS_CLONED
-from egg_dispatch.start.clone import _CLONE_DIALECTS as _CLONE_DIALECTS
 from egg_dispatch.start.clone import (
     CLONE_CONSTANT_MAX_BYTES,
     _clone,
     _clone_producers,
+    _cloneable,
     _erase_dead,
     _is_bit_extend,
     _replace,
     _Uses,
     _uses,
 )
-from egg_dispatch.start.clone import _cloneable as _cloneable
-from egg_dispatch.start.clone import _free_values as _free_values
-from egg_dispatch.start.clone import _walk as _walk
 
 __all__ = ["CLONE_CONSTANT_MAX_BYTES", "initial_plan"]
 

@@ -182,7 +182,7 @@ def _load_text(text: str, source: str) -> Target:
 
 
 def builtin_target_names() -> tuple[str, ...]:
-    """Names of the profiles shipped in ``egg_dispatch/targets/``."""
+    """Names of the profiles shipped in ``egg_dispatch/target/profiles/``."""
     folder = resources.files("egg_dispatch.target") / "profiles"
     return tuple(sorted(p.name[: -len(".json")] for p in folder.iterdir() if p.name.endswith(".json")))
 
@@ -206,29 +206,3 @@ def load_target(name_or_path: str | os.PathLike[str]) -> Target:
 # --------------------------------------------------------------------------------------------------
 # Tile choice (narrow-M/N rule) and layouts
 # --------------------------------------------------------------------------------------------------
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -30,9 +30,9 @@ Two things IREE 3.13 cannot take in this form are rewritten, keeping the plan's 
   convert unserialized encoding to serialized encoding").
 
 The module is built as IR and printed with our printer, so it also re-parses with ``parse_mlir``. This module
-orchestrates (device global, ABI wrapper, renaming); the pieces live in ``emit_iree_device`` (the target's
-``#hal.device.target``), ``emit_iree_workgroups`` (dispatch bodies), ``emit_iree_rewrite`` (the rewrites above)
-and ``emit_iree_builder`` (shared IR building).
+orchestrates (device global, ABI wrapper, renaming); the pieces live in ``device`` (the target's
+``#hal.device.target``), ``workgroups`` (dispatch bodies), ``rewrite`` (the rewrites above)
+and ``builder`` (shared IR building).
 """
 
 from __future__ import annotations

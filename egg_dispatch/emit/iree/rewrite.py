@@ -22,7 +22,7 @@ from egg_dispatch.mlir.ir import (
     Value,
 )
 from egg_dispatch.mlir.ops import CONTRACTION_OPS, DYNAMIC, make_int_list, static_slice
-from egg_dispatch.target.layout import Layout, packed_shape, swaps_operands
+from egg_dispatch.target.layout import Layout, encoding_layout, encoding_matmul_setup, packed_shape, swaps_operands
 from egg_dispatch.target.profile import Target
 
 __all__ = ["fold_constant_slice", "inline_missing_resources", "materialize_encodings", "needs_materialization"]
@@ -70,8 +70,6 @@ def fold_constant_slice(op: Operation) -> DenseAttr | None:
 
 
 def _layout_of(target: Target, t: TensorType) -> Layout | None:
-    from egg_dispatch.evaluate.encoding import encoding_layout
-
     return encoding_layout(target, t)
 
 
@@ -204,8 +202,6 @@ class _Materializer:
         return b.add("linalg.unpack", [v, empty], [plain], attrs).result
 
     def contraction(self, op: Operation, b: Builder, mapping: dict[Value, Value], acc_t: TensorType) -> None:
-        from egg_dispatch.evaluate.encoding import encoding_matmul_setup
-
         lhs, rhs, acc = (mapping.get(v, v) for v in op.operands[:3])
         enc = acc_t.encoding
         assert isinstance(enc, EncodingAttr)

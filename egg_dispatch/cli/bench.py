@@ -1,0 +1,79 @@
+"""``egg-dispatch bench FILE [--target T] [--pareto] [--repeats N]``: our plans against IREE's, timed here.
+
+The measurement itself is ``measure.bench`` (its docstring says how). Exit codes: 0 ok (also when the
+target cannot run here, or IREE fails to compile its own plan: both are reported as results), 1 a plan
+computes different numbers, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from egg_dispatch.cli.args import InputError
+from egg_dispatch.iree.dispatch_creation import first_error_line
+from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, find_tool
+from egg_dispatch.measure.bench import DEFAULT_REPEATS, bench, render
+from egg_dispatch.target.profile import TargetError, load_target
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``bench`` subcommand to the CLI."""
+    p = sub.add_parser(
+        "bench",
+        help="time our plans against IREE's own on this CPU (iree-benchmark-module)",
+        description="Compile IREE's own plan for FILE and ours (--emit iree; with --pareto every frontier plan), "
+        "check they compute the same numbers, time them interleaved and compare with our model's predictions.",
+    )
+    p.add_argument("file", metavar="FILE", help="linalg-level MLIR input")
+    p.add_argument("--target", default="x86_64-avx2", metavar="T", help="target profile (default x86_64-avx2)")
+    p.add_argument("--pareto", action="store_true", help="also time every plan of the time/memory frontier")
+    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, metavar="N", help="interleaved repeats (default 5)")
+    p.add_argument(
+        "--min-time",
+        type=float,
+        default=DEFAULT_MIN_TIME,
+        metavar="S",
+        help=f"seconds per measurement (default {DEFAULT_MIN_TIME:g})",
+    )
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``egg-dispatch bench``."""
+
+    if args.repeats < 1:
+        raise InputError(f"--repeats: error: must be at least 1, got {args.repeats}")
+    if args.min_time <= 0:
+        raise InputError(f"--min-time: error: must be positive, got {args.min_time:g}")
+    try:
+        target = load_target(args.target)
+    except TargetError as e:
+        raise InputError(f"--target: error: {e}") from None
+    path = Path(args.file)
+    if not path.is_file():
+        raise InputError(f"{args.file}: error: no such file")
+    for tool in ("iree-compile", "iree-benchmark-module"):
+        if find_tool(tool) is None:
+            raise InputError(f"error: {tool} not found (install egg-dispatch[iree] or put IREE on PATH)")
+    try:
+        report = bench(
+            path,
+            target,
+            pareto=args.pareto,
+            repeats=args.repeats,
+            min_time=args.min_time,
+            progress=lambda m: print(f"egg-dispatch: {m}", file=sys.stderr, flush=True),
+        )
+    except IreeError as e:
+        detail = f": {first_error_line(e.stderr)}" if e.stderr else ""
+        raise InputError(f"{args.file}: {str(e).splitlines()[0]}{detail}") from None
+    print(render(report))
+    if not report.numbers_ok:
+        bad = [p.label for p in report.plans if p.max_rel_error is not None and p.max_rel_error > report.tolerance]
+        print(f"error: {', '.join(bad)} compute different numbers than the input program", file=sys.stderr)
+        return 1
+    return 0

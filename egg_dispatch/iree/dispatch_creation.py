@@ -1,0 +1,61 @@
+"""IREE's own dispatch plan as text: ``iree-compile --compile-to=dispatch-creation`` for a target.
+
+The flags are the ones ``--emit iree`` targets (``emit.iree``'s device for the profile); data tiling is
+on for every target with an encoding resolver. Costing that plan with our model is the pipeline's
+(``pipeline.iree_plan``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from egg_dispatch.emit.iree.module import iree_cpu
+from egg_dispatch.iree.tools import compile_module
+from egg_dispatch.mlir.parser import parse_mlir
+from egg_dispatch.target.profile import Target, load_target
+
+__all__ = ["count_printed", "dispatch_creation_text", "first_error_line", "iree_compile_flags"]
+
+
+def iree_compile_flags(target: str | Target) -> tuple[bool, str, list[str]]:
+    """(data tiling?, ``--iree-llvmcpu-target-cpu`` value, other flags) for IREE compiling for ``target``.
+
+    Data tiling is on except for ``none`` (a target without an encoding resolver: IREE without data tiling
+    is what that target gets)."""
+    tgt = load_target(target) if isinstance(target, str) else target
+    cpu = iree_cpu(tgt)
+    flags = list(cpu.compile_flags)
+    name = next((f.split("=", 1)[1] for f in flags if f.startswith("--iree-llvmcpu-target-cpu=")), "generic")
+    others = [f for f in flags if not f.startswith("--iree-llvmcpu-target-cpu=")]
+    return tgt.encoding_resolver, name, others
+
+
+def dispatch_creation_text(source: str | os.PathLike[str], target: str | Target) -> str:
+    """IREE's program at the end of dispatch creation for ``target`` (raises ``IreeError`` on failure)."""
+    data_tiling, cpu, others = iree_compile_flags(target)
+    out = compile_module(
+        source, data_tiling=data_tiling, target_cpu=cpu, extra_flags=[*others, "--compile-to=dispatch-creation"]
+    )
+    return out.decode()
+
+
+def count_printed(text: str) -> tuple[int, int, int, int]:
+    """(workgroups, run-time encodes, run-time slices, globals other than the device) IREE printed."""
+    module = parse_mlir(text, "<iree dispatch-creation>")
+    func = module.function()
+    top = [op.name for op in func.regions[0].entry.ops]
+    n_globals = sum(1 for op in module.ops if op.name == "util.global") - ("__device_0" in module.globals())
+    return (
+        top.count("flow.dispatch.workgroups"),
+        top.count("flow.tensor.encode"),
+        top.count("flow.tensor.slice"),
+        n_globals,
+    )
+
+
+def first_error_line(stderr: str) -> str:
+    """IREE's first ``error:`` line (its diagnostics are long; the CLI reports one line)."""
+    for line in stderr.splitlines():
+        if "error:" in line:
+            return line.strip()
+    return (stderr.strip().splitlines() or ["(no message)"])[0]

@@ -1,0 +1,1 @@
+"""Plans measured for real: compiled with IREE and timed on this CPU (``bench``)."""

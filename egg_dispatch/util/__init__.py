@@ -1,0 +1,1 @@
+"""Helpers every stage may use: deep-recursion headroom (``deep``) and fixed-width tables (``table``)."""

@@ -1,0 +1,170 @@
+"""The package layout: one subpackage per stage, imports flowing one way (``egg_dispatch.STAGES``).
+
+Every import in every module of the package is read with ``ast`` (at module level, inside functions
+and under ``if TYPE_CHECKING:`` alike) and resolved to the stage it names. A module may import its own
+stage and earlier ones; an import of a later stage, of the top-level package from inside a stage, or
+a dynamic import fails the test, so the layout cannot decay silently.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+import egg_dispatch
+
+PACKAGE = Path(egg_dispatch.__file__).resolve().parent
+TOP = "egg_dispatch"
+DATA_PACKAGES = frozenset({"examples"})
+"""Subpackages that hold only package data (no imports, no code)."""
+ABOVE_STAGES = frozenset({"__init__", "__main__"})
+"""Top-level modules that sit above every stage: the public API and ``python -m``."""
+
+
+def module_name(rel: Path) -> str:
+    parts = list(rel.with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join([TOP, *parts])
+
+
+def stage_of(module: str) -> str:
+    """The stage of a module name inside the package (``egg_dispatch.cli.explore`` -> ``cli``)."""
+    parts = module.split(".")
+    assert parts[0] == TOP
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def imported_modules(source: str, module: str, is_package: bool) -> Iterator[tuple[int, str]]:
+    """(line, absolute module) for every import in ``source``; ``from X import name`` yields ``X.name``
+    when ``X`` is the top-level package (the name is then a stage, or the package's own API)."""
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target == TOP:
+                for alias in node.names:
+                    yield node.lineno, f"{TOP}.{alias.name}"
+            else:
+                yield node.lineno, target
+        elif isinstance(node, ast.Call):
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+            if name in ("import_module", "__import__"):
+                yield node.lineno, "<dynamic import>"
+
+
+def violations(sources: Mapping[str, str], stages: tuple[str, ...]) -> list[str]:
+    """Every import against the stage order in ``sources`` ({path relative to the package: text})."""
+    order = {s: i for i, s in enumerate(stages)}
+    out: list[str] = []
+    for rel, text in sorted(sources.items()):
+        path = Path(rel)
+        module = module_name(path)
+        here = stage_of(module)
+        if here in ABOVE_STAGES:
+            continue
+        for line, target in imported_modules(text, module, path.name == "__init__.py"):
+            where = f"{TOP}/{rel}:{line}"
+            if target == "<dynamic import>":
+                out.append(f"{where}: a dynamic import hides a dependency from this test")
+                continue
+            if target.split(".")[0] != TOP:
+                continue
+            there = stage_of(target)
+            if here in DATA_PACKAGES:
+                out.append(f"{where}: data package '{here}' imports {target}")
+            elif there in ABOVE_STAGES or there not in order:
+                out.append(f"{where}: stage '{here}' imports {target}, which is not a stage")
+            elif order[there] > order[here]:
+                out.append(f"{where}: stage '{here}' imports {target} of the later stage '{there}'")
+    return out
+
+
+def package_sources() -> dict[str, str]:
+    return {p.relative_to(PACKAGE).as_posix(): p.read_text() for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def stage_graph(sources: Mapping[str, str]) -> nx.DiGraph:
+    g = nx.DiGraph()
+    for rel, text in sources.items():
+        module = module_name(Path(rel))
+        here = stage_of(module)
+        if here in ABOVE_STAGES:
+            continue
+        for _, target in imported_modules(text, module, rel.endswith("__init__.py")):
+            if target.split(".")[0] == TOP and (there := stage_of(target)) != here:
+                g.add_edge(here, there)
+    return g
+
+
+def test_every_import_follows_the_stage_order() -> None:
+    found = violations(package_sources(), egg_dispatch.STAGES)
+    assert not found, "imports against the stage order (egg_dispatch.STAGES):\n" + "\n".join(found)
+
+
+def test_no_cycle_between_stages() -> None:
+    cycles = list(nx.simple_cycles(stage_graph(package_sources())))
+    assert not cycles, f"import cycles between subpackages: {cycles}"
+
+
+def test_the_library_never_imports_a_command() -> None:
+    """No module outside ``cli/`` imports it (``__main__`` is the command line's own entry)."""
+    offenders = [
+        f"{rel}:{line}"
+        for rel, text in package_sources().items()
+        if not rel.startswith("cli/") and rel != "__main__.py"
+        for line, target in imported_modules(text, module_name(Path(rel)), rel.endswith("__init__.py"))
+        if target == f"{TOP}.cli" or target.startswith(f"{TOP}.cli.")
+    ]
+    assert not offenders
+
+
+def test_top_level_holds_only_stages_and_the_entry_points() -> None:
+    stages = set(egg_dispatch.STAGES)
+    entries = {p.name for p in PACKAGE.iterdir() if p.name not in ("__pycache__", "py.typed")}
+    modules = {n for n in entries if n.endswith(".py")}
+    packages = {n for n in entries if (PACKAGE / n).is_dir()}
+    assert modules == {"__init__.py", "__main__.py", "pipeline.py"}
+    assert packages == (stages - {"pipeline"}) | DATA_PACKAGES
+    assert all((PACKAGE / p / "__init__.py").is_file() for p in packages)
+
+
+@pytest.mark.parametrize(
+    ("path", "line", "ok"),
+    [
+        ("mlir/ir.py", "from egg_dispatch.cli import main", False),
+        ("egraph/facts.py", "from egg_dispatch.extract import greedy_dag", False),
+        ("cost/model.py", "from egg_dispatch.egraph.importer import ImportedProgram", True),
+        ("plan/graph.py", "from ..pipeline import explore", False),
+        ("emit/iree/module.py", "from ...evaluate import evaluate", False),
+        ("emit/iree/module.py", "from ..clone import clone_region", True),
+        ("target/layout.py", "from egg_dispatch import explore", False),
+        ("util/table.py", "import importlib; importlib.import_module('egg_dispatch.cli')", False),
+        ("cli/explore.py", "from egg_dispatch.pipeline import explore", True),
+        ("examples/__init__.py", "from egg_dispatch.mlir import ir", False),
+    ],
+)
+def test_the_checker_finds_a_backwards_import(path: str, line: str, ok: bool) -> None:
+    """The check above can fail: a backwards import added by hand to a module is reported."""
+    sources = package_sources()
+    sources[path] = sources.get(path, '"""x"""\n') + "\n" + line + "\n"
+    found = violations(sources, egg_dispatch.STAGES)
+    assert (not found) == ok, found
+
+
+def test_a_backwards_import_makes_a_cycle_between_stages() -> None:
+    sources = package_sources()
+    sources["mlir/ir.py"] += "\nfrom egg_dispatch.evaluate import evaluate\n"
+    assert any("mlir" in c and "evaluate" in c for c in nx.simple_cycles(stage_graph(sources)))
