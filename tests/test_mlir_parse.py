@@ -167,7 +167,7 @@ def test_seed_constant_resource_blob_decoded_independently() -> None:
     values = struct.unpack_from("<128f", blob, 4)
     np.testing.assert_array_equal(weight.array, np.array(values, dtype=np.float32).reshape(16, 8))
     np.testing.assert_array_equal(weight.array, seed_weight())
-    assert module.resources["split.weight_16x8.f32"] == blob
+    assert module.resources["split.weight_16x8.f32"].tobytes() == blob
     assert module.warnings == []
 
 

@@ -142,7 +142,7 @@ class _Importer:
             v = a["value"]
             r = op.result
             if isinstance(v, DenseAttr):
-                key = f"cst_{'x'.join(map(str, v.type.shape))}x{v.type.element}_{_digest(v.array.tobytes())}"
+                key = f"cst_{'x'.join(map(str, v.type.shape))}x{v.type.element}_{v.digest()[:10]}"
                 self.out.constants[key] = v
                 self.let(r, f"(Const {quote(key)})", r.type)
             elif isinstance(v, FloatAttr | IntAttr):

@@ -8,14 +8,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from egg_dispatch.mlir.ir import DenseAttr, ScalarType, TensorType, Type, is_known_element, numpy_dtype
+from egg_dispatch.mlir.elements import HEX_DIGITS, HexData
+from egg_dispatch.mlir.ir import DenseAttr, ScalarType, TensorType, Type, element_nbytes, is_known_element, numpy_dtype
 from egg_dispatch.mlir.lexer import describe
 
 if TYPE_CHECKING:
     from egg_dispatch.mlir.lexer import Lexer
     from egg_dispatch.mlir.parser import Parser
 
-__all__ = ["MAX_CONSTANT_ELEMENTS", "DenseParser", "resource_array", "round_bf16"]
+__all__ = ["MAX_CONSTANT_ELEMENTS", "DenseParser", "check_element_bytes", "hex_span", "round_bf16"]
 
 MAX_CONSTANT_ELEMENTS = 1 << 28
 """Largest constant the reader materializes (a splat or a resource is an array of this many elements)."""
@@ -40,7 +41,7 @@ class DenseParser:
             lex.expect(">", "to close dense_resource")
             lex.expect(":", "before the type of a dense_resource")
             typ = self._dense_type(kw.pos)
-            attr = DenseAttr(np.zeros(typ.shape, numpy_dtype(typ.element)), typ, "resource", key)
+            attr = DenseAttr(None, typ, "resource", key, fill=lambda: np.zeros(typ.shape, numpy_dtype(typ.element)))
             self.pending_resources.append((attr, lex.loc(key_tok.pos)))
             return attr
         body_start = lex.save()
@@ -49,10 +50,11 @@ class DenseParser:
             lex.expect(">", "to close the dense literal")
             lex.expect(":", "before the type of a dense literal")
             typ = self._dense_type(kw.pos)
-            data = _hex_bytes(hex_tok.text[1:-1])
+            data = hex_span(lex.text, hex_tok.pos + 1, hex_tok.pos + len(hex_tok.text) - 1)
             if data is None:
                 raise lex.error('a dense hex literal must be "0x" followed by hex digits', hex_tok.pos)
-            return DenseAttr(_array_from_bytes(lex, data, typ, hex_tok.pos, allow_splat=True), typ, "hex")
+            check_element_bytes(lex, data.nbytes, typ, hex_tok.pos, allow_splat=True)
+            return DenseAttr(None, typ, "hex", hex_data=data)
         close = lex.balanced(body_start - 1)
         body = lex.text[body_start : close - 1]
         lex.restore(close)
@@ -174,40 +176,34 @@ def round_bf16(a: np.ndarray, elem: ScalarType) -> np.ndarray:
     return np.where(np.isnan(a), quiet_nan, rounded).view(np.float32)
 
 
-def _array_from_bytes(
-    lex: Lexer, data: bytes, typ: TensorType, pos: int, allow_splat: bool, what: str = "constant data"
-) -> np.ndarray:
-    dtype = numpy_dtype(typ.element)
-    if typ.element.name == "bf16":
-        raw = np.frombuffer(data[: len(data) // 2 * 2], dtype="<u2").astype(np.uint32) << 16
-        flat = raw.view(np.float32)
-    elif typ.element.name == "i1":
-        flat = np.frombuffer(data, dtype=np.uint8).astype(np.bool_)
-    else:
-        flat = np.frombuffer(data[: len(data) // dtype.itemsize * dtype.itemsize], dtype=dtype.newbyteorder("<"))
-    if allow_splat and flat.size == 1 and typ.num_elements != 1:
-        return np.full(typ.shape, flat[0], dtype=dtype)
-    if flat.size < typ.num_elements:
+def check_element_bytes(
+    lex: Lexer, nbytes: int, typ: TensorType, pos: int, allow_splat: bool, what: str = "constant data"
+) -> None:
+    """``nbytes`` of element data must hold exactly ``typ``'s elements (or, with ``allow_splat``, one)."""
+    size = nbytes // element_nbytes(typ.element)
+    if allow_splat and size == 1 and typ.num_elements != 1:
+        return
+    if size < typ.num_elements:
         raise lex.error(
-            f"{what} holds {flat.size} elements ({len(data)} bytes) but {_fmt(typ)} needs {typ.num_elements}",
+            f"{what} holds {size} elements ({nbytes} bytes) but {_fmt(typ)} needs {typ.num_elements}",
             pos,
         )
-    if flat.size > typ.num_elements:
-        raise lex.error(f"{what} holds {flat.size} elements, more than {_fmt(typ)} has", pos)
-    return flat.astype(dtype).reshape(typ.shape)
+    if size > typ.num_elements:
+        raise lex.error(f"{what} holds {size} elements, more than {_fmt(typ)} has", pos)
+
+
+def hex_span(text: str, start: int, end: int) -> HexData | None:
+    """``0x`` + an even number of hex digits in ``text[start:end]`` as a span, or None."""
+    if not text.startswith("0x", start) or (end - start) % 2:
+        return None
+    m = HEX_DIGITS.match(text, start + 2, end)
+    if m is None or m.end() != end:
+        return None
+    return HexData(text, start + 2, end)
 
 
 def _fmt(t: TensorType) -> str:
     return "tensor<" + "".join(f"{d}x" for d in t.shape) + f"{t.element}>"
-
-
-def _hex_bytes(s: str) -> bytes | None:
-    if not s.startswith("0x") or len(s) % 2:
-        return None
-    try:
-        return bytes.fromhex(s[2:])
-    except ValueError:
-        return None
 
 
 def _hex_float(text: str, typ: Type | None) -> float:
@@ -224,11 +220,3 @@ def _hex_float(text: str, typ: Type | None) -> float:
     else:
         v = struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
     return -v if neg else v
-
-
-def resource_array(lex: Lexer, blob: bytes, typ: TensorType, pos: int, key: str = "") -> np.ndarray:
-    """Decode a ``dialect_resources`` blob: a 4-byte little-endian alignment, then the raw elements."""
-    if len(blob) < 4:
-        raise lex.error(f"resource blob '{key}' is shorter than its 4-byte alignment header", pos)
-    what = f"resource blob '{key}' (after its 4-byte header)"
-    return _array_from_bytes(lex, blob[4:], typ, pos, allow_splat=False, what=what)

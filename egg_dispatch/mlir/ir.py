@@ -7,11 +7,13 @@ their custom-syntax pieces as ordinary attributes with fixed keys (see ``mlir.op
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from egg_dispatch.mlir.elements import HexData, decode_elements, element_bytes, storage_nbytes
 from egg_dispatch.mlir.ir_types import (
     DispatchTensorType,
     FunctionType,
@@ -151,40 +153,112 @@ class AffineMapAttr(Attr):
 
 
 class DenseAttr(Attr):
-    """``dense<...>`` / ``dense_resource<...>`` elements with their values as a NumPy array.
+    """``dense<...>`` / ``dense_resource<...>`` elements; ``array`` gives their values as a NumPy array.
 
-    ``form`` remembers how it was written (``list``, ``splat``, ``hex`` or ``resource``), so the printer
-    can write it back the same way; equality compares the type and the values only.
+    The values are decoded on first use from where the input wrote them (``hex_data``: a span of the
+    input, see ``mlir.elements``), or produced by ``fill`` (an elided resource), so that a model's
+    weights cost nothing until something evaluates them. ``form`` remembers how the literal was
+    written (``list``, ``splat``, ``hex`` or ``resource``), so the printer can write it back the same
+    way; equality compares the type and the values only.
     """
 
-    __slots__ = ("array", "form", "resource_key", "type")
+    __slots__ = ("_array", "_fill", "_hex", "_skip", "form", "resource_key", "type")
 
     def __init__(
-        self, array: np.ndarray, type: TensorType, form: str = "list", resource_key: str | None = None
+        self,
+        array: np.ndarray | None,
+        type: TensorType,
+        form: str = "list",
+        resource_key: str | None = None,
+        *,
+        hex_data: HexData | None = None,
+        skip: int = 0,
+        fill: Callable[[], np.ndarray] | None = None,
     ) -> None:
-        self.array = array
+        if array is None and hex_data is None and fill is None:
+            raise ValueError("a DenseAttr needs an array, hex data or a fill")
+        self._array = array
+        self._hex = hex_data
+        self._skip = skip
+        """Bytes of ``hex_data`` before the elements (a resource blob's 4-byte alignment header)."""
+        self._fill = fill
         self.type = type
         self.form = form
         self.resource_key = resource_key
 
     @property
+    def array(self) -> np.ndarray:
+        if self._array is None:
+            if self._hex is not None:
+                self._array = decode_elements(self._hex.tobytes(self._skip), self.type)
+            else:
+                assert self._fill is not None
+                self._array = self._fill()
+        return self._array
+
+    @array.setter
+    def array(self, value: np.ndarray) -> None:
+        self._array, self._hex, self._fill = value, None, None
+
+    def set_source(
+        self, hex_data: HexData | None = None, skip: int = 0, fill: Callable[[], np.ndarray] | None = None
+    ) -> None:
+        """Where the values come from (the reader resolves a ``dense_resource`` once its blob is read)."""
+        self._array, self._hex, self._skip, self._fill = None, hex_data, skip, fill
+
+    @property
+    def decoded(self) -> bool:
+        """Whether the values have been materialized (tests check that exploring does not)."""
+        return self._array is not None
+
+    @property
+    def hex_data(self) -> HexData | None:
+        """The input's hex digits holding every element, while the values are the input's own."""
+        if self._hex is not None and self._hex.nbytes - self._skip == storage_nbytes(self.type):
+            return self._hex
+        return None
+
+    @property
     def is_splat(self) -> bool:
+        if self._array is None and self._hex is not None:
+            width = element_nbytes(self.type.element)
+            count = (self._hex.nbytes - self._skip) // width
+            if count == 1:
+                return self.type.num_elements > 0
+            return self._hex.repeats(self._skip, width)
         flat = self.array.reshape(-1)
         return flat.size > 0 and bool(np.all(flat == flat[0]))
 
+    def first(self) -> object:
+        """The first element (of a splat: its value) without decoding the others."""
+        if self._array is None and self._hex is not None:
+            width = element_nbytes(self.type.element)
+            one = decode_elements(self._hex.byte(self._skip, width), TensorType((1,), self.type.element))
+            return one.reshape(-1)[0]
+        return self.array.reshape(-1)[0]
+
+    def digest(self) -> str:
+        """SHA-1 of the elements' bytes (read off the input's hex where the values are still the input's)."""
+        data = self.hex_data
+        if data is not None and self._array is None:
+            return data.sha1(self._skip)
+        return hashlib.sha1(element_bytes(self.array, self.type)).hexdigest()
+
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, DenseAttr)
-            and self.type == other.type
-            and self.array.shape == other.array.shape
-            and np.array_equal(self.array, other.array, equal_nan=self.array.dtype.kind == "f")
+        if not isinstance(other, DenseAttr) or self.type != other.type:
+            return False
+        a, b = self.hex_data, other.hex_data
+        if a is not None and b is not None and self._array is None and other._array is None:
+            return a.text[a.start + 2 * self._skip : a.end] == b.text[b.start + 2 * other._skip : b.end]
+        return self.array.shape == other.array.shape and np.array_equal(
+            self.array, other.array, equal_nan=self.array.dtype.kind == "f"
         )
 
     def __hash__(self) -> int:
-        return hash((self.type, self.array.tobytes()))
+        return hash((self.type, self.digest()))
 
     def __repr__(self) -> str:
-        return f"DenseAttr({self.form}, {self.type}, shape={self.array.shape})"
+        return f"DenseAttr({self.form}, {self.type})"
 
 
 @dataclass(frozen=True)
@@ -290,8 +364,8 @@ class Module:
     attributes: dict[str, Attr] = field(default_factory=dict)
     aliases: dict[str, Attr | Type] = field(default_factory=dict)
     """Attribute/type aliases as declared in the file (already resolved inside the IR)."""
-    resources: dict[str, bytes] = field(default_factory=dict)
-    """``dialect_resources`` blobs (builtin), raw bytes including the 4-byte alignment header."""
+    resources: dict[str, HexData] = field(default_factory=dict)
+    """``dialect_resources`` blobs (builtin) as spans of the input, including the 4-byte alignment header."""
     file: str = "<input>"
     has_module_op: bool = False
     warnings: list[str] = field(default_factory=list)

@@ -110,6 +110,8 @@ class Lexer:
         self.skip_space()
         if self.pos >= len(self.text):
             tok = Token("eof", "", len(self.text))
+        elif self.text[self.pos] == '"':
+            tok = Token("string", self.text[self.pos : self._string_end(self.pos)], self.pos)
         else:
             m = _TOKEN.match(self.text, self.pos)
             if m is None:
@@ -123,6 +125,21 @@ class Lexer:
             tok = Token(kind, m.group(), self.pos)
         self._peeked = tok
         return tok
+
+    def _string_end(self, start: int) -> int:
+        """End of the string literal at ``start`` (past its closing quote). Scans with ``str.find``
+        from quote to quote: resource blobs are single strings of hundreds of megabytes, which a
+        regex alternation walks one character at a time (and with memory per character)."""
+        text, i = self.text, start + 1
+        while True:
+            close = text.find('"', i)
+            newline = text.find("\n", i, len(text) if close < 0 else close)
+            if close < 0 or newline >= 0:
+                raise self.error("unterminated string literal (a string must close on its own line)", start)
+            escape = text.find("\\", i, close)
+            if escape < 0:
+                return close + 1
+            i = escape + 2  # skip the escaped character (it may be a quote)
 
     def next(self) -> Token:
         tok = self.peek()

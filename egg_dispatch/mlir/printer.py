@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from egg_dispatch.mlir.elements import element_bytes
 from egg_dispatch.mlir.ir import (
     AffineMapAttr,
     ArrayAttr,
@@ -150,12 +151,14 @@ class Printer:
         t = self.type(a.type)
         if a.form == "resource":
             return f"dense_resource<{_resource_key(a.resource_key or '')}> : {t}"
-        arr = a.array
-        if (a.is_splat and arr.size > 1) or (arr.size == 1 and a.type.rank == 0):
-            return f"dense<{_scalar(arr.reshape(-1)[0], a.type.element)}> : {t}"
-        if a.form == "hex" or arr.size > HEX_THRESHOLD:
-            return f'dense<"0x{to_bytes(a).hex().upper()}"> : {t}'
-        return f"dense<{_nested(arr, a.type.element)}> : {t}"
+        n = a.type.num_elements
+        if (n > 1 and a.is_splat) or (n == 1 and a.type.rank == 0):
+            return f"dense<{_scalar(a.first(), a.type.element)}> : {t}"
+        if a.form == "hex" or n > HEX_THRESHOLD:
+            data = a.hex_data
+            digits = data.hex() if data is not None and not a.decoded else to_bytes(a).hex().upper()
+            return f'dense<"0x{digits}"> : {t}'
+        return f"dense<{_nested(a.array, a.type.element)}> : {t}"
 
     # ------------------------------------------------------------------------------ ops
     def module(self, m: Module) -> str:
@@ -178,7 +181,7 @@ class Printer:
         used = {r.resource_key for op in m.walk() if (r := _resource(op)) is not None}
         blobs = {k: v for k, v in m.resources.items() if k in used}
         if blobs:
-            entries = ",\n".join(f'      {_resource_key(k)}: "0x{v.hex().upper()}"' for k, v in blobs.items())
+            entries = ",\n".join(f'      {_resource_key(k)}: "0x{v.hex()}"' for k, v in blobs.items())
             out += "\n{-#\n  dialect_resources: {\n    builtin: {\n" + entries + "\n    }\n  }\n#-}\n"
         return out
 
@@ -345,12 +348,7 @@ def _nested(arr: np.ndarray, elem: ScalarType) -> str:
 
 
 def to_bytes(a: DenseAttr) -> bytes:
-    elem = a.type.element
-    if elem.name == "bf16":
-        return (a.array.astype(np.float32).view(np.uint32) >> 16).astype("<u2").tobytes()
-    if elem.name == "i1":
-        return a.array.astype(np.uint8).tobytes()
-    return a.array.astype(a.array.dtype.newbyteorder("<")).tobytes()
+    return element_bytes(a.array, a.type)
 
 
 def print_mlir(module: Module, use_aliases: bool = True) -> str:

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from egg_dispatch.mlir.dense import resource_array, round_bf16
+from egg_dispatch.mlir.dense import check_element_bytes, hex_span, round_bf16
+from egg_dispatch.mlir.elements import HexData
 from egg_dispatch.mlir.ir import Module, TensorType, numpy_dtype
 from egg_dispatch.mlir.lexer import describe
 
@@ -36,10 +38,10 @@ def elided_fill(key: str, typ: TensorType) -> np.ndarray:
 
 
 class ResourceParser:
-    def _parse_file_resources(self: Parser) -> dict[str, bytes]:
+    def _parse_file_resources(self: Parser) -> dict[str, HexData]:
         lex = self.lex
         lex.expect("{-#")
-        blobs: dict[str, bytes] = {}
+        blobs: dict[str, HexData] = {}
         while not lex.at("#-}"):
             section = lex.expect_kind("ident", "'dialect_resources' or 'external_resources'").text
             lex.expect(":")
@@ -55,13 +57,12 @@ class ResourceParser:
                     lex.expect(":")
                     val = lex.expect_kind("string", "a hex resource blob")
                     if section == "dialect_resources" and dialect == "builtin":
-                        hex_text = val.text[1:-1]
-                        if not hex_text.startswith("0x"):
+                        if not val.text.startswith('"0x'):
                             raise lex.error('a resource blob must start with "0x"', val.pos)
-                        try:
-                            blobs[key_tok.text.strip('"')] = bytes.fromhex(hex_text[2:])
-                        except ValueError:
-                            raise lex.error("a resource blob must be hex digits", val.pos) from None
+                        span = hex_span(lex.text, val.pos + 1, val.pos + len(val.text) - 1)
+                        if span is None:
+                            raise lex.error("a resource blob must be hex digits", val.pos)
+                        blobs[key_tok.text.strip('"')] = span
                     if not lex.accept(","):
                         break
                 lex.expect("}")
@@ -80,10 +81,19 @@ class ResourceParser:
             if blob is None:
                 # Elided or missing blob: a deterministic fill, loudly (design.md §2.1).
                 why = "is elided" if key == "__elided__" else "has no blob in the file"
-                attr.array = elided_fill(key, attr.type)
+                attr.set_source(fill=_fill(key, attr.type))
                 self.warnings.append(
                     f"{loc}: warning: resource '{key}' {why}; filled with deterministic pseudo-random "
                     f"values (seed {ELIDED_SEED}), so numbers are not the original model's"
                 )
             else:
-                attr.array = resource_array(self.lex, blob, attr.type, self.lex.pos_of(loc), key)
+                pos = self.lex.pos_of(loc)
+                if blob.nbytes < 4:
+                    raise self.lex.error(f"resource blob '{key}' is shorter than its 4-byte alignment header", pos)
+                what = f"resource blob '{key}' (after its 4-byte header)"
+                check_element_bytes(self.lex, blob.nbytes - 4, attr.type, pos, allow_splat=False, what=what)
+                attr.set_source(hex_data=blob, skip=4)
+
+
+def _fill(key: str, typ: TensorType) -> Callable[[], np.ndarray]:
+    return lambda: elided_fill(key, typ)
