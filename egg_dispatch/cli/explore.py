@@ -104,9 +104,11 @@ class _Progress:
 
 
 def _emit_iree(result: Exploration) -> str:
+    from egg_dispatch.emit.iree.abi import abi_shell
     from egg_dispatch.emit.iree.module import emit_iree
 
-    return emit_iree(result.best.mlir, result.target).rstrip()
+    shell = abi_shell(result.module, result.imported.function)
+    return emit_iree(result.best.mlir, result.target, abi=shell).rstrip()
 
 
 def _use_iree_baseline(result: Exploration, module: Module, args: argparse.Namespace) -> None:

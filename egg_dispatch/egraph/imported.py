@@ -5,15 +5,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from egg_dispatch.mlir.ir import DenseAttr, EncodingAttr, Operation, Type, Value
+from egg_dispatch.mlir.ir import DenseAttr, EncodingAttr, Operation, ParameterAttr, TensorType, Type, Value
 
-__all__ = ["ImportError_", "ImportedProgram"]
+__all__ = ["ImportError_", "ImportedProgram", "Parameter"]
 
 _LET = re.compile(r"\$v[0-9]+")
 
 
 class ImportError_(Exception):
     """The function cannot be imported (e.g. a result type we cannot represent)."""
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A constant whose values live in a parameter file: its reference and its tensor type."""
+
+    attr: ParameterAttr
+    type: TensorType
 
 
 @dataclass
@@ -28,7 +36,8 @@ class ImportedProgram:
     lets: dict[str, str] = field(default_factory=dict)
     """let name -> the term it binds."""
     let_types: dict[str, Type] = field(default_factory=dict)
-    constants: dict[str, DenseAttr] = field(default_factory=dict)
+    constants: dict[str, DenseAttr | Parameter] = field(default_factory=dict)
+    """``Const`` name -> its inline values, or the parameter it reads."""
     ops: dict[str, Operation] = field(default_factory=dict)
     """Key of every ``Generic`` / ``Op`` / ``Contract`` term -> the op it stands for."""
     encodings: dict[str, EncodingAttr] = field(default_factory=dict)

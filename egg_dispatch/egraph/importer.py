@@ -10,7 +10,7 @@ What the importer recognises (design.md §2.2): function arguments (also through
 from __future__ import annotations
 
 from egg_dispatch.egraph.import_util import _captures, _digest, _head, _is_constant, encoding_key, maps_key
-from egg_dispatch.egraph.imported import ImportedProgram, ImportError_
+from egg_dispatch.egraph.imported import ImportedProgram, ImportError_, Parameter
 from egg_dispatch.egraph.terms import ivec, quote, tlist
 from egg_dispatch.mlir.ir import (
     DenseAttr,
@@ -19,6 +19,7 @@ from egg_dispatch.mlir.ir import (
     IntAttr,
     Module,
     Operation,
+    ParameterAttr,
     ScalarType,
     TensorType,
     Type,
@@ -109,10 +110,19 @@ class _Importer:
             return self.let(value, f"(SetEncoding {plain} {self.encoding(typ.encoding)})", typ)
         return self.let(value, term, typ)
 
+    def constant_key(self, value: DenseAttr | ParameterAttr, typ: TensorType) -> str:
+        """The ``Const`` name of an inline constant (by content) or a named parameter (by its key)."""
+        if isinstance(value, ParameterAttr):
+            key = f"param_{value.scope + '::' if value.scope else ''}{value.key}"
+            self.out.constants[key] = Parameter(value, typ)
+            return key
+        key = f"cst_{'x'.join(map(str, typ.shape))}x{typ.element}_{value.digest()[:10]}"
+        self.out.constants[key] = value
+        return key
+
     def op_key(self, op: Operation, unique: bool) -> str:
         attrs = sorted(
-            (k, repr(v) if not isinstance(v, DenseAttr) else _digest(v.array.tobytes()))
-            for k, v in op.attributes.items()
+            (k, repr(v) if not isinstance(v, DenseAttr) else v.digest()[:10]) for k, v in op.attributes.items()
         )
         body = ""
         if op.regions:
@@ -142,9 +152,7 @@ class _Importer:
             v = a["value"]
             r = op.result
             if isinstance(v, DenseAttr):
-                key = f"cst_{'x'.join(map(str, v.type.shape))}x{v.type.element}_{v.digest()[:10]}"
-                self.out.constants[key] = v
-                self.let(r, f"(Const {quote(key)})", r.type)
+                self.let(r, f"(Const {quote(self.constant_key(v, v.type))})", r.type)
             elif isinstance(v, FloatAttr | IntAttr):
                 lit = float_str(v.value) if isinstance(v, FloatAttr) else str(v.value)
                 self.let(r, f"(Scalar {quote(lit)} {quote(str(r.type))})", r.type)
@@ -153,6 +161,13 @@ class _Importer:
             return
         if n in _IDENTITY_OPS:
             self.terms[op.result] = self.t(op.operands[0])
+            return
+        if n == "hal.tensor.barrier":  # the joined tensors, once ready (the fence is ABI plumbing)
+            for r, v in zip(op.results, op.operands[:-1], strict=True):
+                self.terms[r] = self.t(v)
+            return
+        if n == "flow.tensor.constant" and isinstance(a["value"], DenseAttr | ParameterAttr):
+            self.let(op.result, f"(Const {quote(self.constant_key(a['value'], op.result.type))})", op.result.type)
             return
         if n == "hal.tensor.import":
             src = op.operands[0]
@@ -286,9 +301,9 @@ class _Importer:
             raise ImportError_(f"{load.loc}: util.global.load of unknown global @{name}")
         init = g.attributes.get("initial_value")
         typ = g.attributes["type"].type  # type: ignore[attr-defined]
-        if isinstance(init, DenseAttr):
+        if isinstance(init, DenseAttr | ParameterAttr):
             key = f"global_{name}"
-            self.out.constants[key] = init
+            self.out.constants[key] = init if isinstance(init, DenseAttr) else Parameter(init, typ)
             term = self.let(None, f"(Const {quote(key)})", typ)
         else:
             stored = self.initializer_value(name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from egg_dispatch.egraph.data import Term
-from egg_dispatch.egraph.imported import ImportedProgram
+from egg_dispatch.egraph.imported import ImportedProgram, Parameter
 from egg_dispatch.egraph.terms import enc as enc_text
 from egg_dispatch.emit.clone import EmitError, _clone_region, _inline_captured_constants, _rename, _rename_uses
 from egg_dispatch.mlir.ir import (
@@ -164,7 +164,10 @@ class Emitter:
             v = self.func_args[a[0]]
         elif op == "Const":
             attr = self.imp.constants[a[0]]
-            v = self.add(ctx, "arith.constant", [], [attr.type], attributes={"value": attr}).result
+            if isinstance(attr, Parameter):  # IREE's spelling of a named parameter's value
+                v = self.add(ctx, "flow.tensor.constant", [], [attr.type], attributes={"value": attr.attr}).result
+            else:
+                v = self.add(ctx, "arith.constant", [], [attr.type], attributes={"value": attr}).result
         elif op == "Scalar":
             typ = ScalarType(a[1])
             lit = FloatAttr(float(a[0]), typ) if typ.is_float else IntAttr(int(a[0]), typ)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from egg_dispatch.evaluate.encoding import encode, logical
+from egg_dispatch.evaluate.parameters import ParameterError, Parameters
 from egg_dispatch.evaluate.structured import LoopSpace
 from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, dtype_of, to_type
 from egg_dispatch.mlir.ir import (
@@ -24,6 +25,7 @@ from egg_dispatch.mlir.ir import (
     Module,
     OpaqueType,
     Operation,
+    ParameterAttr,
     ScalarType,
     StrAttr,
     TensorType,
@@ -94,12 +96,26 @@ def handles(*names: str) -> Callable[[Handler], Handler]:
     return register
 
 
+def is_fence(t: Type) -> bool:
+    """A ``!hal.fence`` argument of IREE's async ABI: plumbing, not data (bound to None here)."""
+    return (isinstance(t, OpaqueType) and str(t) in ("!hal.fence", "<!hal.fence>")) or getattr(
+        t, "text", ""
+    ) == "!hal.fence"
+
+
+def data_arguments(func: Operation) -> list[int]:
+    """Positions of the arguments a caller passes data for (every one but the async ABI's fences)."""
+    return [i for i, a in enumerate(func.regions[0].entry.args) if not is_fence(a.type)]
+
+
 def function_input_types(func: Operation) -> list[Type]:
     """Argument types as the caller sees them: a ``!hal.buffer_view`` argument takes the tensor type
-    of the ``hal.tensor.import`` that reads it (IREE's ABI wrapper functions)."""
+    of the ``hal.tensor.import`` that reads it (IREE's ABI wrapper functions); the async ABI's
+    ``!hal.fence`` arguments are not inputs."""
     block = func.regions[0].entry
     types: list[Type] = []
-    for arg in block.args:
+    for i in data_arguments(func):
+        arg = block.args[i]
         t = arg.type
         if isinstance(t, OpaqueType):
             imports = [op for op in func.walk() if op.name == "hal.tensor.import" and op.operands[0] is arg]
@@ -113,9 +129,10 @@ def function_input_types(func: Operation) -> list[Type]:
 class Interpreter:
     """Runs functions of one module; ``target`` None means plain semantics (encodings ignored)."""
 
-    def __init__(self, module: Module, target: Target | None = None) -> None:
+    def __init__(self, module: Module, target: Target | None = None, parameters: Parameters | None = None) -> None:
         self.module = module
         self.target = target
+        self.parameters = parameters if parameters is not None else Parameters()
         self.globals: dict[str, object] = {}
         self._initialized = False
 
@@ -191,8 +208,16 @@ class Interpreter:
         t = typ.type
         if isinstance(init, DenseAttr) and isinstance(t, TensorType):
             self.globals[name.value] = encode(init.array, t, self.target)
+        elif isinstance(init, ParameterAttr) and isinstance(t, TensorType):
+            self.globals[name.value] = encode(self.parameter(init, t.without_encoding()), t, self.target)
         elif isinstance(init, IntAttr | FloatAttr) and isinstance(t, ScalarType):
             self.globals[name.value] = to_type(init.value, t)
+
+    def parameter(self, attr: ParameterAttr, typ: TensorType) -> np.ndarray:
+        try:
+            return self.parameters.value(attr, typ)
+        except ParameterError as e:
+            raise EvaluationError(str(e)) from None
 
     def call(self, func: Operation, inputs: Sequence[object]) -> list[np.ndarray]:
         """Run ``func`` on ``inputs`` (checked against its signature); returns logical arrays."""
@@ -201,7 +226,10 @@ class Interpreter:
         name = func.attributes["sym_name"].value  # type: ignore[attr-defined]
         if len(inputs) != len(types):
             raise EvaluationError(f"@{name} takes {len(types)} inputs, got {len(inputs)}", func.loc)
-        args = [self._check_input(i, x, t, func) for i, (x, t) in enumerate(zip(inputs, types, strict=True))]
+        data = [self._check_input(i, x, t, func) for i, (x, t) in enumerate(zip(inputs, types, strict=True))]
+        args: list[object] = [None] * len(func.regions[0].entry.args)
+        for i, x in zip(data_arguments(func), data, strict=True):
+            args[i] = x
         results = self.run_block(func.regions[0].entry, args, None)
         return [np.array(logical(r), copy=True) for r in results]  # type: ignore[arg-type]
 

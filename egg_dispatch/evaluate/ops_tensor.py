@@ -16,6 +16,7 @@ from egg_dispatch.mlir.ir import (
     FloatAttr,
     IntAttr,
     Operation,
+    ParameterAttr,
     StrAttr,
     SymbolRefAttr,
     TensorType,
@@ -141,6 +142,22 @@ def _unset(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
 )
 def _identity(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     return [frame.get(op.operands[0])]
+
+
+@handles("hal.tensor.barrier")
+def _barrier(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    return [frame.get(v) for v in op.operands[:-1]]  # the last operand is the fence it signals
+
+
+@handles("flow.tensor.constant")
+def _tensor_constant(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    t = tensor_type(op.result)
+    value = op.attributes["value"]
+    if isinstance(value, ParameterAttr):
+        return [encode(it.parameter(value, t.without_encoding()), t, it.target)]
+    if isinstance(value, DenseAttr):
+        return [encode(value.array, t, it.target)]
+    raise EvaluationError(f"cannot evaluate a constant of {type(value).__name__}")
 
 
 # -------------------------------------------------------------------------------------- flow

@@ -19,6 +19,7 @@ from egg_dispatch.mlir.ir import (
     FunctionType,
     IntAttr,
     OpaqueType,
+    ParameterAttr,
     ScalarType,
     StrAttr,
     SymbolRefAttr,
@@ -296,12 +297,25 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
             raise lex.error(f"undefined attribute alias {tok.text}", tok.pos)
         if tok.text == "#iree_encoding.encoding":
             return self.parse_encoding()
+        if tok.text in ("#flow.parameter.named", "#stream.parameter.named"):
+            return self.parse_parameter(tok)
         close = lex.balanced(end)
         lex.restore(close)
         text = self.inline_aliases(lex.text[tok.pos : close], tok.pos)
         if tok.text == "#linalg.iterator_type":
             return StrAttr(text[len(tok.text) + 1 : -1].strip())
         return DialectAttr(text)
+
+    def parse_parameter(self: Parser, tok: Token) -> ParameterAttr:
+        """``#flow.parameter.named<"scope"::"key">`` or ``<"key">`` (also ``#stream.``)."""
+        lex = self.lex
+        lex.next()  # '<'
+        first = lex.expect_kind("string", "a parameter key (a string)")
+        scope, key = None, unescape(lex, first)
+        if lex.accept("::"):
+            scope, key = key, unescape(lex, lex.expect_kind("string", "a parameter key (a string)"))
+        lex.expect(">", "to close the parameter reference")
+        return ParameterAttr(key, scope, tok.text[1:].split(".", 1)[0])
 
     def inline_aliases(self: Parser, text: str, pos: int) -> str:
         """Replace alias references in verbatim text (opaque attributes and ops) by their definitions, so

@@ -44,6 +44,7 @@ __all__ = [
     "Module",
     "OpaqueType",
     "Operation",
+    "ParameterAttr",
     "Region",
     "ScalarType",
     "StrAttr",
@@ -283,6 +284,18 @@ class DialectAttr(Attr):
     """Any dialect attribute we do not model (``#hal.device.target<...>``), kept verbatim."""
 
     text: str
+
+
+@dataclass(frozen=True)
+class ParameterAttr(Attr):
+    """``#flow.parameter.named<"scope"::"key">``: a tensor whose values live in a parameter file
+    (``.irpa``, ``.safetensors``, ``.gguf``) that the runtime is given, not in the module. Its shape and
+    element type come from where it is used (a ``util.global`` or ``flow.tensor.constant``)."""
+
+    key: str
+    scope: str | None = None
+    dialect: str = "flow"
+    """``flow`` or ``stream`` (both spellings occur in IREE's output)."""
 
 
 # ------------------------------------------------------------------------------------ values and ops

@@ -37,7 +37,10 @@ util.global                               ``sym_name``, ``type`` TypeAttr, ``ini
 util.initializer                          body region
 util.global.load                          ``global`` SymbolRefAttr, ``is_immutable`` UnitAttr (optional)
 util.global.store                         [value]; ``global`` SymbolRefAttr
-hal.tensor.import / export                [source]; ``name`` StrAttr (optional)
+hal.tensor.import / export                [source, wait fence?]; ``name`` StrAttr (optional), ``wait`` UnitAttr
+                                          when the async ABI's fence is the second operand
+hal.tensor.barrier                        [*tensors, fence]; results: the tensors (identity once ready)
+flow.tensor.constant                      ``value``: ParameterAttr (a named parameter) or DenseAttr
 iree_tensor_ext.compute_barrier.start/end [source]
 iree_tensor_ext.dispatch.tensor.load      [binding]; ``static_offsets/sizes/strides``
 iree_tensor_ext.dispatch.tensor.store     [value, binding]; ``static_offsets/sizes/strides``
@@ -54,7 +57,14 @@ from __future__ import annotations
 
 from egg_dispatch.mlir.ir import ArrayAttr, Attr, IntAttr, Operation, StrAttr, TensorType, Value
 
+ABI_SHELL_OPS = frozenset(
+    {"util.null", "util.call", "hal.devices.get", "hal.fence.create", "hal.fence.await", "hal.fence.join"}
+)
+"""Ops of IREE's ABI wrappers (the sync ``@main`` that calls ``@main$async`` and waits on its fence):
+kept verbatim as opaque ops without a warning, since no plan ever looks inside them."""
+
 __all__ = [
+    "ABI_SHELL_OPS",
     "CAST_OPS",
     "CONTRACTION_OPS",
     "DYNAMIC",

@@ -25,7 +25,8 @@ _CUSTOM = {
     "tensor.collapse_shape", "tensor.expand_shape", "tensor.extract", "tensor.dim", "linalg.index", "linalg.pack",
     "linalg.unpack", "iree_encoding.set_encoding", "iree_encoding.unset_encoding", "flow.tensor.encode",
     "iree_tensor_ext.compute_barrier.start", "iree_tensor_ext.compute_barrier.end", "hal.tensor.import",
-    "hal.tensor.export", "flow.dispatch.region", "flow.dispatch.workgroups", "iree_tensor_ext.dispatch.tensor.load",
+    "hal.tensor.export", "hal.tensor.barrier", "flow.tensor.constant",
+    "flow.dispatch.region", "flow.dispatch.workgroups", "iree_tensor_ext.dispatch.tensor.load",
     "iree_tensor_ext.dispatch.tensor.store", "util.global", "util.initializer", "util.global.load", "util.global.store",
 } | _RETURNS  # fmt: skip
 
@@ -92,6 +93,8 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
             if isinstance(c, TensorType):
                 return f" {ops_}{extra} : {p.type(c)}, {p.type(op.result.type)}"
             return f" {ops_}{extra} : {p.type(op.result.type)}"
+        if any(v.type != op.result.type for v in op.operands):
+            return f" {ops_}{fm}{extra} : {p.types([v.type for v in op.operands])}"
         return f" {ops_}{fm}{extra} : {p.type(op.result.type)}"
     if n == "tensor.empty":
         return f"(){_attr_dict(p, dict(a))} : {p.type(op.result.type)}"
@@ -141,9 +144,20 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
         return f" {p.value(src)}{_attr_dict(p, dict(a))} : {p.type(src.type)} -> {p.type(op.result.type)}"
     if n in ("hal.tensor.import", "hal.tensor.export"):
         src = op.operands[0]
+        wait = f" wait({p.value(op.operands[1])}) =>" if "wait" in a else ""
         name = f' "{a["name"].value}"' if "name" in a else ""  # type: ignore[attr-defined]
-        extra = _attr_dict(p, _extra(p, op, {"name"}))
-        return f" {p.value(src)}{name}{extra} : {p.type(src.type)} -> {p.type(op.result.type)}"
+        extra = _attr_dict(p, _extra(p, op, {"name", "wait"}))
+        return f"{wait} {p.value(src)}{name}{extra} : {p.type(src.type)} -> {p.type(op.result.type)}"
+    if n == "hal.tensor.barrier":
+        joined, fence = op.operands[:-1], op.operands[-1]
+        extra = _attr_dict(p, dict(a))
+        return (
+            f" join({p.values(joined)} : {p.types([v.type for v in joined])}) => {p.value(fence)}{extra}"
+            f" : {p.type(fence.type)}"
+        )
+    if n == "flow.tensor.constant":
+        extra = _attr_dict(p, _extra(p, op, {"value"}))
+        return f"{extra} {p.attr(a['value'])} : {p.type(op.result.type)}"
     if n == "flow.dispatch.region":
         attrs = f" attributes {p.dict(list(a.items()))}" if a else ""
         s = f" -> ({p.types([r.type for r in op.results])}){attrs} {p.region(op.regions[0], indent)}"

@@ -28,6 +28,7 @@ from egg_dispatch.mlir.ir import (
     Module,
     OpaqueType,
     Operation,
+    ParameterAttr,
     Region,
     ScalarType,
     StrAttr,
@@ -141,6 +142,9 @@ class Printer:
             return f"#iree_encoding.encoding<{', '.join(parts)}>"
         if isinstance(a, DialectAttr):
             return a.text
+        if isinstance(a, ParameterAttr):
+            scope = f"{string_literal(a.scope)}::" if a.scope is not None else ""
+            return f"#{a.dialect}.parameter.named<{scope}{string_literal(a.key)}>"
         raise TypeError(f"cannot print attribute {a!r}")
 
     def dict(self, items: tuple[tuple[str, Attr], ...] | list[tuple[str, Attr]]) -> str:

@@ -205,7 +205,10 @@ class OpSyntax(IreeSyntax, LinalgSyntax):
             return self.make_op(name, vals, [types[-1]], attributes=attrs)
         if len(types) == 1:
             self.check_types(vals, types * len(vals), start)
-        return self.make_op(name, vals, [types[-1]], attributes=attrs)
+            return self.make_op(name, vals, [types[0]], attributes=attrs)
+        # One type per operand (``math.fpowi %x, %n : f32, i64``): the result has the first one's type.
+        self.check_types(vals, types, start)
+        return self.make_op(name, vals, [types[0]], attributes=attrs)
 
     # -------------------------------------------------------------------------------- tensor
     def _p_empty(self: Parser, name: str, start: int) -> Operation:
@@ -343,6 +346,8 @@ _HANDLERS: dict[str, Callable[[Parser, str, int], Operation]] = {
     "iree_tensor_ext.compute_barrier.end": IreeSyntax._p_unary_typed,
     "hal.tensor.import": IreeSyntax._p_hal_tensor,
     "hal.tensor.export": IreeSyntax._p_hal_tensor,
+    "hal.tensor.barrier": IreeSyntax._p_hal_barrier,
+    "flow.tensor.constant": IreeSyntax._p_tensor_constant,
     "flow.dispatch.region": IreeSyntax._p_dispatch_region,
     "flow.dispatch.workgroups": IreeSyntax._p_workgroups,
     "iree_tensor_ext.dispatch.tensor.load": IreeSyntax._p_dispatch_tensor,

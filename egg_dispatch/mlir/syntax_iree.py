@@ -18,7 +18,7 @@ from egg_dispatch.mlir.ir import (
     UnitAttr,
     Value,
 )
-from egg_dispatch.mlir.ops import make_int_list
+from egg_dispatch.mlir.ops import ABI_SHELL_OPS, make_int_list
 
 if TYPE_CHECKING:
     from egg_dispatch.mlir.parser import Parser
@@ -45,16 +45,51 @@ class IreeSyntax:
         return self.make_op(name, [src], [self.parse_type()], attributes=attrs)
 
     def _p_hal_tensor(self: Parser, name: str, start: int) -> Operation:
+        """``hal.tensor.import [wait(%fence) =>] %src ["name"] {attrs} : !hal.buffer_view -> tensor<..>``
+        and ``hal.tensor.export %t ["name"] : tensor<..> -> !hal.buffer_view``. The async ABI's wait
+        fence is a second operand, flagged by the ``wait`` attribute."""
         lex = self.lex
-        src = self.operand()
         attrs: dict[str, Attr] = {}
+        fence: list[Value] = []
+        if name == "hal.tensor.import" and lex.accept("wait"):
+            lex.expect("(")
+            fence = [self.operand()]
+            lex.expect(")")
+            lex.expect("=")
+            lex.expect(">", "after 'wait(...) ='")
+            attrs["wait"] = UnitAttr()
+        src = self.operand()
         if lex.peek().kind == "string":
             attrs["name"] = StrAttr(lex.next().text[1:-1])
         self._opt_attr_dict(attrs)
         lex.expect(":")
         self.check_types([src], [self.parse_type()], start)
         lex.expect("->")
-        return self.make_op(name, [src], [self.parse_type()], attributes=attrs)
+        return self.make_op(name, [src, *fence], [self.parse_type()], attributes=attrs)
+
+    def _p_hal_barrier(self: Parser, name: str, start: int) -> Operation:
+        """``hal.tensor.barrier join(%a, %b : T1, T2) => %fence : !hal.fence``: the tensors, once ready."""
+        lex = self.lex
+        lex.expect("join")
+        values, types = self._typed_operands(start)
+        lex.expect("=")
+        lex.expect(">", "after 'join(...) ='")
+        fence = self.operand()
+        attrs: dict[str, Attr] = {}
+        self._opt_attr_dict(attrs)
+        lex.expect(":")
+        self.check_types([fence], [self.parse_type()], start)
+        return self.make_op(name, [*values, fence], types, attributes=attrs)
+
+    def _p_tensor_constant(self: Parser, name: str, start: int) -> Operation:
+        """``flow.tensor.constant #flow.parameter.named<...> : tensor<..>`` (or a dense literal)."""
+        lex = self.lex
+        attrs: dict[str, Attr] = {}
+        self._opt_attr_dict(attrs)
+        attrs["value"] = self.parse_attribute()
+        lex.expect(":")
+        typ = self.parse_type()
+        return self.make_op(name, [], [typ], attributes=attrs)
 
     def _p_dispatch_region(self: Parser, name: str, start: int) -> Operation:
         lex = self.lex
@@ -244,9 +279,10 @@ class IreeSyntax:
                 pass
             del self.pending_resources[n_pending:]
             lex.restore(sub)
-        self.warnings.append(
-            f"{lex.loc(start)}: warning: '{name}' is not modelled; kept as an opaque op (a barrier for every rule)"
-        )
+        if name not in ABI_SHELL_OPS:
+            self.warnings.append(
+                f"{lex.loc(start)}: warning: '{name}' is not modelled; kept as an opaque op (a barrier for every rule)"
+            )
         op = self.make_op(name, operands, result_types)
         op.opaque_text = self.inline_aliases(text[pos:end], pos).strip()  # ``pos`` is just past the op name
         return op

@@ -37,6 +37,7 @@ and ``builder`` (shared IR building).
 
 from __future__ import annotations
 
+from egg_dispatch.emit.iree.abi import AbiShell, FunctionAbi
 from egg_dispatch.emit.iree.builder import Builder, EmitIreeError, type_text
 from egg_dispatch.emit.iree.device import (
     IREE_CPUS,
@@ -88,33 +89,40 @@ MATERIALIZED_NOTE = (
 )
 
 
-def emit_iree(module: Module, target: str | Target, *, materialize: bool | None = None) -> str:
+def emit_iree(
+    module: Module, target: str | Target, *, materialize: bool | None = None, abi: AbiShell | None = None
+) -> str:
     """The plan ``module`` as MLIR text in IREE's post-dispatch-creation form for ``target``.
 
     ``materialize`` spells encodings physically (pack / mmt4d / unpack with the target's layouts) instead
     of as ``#iree_encoding`` types; ``None`` does so only when IREE could not compile the encoded form
-    (see :func:`needs_materialization`), and then says so in a comment at the top.
+    (see :func:`needs_materialization`), and then says so in a comment at the top. ``abi`` is the input's
+    ABI shell (``abi.abi_shell``): the plan is then called exactly as the input was (async ABI, fences,
+    the sync wrapper); without it the function gets the sync buffer-view ABI.
     """
     tgt = load_target(target) if isinstance(target, str) else target
     physical = needs_materialization(module, tgt) if materialize is None else materialize
-    text = print_mlir(to_iree_module(module, tgt, materialize=physical))
+    text = print_mlir(to_iree_module(module, tgt, materialize=physical, abi=abi))
     return (MATERIALIZED_NOTE + text) if physical and materialize is None else text
 
 
-def to_iree_module(module: Module, target: str | Target, *, materialize: bool = False) -> Module:
+def to_iree_module(
+    module: Module, target: str | Target, *, materialize: bool = False, abi: AbiShell | None = None
+) -> Module:
     """The plan ``module`` (``flow.dispatch.region`` form) in IREE's post-dispatch-creation form."""
     tgt = load_target(target) if isinstance(target, str) else target
     if materialize:
         module = materialize_encodings(module, tgt)
-    return _Converter(module, tgt).run()
+    return _Converter(module, tgt, abi).run()
 
 
 class _Converter:
     """One plan module -> the IREE module: device global, ABI-wrapped functions, initializers."""
 
-    def __init__(self, module: Module, target: Target) -> None:
+    def __init__(self, module: Module, target: Target, abi: AbiShell | None = None) -> None:
         self.src = module
         self.target = target
+        self.abi = abi
         self.out = Module(
             has_module_op=True,
             attributes={"stream.affinity.default": _AFFINITY},
@@ -144,12 +152,16 @@ class _Converter:
             elif op.name == "util.initializer":
                 self.out.ops.append(self.initializer(op))
             elif op.name in ("func.func", "util.func"):
-                self.out.ops.append(self.function(op))
+                name = op.attributes["sym_name"].value  # type: ignore[attr-defined]
+                shell = self.abi.function if self.abi is not None and self.abi.function.name == name else None
+                self.out.ops.append(self.function(op) if shell is None else self.shell_function(op, shell))
             else:
                 raise EmitIreeError(f"cannot emit top-level '{op.name}' for IREE")
         inline_missing_resources(self.out)
         _rename(self.out)
         self.dispatches.finish_reshapes()
+        if self.abi is not None:  # the input's wrappers, verbatim (their text names their own values)
+            self.out.ops.extend(self.abi.wrappers)
         return self.out
 
     # -------------------------------------------------------------------------------- containers
@@ -199,6 +211,59 @@ class _Converter:
             "function_type": TypeAttr(FunctionType(tuple(abi_in), tuple(v.type for v in outs))),
             "iree.abi.stub": UnitAttr(),
             "iree.reflection": DictAttr((("iree.abi.declaration", StrAttr(decl)),)),
+        }
+        return Operation("util.func", attributes=attrs, regions=[Region([b.finish_dce()])])
+
+    def shell_function(self, func: Operation, shell: FunctionAbi) -> Operation:
+        """``func`` inside the input's own ABI: the same signature and attributes, each argument imported
+        as the input imported it (``wait(...)`` on its fence), results joined on their signal fences."""
+        entry = func.regions[0].entry
+        if len(entry.args) != len(shell.arguments):
+            raise EmitIreeError(
+                f"the plan's @{shell.name} has {len(entry.args)} arguments, its ABI {len(shell.arguments)}"
+            )
+        b = Builder()
+        abi_args = [Value(f"arg{i}", t, b.block, i) for i, t in enumerate(shell.function_type.inputs)]
+        b.block.args.extend(abi_args)
+        mapping: dict[Value, Value] = {}
+        for arg, a in zip(entry.args, shell.arguments, strict=True):
+            new = abi_args[a.index]
+            if isinstance(arg.type, TensorType):
+                attrs = dict(a.import_attributes)
+                operands = [new]
+                if a.wait is not None:
+                    attrs["wait"] = UnitAttr()
+                    operands.append(abi_args[a.wait])
+                new = b.add("hal.tensor.import", operands, [arg.type], attrs).result
+            mapping[arg] = new
+        term = entry.ops[-1] if entry.ops else None
+        if term is None or term.name not in ("func.return", "return", "util.return"):
+            raise EmitIreeError(f"@{shell.name} does not end in a return")
+        if len(term.operands) != len(shell.results):
+            raise EmitIreeError(
+                f"the plan's @{shell.name} returns {len(term.operands)} values, its ABI {len(shell.results)}"
+            )
+        self.dispatches.convert_block(entry.ops[:-1], b, mapping)
+        outs = [mapping[v] for v in term.operands]
+        for signal in sorted({r.signal for r in shell.results if r.signal is not None}):
+            joined = [
+                i for i, r in enumerate(shell.results) if r.signal == signal and isinstance(outs[i].type, TensorType)
+            ]
+            barrier = b.add(
+                "hal.tensor.barrier", [*(outs[i] for i in joined), abi_args[signal]], [outs[i].type for i in joined]
+            )
+            for k, i in enumerate(joined):
+                outs[i] = barrier.results[k]
+        view = OpaqueType("!hal.buffer_view")
+        for i, r in enumerate(shell.results):
+            if isinstance(outs[i].type, TensorType):
+                outs[i] = b.add("hal.tensor.export", [outs[i]], [view], dict(r.export_attributes)).result
+        b.add("util.return", outs, [])
+        attrs = {
+            "sym_visibility": StrAttr("public"),
+            "sym_name": StrAttr(shell.name),
+            "function_type": TypeAttr(shell.function_type),
+            **shell.attributes,
         }
         return Operation("util.func", attributes=attrs, regions=[Region([b.finish_dce()])])
 

@@ -10,9 +10,9 @@ from egg_dispatch.mlir.ops import make_int_list
 __all__ = ["DispatchConverter"]
 
 _KEEP_TOP = frozenset(
-    {"arith.constant", "util.global.load", "util.global.store", "flow.tensor.encode", "tensor.empty",
-     "hal.tensor.import", "hal.tensor.export", "iree_tensor_ext.compute_barrier.start",
-     "iree_tensor_ext.compute_barrier.end"}
+    {"arith.constant", "flow.tensor.constant", "util.global.load", "util.global.store", "flow.tensor.encode",
+     "tensor.empty", "hal.tensor.import", "hal.tensor.export", "hal.tensor.barrier",
+     "iree_tensor_ext.compute_barrier.start", "iree_tensor_ext.compute_barrier.end"}
 )  # fmt: skip
 _RESHAPES = frozenset({"tensor.expand_shape", "tensor.collapse_shape"})
 
