@@ -124,18 +124,42 @@ def view(arr: np.ndarray, amap: AffineMapAttr, space: LoopSpace) -> np.ndarray:
     return out
 
 
-def to_output(val: np.ndarray, amap: AffineMapAttr, space: LoopSpace) -> np.ndarray:
+def _dims_of(e: tuple) -> set[int]:
+    """The loop dims an affine expression reads."""
+    if e[0] == "d":
+        return {e[1]}
+    if e[0] in ("c", "s"):
+        return set()
+    return _dims_of(e[1]) | _dims_of(e[2])
+
+
+def to_output(val: np.ndarray, amap: AffineMapAttr, space: LoopSpace, init: np.ndarray | None = None) -> np.ndarray:
     """Inverse of :func:`view` for an output: space-shaped ``val`` laid out as the operand's dims.
 
     Loops the output map omits must be size 1 (reduced); a parallel loop it omits keeps its last
-    iteration, as sequential execution would.
+    iteration, as sequential execution would. Any other map (a constant result such as a keepdim
+    reduction's ``(d0, d1, d2) -> (d0, d1, 0)``, an affine expression, a repeated dim) scatters into a
+    copy of ``init`` (the op's init operand): elements the map never reaches keep their init values.
     """
     pos = amap.dim_positions()
-    if pos is None or len(set(pos)) != len(pos):
-        raise EvaluationError("output indexing maps must be projected permutations")
-    full = [space.sizes[d] if d in pos and d not in dict(space.fixed) else 1 for d in space.dims]
+    if pos is not None and len(set(pos)) == len(pos):
+        full = [space.sizes[d] if d in pos and d not in dict(space.fixed) else 1 for d in space.dims]
+        val = np.broadcast_to(val, np.broadcast_shapes(val.shape, tuple(full)))
+        sel = tuple(slice(None) if d in pos else -1 for d in space.dims)
+        kept = [d for d in space.dims if d in pos]
+        out = val[sel]
+        return out.transpose([kept.index(d) for d in pos]) if kept != list(pos) else out
+    if init is None:
+        raise EvaluationError("an output indexing map that is not a projected permutation needs the init operand")
+    used = sorted(set().union(*(_dims_of(r) for r in amap.results)) & set(space.dims))
+    full = [space.sizes[d] if d in used else 1 for d in space.dims]
     val = np.broadcast_to(val, np.broadcast_shapes(val.shape, tuple(full)))
-    sel = tuple(slice(None) if d in pos else -1 for d in space.dims)
-    kept = [d for d in space.dims if d in pos]
-    out = val[sel]
-    return out.transpose([kept.index(d) for d in pos]) if kept != list(pos) else out
+    vals = val[tuple(slice(None) if d in used else -1 for d in space.dims)]  # axes: the used loops
+    sub = LoopSpace(space.sizes, tuple(used))
+    idx = tuple(np.broadcast_to(np.asarray(_expr(r, sub.index), np.int64), vals.shape) for r in amap.results)
+    for axis, (i, n) in enumerate(zip(idx, init.shape, strict=True)):
+        if np.any(i < 0) or np.any(i >= n):
+            raise EvaluationError(f"output indexing map writes out of bounds in dim {axis} (size {n})")
+    out = np.array(init, dtype=np.result_type(init.dtype, vals.dtype), copy=True)
+    out[idx] = vals
+    return out

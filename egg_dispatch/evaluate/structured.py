@@ -144,7 +144,7 @@ def run_generic(
     if not red:
         args = [view(a, m, space) for a, m in zip([*inputs, *outputs], maps, strict=True)]
         ys = body(args, space)
-        return [to_output(y, m, space) for y, m in zip(ys, out_maps, strict=True)]
+        return [to_output(y, m, space, out) for y, m, out in zip(ys, out_maps, outputs, strict=True)]
     if fold is not None:
         args = [view(a, m, space) for a, m in zip(inputs, maps[:n_in], strict=True)]
         xs = fold.contributions(args, space)
@@ -152,7 +152,7 @@ def run_generic(
         for k, (x, out, m) in enumerate(zip(xs, outputs, out_maps, strict=True)):
             x = np.broadcast_to(np.asarray(x).astype(out.dtype, copy=False), space.shape)
             reduced = COMBINERS[fold.combiners[k]].reduce(x, axis=tuple(red), keepdims=True)
-            results.append(to_output(fold.combine(k, view(out, m, space), reduced), m, space))
+            results.append(to_output(fold.combine(k, view(out, m, space), reduced), m, space, out))
         return results
     par_shape = tuple(1 if d in red else s for d, s in enumerate(sizes))
     accs = [np.broadcast_to(view(out, m, space), par_shape) for out, m in zip(outputs, out_maps, strict=True)]
@@ -161,7 +161,7 @@ def run_generic(
         args = [view(a, m, sub) for a, m in zip(inputs, maps[:n_in], strict=True)]
         ys = body([*args, *accs], sub)
         accs = [np.broadcast_to(y, par_shape) for y in ys]
-    return [to_output(acc, m, space) for acc, m in zip(accs, out_maps, strict=True)]
+    return [to_output(acc, m, space, out) for acc, m, out in zip(accs, out_maps, outputs, strict=True)]
 
 
 # -------------------------------------------------------------------------------- contractions
@@ -224,4 +224,4 @@ def contract(
     out_dims = set(pos[2] or ())
     red = tuple(d for d in range(len(sizes)) if d not in out_dims)
     prod = np.sum(view(a, maps[0], space) * view(b, maps[1], space), axis=red, keepdims=True)
-    return to_output(view(c, maps[2], space) + prod, maps[2], space)
+    return to_output(view(c, maps[2], space) + prod, maps[2], space, c)
