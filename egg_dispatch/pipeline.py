@@ -34,29 +34,116 @@ from egg_dispatch.egraph.rules import FAMILIES, Budget, saturate
 from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.emitter import Emitter
 from egg_dispatch.extract import exact_ilp, greedy_dag
-from egg_dispatch.iree.dispatch_creation import count_printed, dispatch_creation_text
+from egg_dispatch.iree.dispatch_creation import count_printed, dispatch_creation_text, first_error_line
+from egg_dispatch.iree.lowering import iree_compiler_available, lower, lowering_command
+from egg_dispatch.iree.tools import IreeError
+from egg_dispatch.mlir.forms import PAST_GLOBAL_OPTIMIZATION, input_form
 from egg_dispatch.mlir.ir import Module
-from egg_dispatch.mlir.parser import parse_file, parse_mlir
+from egg_dispatch.mlir.parser import parse_mlir, read_text
+from egg_dispatch.mlir.printer import print_mlir
 from egg_dispatch.plan.baseline import BaselineError, iree_baseline_choice
 from egg_dispatch.plan.graph import build_plan
-from egg_dispatch.result.exploration import Candidate, Exploration
+from egg_dispatch.result.exploration import Candidate, Exploration, InputInfo
 from egg_dispatch.start.initial_plan import initial_plan
 from egg_dispatch.target.profile import Target, load_target
 from egg_dispatch.util.deep import allow_deep_recursion
 
-__all__ = ["PARETO_LAMBDAS", "IreePlan", "explore", "iree_plan"]
+__all__ = [
+    "PARETO_LAMBDAS",
+    "START_CHOICES",
+    "IreePlan",
+    "UnsupportedInput",
+    "explore",
+    "iree_plan",
+    "prepare_input",
+    "read_source",
+]
 
 PARETO_LAMBDAS = (0.0, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
 """λ values (seconds per byte) swept for the time/memory frontier: from 'memory is free' to
 '1 KiB weighs like 1 ms per call'."""
 
 
-def _load(source: str | Path | Module) -> Module:
-    if isinstance(source, Module):
-        return source
+START_CHOICES = ("auto", "input", "global-optimization")
+"""Where ``explore`` starts (``--from``): ``auto`` runs IREE's global optimization first when IREE is
+installed and the input is not past it; ``input`` takes the input as given (torch dialect is still
+lowered to IREE's input phase, since nothing else can read it); ``global-optimization`` insists."""
+
+
+class UnsupportedInput(Exception):
+    """The input cannot be brought to a form ``explore`` reads (the CLI prints it, exit 2)."""
+
+
+def read_source(source: str | Path) -> tuple[str, str]:
+    """(text, name) of a path, or of MLIR text given as a string."""
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith(".mlir")):
-        return parse_file(source)
-    return parse_mlir(str(source), "<string>")
+        return read_text(source), str(source)
+    return str(source), "<string>"
+
+
+def prepare_input(source: str | Path | Module, target: Target, start: str = "auto") -> tuple[Module, InputInfo]:
+    """The module to explore, and how it was obtained from ``source`` (see ``START_CHOICES``).
+
+    Torch-dialect input is lowered by IREE (``iree-compile --compile-to=input``, or straight to global
+    optimization); without IREE that is an ``UnsupportedInput`` naming the command to run. Other input
+    not yet past global optimization goes through IREE's global optimization when IREE is installed
+    (``start="auto"``), so that our plan and IREE's start from the same IR; a failure there falls back
+    to the input as given, with a note. ``target`` (its CPU) is needed for global optimization only.
+    """
+    if target is None and start != "input":
+        raise ValueError("global optimization needs a target")
+    if start not in START_CHOICES:
+        raise ValueError(f"start must be one of {', '.join(START_CHOICES)}, not {start!r}")
+    parsed: Module | None = None
+    if isinstance(source, Module):
+        parsed, name = source, source.file
+        on_disk = not name.startswith("<") and Path(name).is_file()
+        text = read_text(name) if on_disk else print_mlir(source)
+    else:
+        text, name = read_source(source)
+
+    form = input_form(text)
+    info = InputInfo(form, form)
+    if form in PAST_GLOBAL_OPTIMIZATION or (start == "input" and form != "torch"):
+        if start == "input" and form != "torch":
+            info.notes.append("--from input: explored as given (IREE's global optimization not run)")
+        return (parsed or parse_mlir(text, name)), info
+    if form != "torch" and parsed is None:
+        parsed = parse_mlir(text, name)  # errors and warnings point into the user's file, not IREE's output
+    phase = "input" if start == "input" else "global-optimization"
+    path = name if not name.startswith("<") else None
+    if not iree_compiler_available():
+        command = " ".join(lowering_command(path or "FILE", "input"))
+        if form == "torch":
+            raise UnsupportedInput(
+                f"{name}: error: this is torch-dialect MLIR (an iree-turbine export); lower it with IREE first: "
+                f"{command} -o FILE.input.mlir (or pip install 'egg-dispatch[iree]' to do it automatically)"
+            )
+        if start == "global-optimization":
+            raise UnsupportedInput(
+                f"{name}: error: --from global-optimization needs IREE (pip install 'egg-dispatch[iree]')"
+            )
+        info.notes.append(
+            "IREE is not installed: explored as given, without IREE's global optimization "
+            "(pip install 'egg-dispatch[iree]' to start where IREE's own plan starts)"
+        )
+        return (parsed or parse_mlir(text, name)), info
+    try:
+        lowered = lower(Path(path) if path else text, phase, target, name=name)
+    except IreeError as e:
+        first = first_error_line(e.stderr) if e.stderr else str(e).splitlines()[0]
+        if form == "torch" or start == "global-optimization":
+            command = " ".join(lowering_command(path or "FILE", phase, target))
+            raise UnsupportedInput(f"{name}: error: IREE cannot lower the input ({command}): {first}") from None
+        info.notes.append(f"IREE's global optimization failed ({first}); explored as given")
+        return (parsed or parse_mlir(text, name)), info
+    warnings = parsed.warnings if parsed is not None else []
+    del text, parsed  # the input's text is no longer needed: a model's file is in memory once at a time
+    info.steps.append(lowered.command)
+    info.explored_form = input_form(lowered.text)
+    module = parse_mlir(lowered.text, f"{name} after IREE's {phase} phase")
+    module.warnings[:0] = warnings
+    return module, info
 
 
 def explore(
@@ -72,14 +159,20 @@ def explore(
     pareto: bool = False,
     baseline: bool = True,
     progress: Callable[[str], None] | None = None,
+    start: str = "auto",
 ) -> Exploration:
-    """Run the pipeline on MLIR text, a file, or a parsed module; see ``Exploration``."""
+    """Run the pipeline on MLIR text, a file, or a parsed module; see ``Exploration``.
+
+    ``start`` says where to begin (``START_CHOICES``): by default torch-dialect input is lowered and
+    IREE's global optimization runs first when IREE is installed (``prepare_input``).
+    """
     allow_deep_recursion()
     timings: dict[str, float] = {}
     say = progress or (lambda _msg: None)
     t0 = time.perf_counter()
-    module = _load(source)
     tgt = target if isinstance(target, Target) else load_target(target)
+    module, input_info = prepare_input(source, tgt, start)
+    timings["input"] = time.perf_counter() - t0
     prepared = initial_plan(module, function)
     imported = import_function(prepared, function)
     timings["import"] = time.perf_counter() - t0
@@ -125,7 +218,9 @@ def explore(
             seen.setdefault(key, c)
         front = _non_dominated(list(seen.values()))
     timings["total"] = time.perf_counter() - t0
-    return Exploration(module, prepared, imported, tgt, lam, report, data, costs, best, base, front, timings, warnings)
+    return Exploration(
+        module, prepared, imported, tgt, lam, report, data, costs, best, base, front, timings, warnings, input_info
+    )
 
 
 def _non_dominated(cands: list[Candidate]) -> list[Candidate]:

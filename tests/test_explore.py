@@ -123,6 +123,7 @@ def test_json_report_schema() -> None:
         "function",
         "target",
         "lambda",
+        "input",
         "egraph",
         "best",
         "baseline",
@@ -130,6 +131,7 @@ def test_json_report_schema() -> None:
         "warnings",
     }
     assert set(data["egraph"]) == {"enodes", "eclasses", "iterations", "stop_reason", "rule_matches"}
+    assert set(data["input"]) == {"form", "explored_form", "steps", "notes"} and data["input"]["form"] == "linalg"
     for plan in [data["best"], data["baseline"], *data["pareto"]]:
         assert set(plan) == {
             "label",

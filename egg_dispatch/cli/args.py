@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from egg_dispatch.egraph.rules import FAMILIES, Budget
+from egg_dispatch.evaluate.parameters import ParameterError, ParameterFile, Parameters
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.parser import parse_file, parse_mlir
 
@@ -18,10 +19,14 @@ __all__ = [
     "BUILTIN_EXAMPLE",
     "InputError",
     "add_budget_arguments",
+    "add_input_arguments",
     "budget_from_args",
     "builtin_example_text",
+    "input_source",
     "load_input",
+    "parameters_from_args",
     "parse_families",
+    "program",
 ]
 
 BUILTIN_EXAMPLE = "seed_reproducer.mlir"
@@ -46,6 +51,57 @@ def load_input(path: str | None) -> Module:
     if not p.is_file():
         raise InputError(f"{path}: error: no such file")
     return parse_file(p)
+
+
+def input_source(path: str | None) -> Path | Module:
+    """FILE as a path (so that IREE can read it when it needs lowering), or ``-`` (stdin) and the built-in
+    example as parsed modules."""
+    if path is None or path == "-":
+        return load_input(path)
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{path}: error: no such file")
+    return p
+
+
+def program(path: str | None) -> Module:
+    """FILE (or ``-``, or the built-in example) as a program to evaluate: torch-dialect MLIR is lowered to
+    IREE's input phase first (the only form of it the evaluator can run); anything else as given."""
+    from egg_dispatch.pipeline import UnsupportedInput, prepare_input
+
+    try:
+        module, _ = prepare_input(input_source(path), None, "input")
+    except UnsupportedInput as e:
+        raise InputError(str(e)) from None
+    return module
+
+
+def add_input_arguments(p: argparse.ArgumentParser, *, start: bool = True) -> None:
+    """``--from`` (where to start) and ``--parameters`` (named parameters' values), shared by commands."""
+    if start:
+        p.add_argument(
+            "--from",
+            dest="start",
+            choices=("auto", "input", "global-optimization"),
+            default="auto",
+            help="auto (default): run IREE's global optimization first when IREE is installed and the input is "
+            "not past it (torch-dialect input is always lowered); input: take the input as given",
+        )
+    p.add_argument(
+        "--parameters",
+        action="append",
+        default=[],
+        metavar="[SCOPE=]FILE",
+        help="values of named parameters (#flow.parameter.named) for evaluation, as iree-run-module takes them "
+        "(.irpa, .safetensors, .gguf); repeatable. Without it parameters get deterministic stand-in values",
+    )
+
+
+def parameters_from_args(args: argparse.Namespace) -> Parameters:
+    try:
+        return Parameters([ParameterFile.parse(s) for s in args.parameters])
+    except ParameterError as e:
+        raise InputError(f"error: {e}") from None
 
 
 def parse_families(text: str) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from egg_dispatch.cli.args import InputError, load_input
+from egg_dispatch.cli.args import InputError, add_input_arguments, parameters_from_args, program
 from egg_dispatch.cli.run import evaluation_input_error
 from egg_dispatch.evaluate import EvaluationError
 from egg_dispatch.evaluate.check import check_module
@@ -35,21 +35,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target", default=DEFAULT_TARGET, metavar="T", help=f"target profile (default {DEFAULT_TARGET})")
     p.add_argument("--function", metavar="NAME", help="function to check (default: the first public one)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the random inputs (default 0)")
+    add_input_arguments(p, start=False)
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``egg-dispatch check``: 0 within tolerance, 1 over it."""
-    module = load_input(args.file)
+    module = program(args.file)
     for w in module.warnings:
         print(w, file=sys.stderr)
+    parameters = parameters_from_args(args)
     try:
         target = load_target(args.target)
     except TargetError as e:
         raise InputError(f"--target: error: {e}") from None
     try:
-        report = check_module(module, target, args.seed, args.function)
+        report = check_module(module, target, args.seed, args.function, parameters)
     except EvaluationError as e:
         raise evaluation_input_error(e, module.file) from None
+    for w in parameters.warnings:
+        print(w, file=sys.stderr)
     print(report.render())
     return 0 if report.passed else 1

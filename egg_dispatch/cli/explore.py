@@ -16,13 +16,21 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from egg_dispatch.cli.args import InputError, add_budget_arguments, budget_from_args, load_input, parse_families
+from egg_dispatch.cli.args import (
+    InputError,
+    add_budget_arguments,
+    add_input_arguments,
+    budget_from_args,
+    input_source,
+    parameters_from_args,
+    parse_families,
+)
 from egg_dispatch.cost.model import DEFAULT_LAMBDA
 from egg_dispatch.egraph.imported import ImportError_
+from egg_dispatch.mlir.ir import Module
 from egg_dispatch.target.profile import TargetError, load_target
 
 if TYPE_CHECKING:
-    from egg_dispatch.mlir.ir import Module
     from egg_dispatch.result.exploration import Exploration
 
 __all__ = ["add_arguments", "run"]
@@ -33,6 +41,7 @@ PROGRESS_AFTER_SECONDS = 2.0
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_budget_arguments(p)
+    add_input_arguments(p)
     p.add_argument("--target-file", metavar="JSON", help="load a target profile from a JSON file (overrides --target)")
     p.add_argument(
         "--lambda",
@@ -141,7 +150,7 @@ def _use_iree_baseline(result: Exploration, module: Module, args: argparse.Names
 
 
 def run(args: argparse.Namespace) -> int:
-    from egg_dispatch.pipeline import explore
+    from egg_dispatch.pipeline import UnsupportedInput, explore
     from egg_dispatch.result import report
 
     families = parse_families(args.rules)
@@ -149,14 +158,13 @@ def run(args: argparse.Namespace) -> int:
         target = load_target(args.target_file or args.target)
     except TargetError as e:
         raise InputError(f"error: {e}") from None
-    module = load_input(args.file)
-    for w in module.warnings:
-        print(w, file=sys.stderr)
+    source = input_source(args.file)
+    parameters = parameters_from_args(args)
     budget = budget_from_args(args)
     progress = _Progress()
     try:
         result = explore(
-            module,
+            source,
             target,
             families=families,
             budget=budget,
@@ -166,11 +174,18 @@ def run(args: argparse.Namespace) -> int:
             function=args.function,
             pareto=args.pareto,
             progress=progress,
+            start=args.start,
         )
+    except UnsupportedInput as e:
+        raise InputError(str(e)) from None
     except (KeyError, ImportError_) as e:
-        raise InputError(f"{module.file}: error: {e.args[0] if e.args else e}") from None
+        name = source.file if isinstance(source, Module) else str(source)
+        raise InputError(f"{name}: error: {e.args[0] if e.args else e}") from None
     finally:
         progress.stop()
+    module = result.module
+    for w in module.warnings:
+        print(w, file=sys.stderr)
     if args.baseline != "modelled":
         _use_iree_baseline(result, module, args)
     if not result.saturation.saturated:
@@ -191,7 +206,10 @@ def run(args: argparse.Namespace) -> int:
         print("timings: " + ", ".join(f"{k} {v:.3f} s" for k, v in result.timings.items()))
     if args.check:
         failures = 0
-        for r in result.check():
+        checks = result.check(parameters=parameters)
+        for w in parameters.warnings:
+            print(w, file=sys.stderr)
+        for r in checks:
             if r.skipped:
                 print(f"check skipped: {r.label}: {r.skipped}", file=sys.stderr)
                 continue

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from egg_dispatch.cli.args import InputError, load_input
+from egg_dispatch.cli.args import InputError, add_input_arguments, parameters_from_args, program
 from egg_dispatch.evaluate import EvaluationError, evaluate, function_input_types, select_function
 from egg_dispatch.evaluate.check import type_of_array
 from egg_dispatch.evaluate.core import function_type, type_str
@@ -51,6 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--input", action="append", default=[], metavar="VALUE", help="@file.npy, 2x2xf32=1 2 3 4, f32=1.5")
     p.add_argument("--output", action="append", default=[], metavar="DEST", help="@file.npy, +file.npy or -")
     p.add_argument("--target", metavar="T", help="materialize encodings physically for target T (name or JSON file)")
+    add_input_arguments(p, start=False)
     p.add_argument("--print-max-element-count", type=int, default=1024, metavar="N", help="elements printed per result")
     p.set_defaults(handler=run)
 
@@ -155,9 +156,10 @@ def evaluation_input_error(e: EvaluationError, file: str) -> InputError:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``egg-dispatch run``; returns the exit code."""
-    module = load_input(args.file)
+    module = program(args.file)
     for w in module.warnings:
         print(w, file=sys.stderr)
+    parameters = parameters_from_args(args)
     try:
         target = load_target(args.target) if args.target else None
     except TargetError as e:
@@ -178,9 +180,11 @@ def run(args: argparse.Namespace) -> int:
         if dest != "-" and (dest[:1] not in ("@", "+") or len(dest) < 2):
             raise InputError(f"--output={dest}: error: expected @file.npy, +file.npy or -")
     try:
-        results = evaluate(module, list(inputs), fname, target)
+        results = evaluate(module, list(inputs), fname, target, parameters)
     except EvaluationError as e:
         raise evaluation_input_error(e, module.file) from None
+    for w in parameters.warnings:
+        print(w, file=sys.stderr)
     dests = args.output or ["-"] * len(results)
     print(f"EXEC @{fname}")
     for i, (r, dest) in enumerate(zip(results, dests, strict=True)):

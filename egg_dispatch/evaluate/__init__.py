@@ -19,6 +19,7 @@ import numpy as np
 
 from egg_dispatch.evaluate.core import Interpreter, function_input_types
 from egg_dispatch.evaluate.encoding import encoding_layout
+from egg_dispatch.evaluate.parameters import Parameters
 from egg_dispatch.evaluate.scalar import erf
 from egg_dispatch.evaluate.values import EvaluationError, PackedTensor
 from egg_dispatch.mlir.ir import Module, Operation
@@ -49,14 +50,17 @@ def evaluate(
     inputs: Sequence[np.ndarray | float | int | bool],
     function: str | None = None,
     target: Target | str | None = None,
+    parameters: Parameters | None = None,
 ) -> list[np.ndarray]:
     """Run ``function`` (default: the first public function) on ``inputs``; returns its results.
 
     Inputs must match the signature exactly (shape and dtype; a ``!hal.buffer_view`` argument takes
     the type of its ``hal.tensor.import``). Module initializers run first. ``target`` (a
     :class:`~egg_dispatch.target.profile.Target` or a built-in name) materializes encodings physically.
+    ``parameters`` gives named parameters (``#flow.parameter.named``) their values (default: a
+    deterministic fill, with a warning in ``parameters.warnings``).
     Raises :class:`EvaluationError` (with ``file:line:col``) for an op it cannot evaluate.
     """
     if isinstance(target, str):
         target = load_target(target)
-    return Interpreter(module, target).call(select_function(module, function), inputs)
+    return Interpreter(module, target, parameters).call(select_function(module, function), inputs)

@@ -18,6 +18,7 @@ No network access; temporary files live in a private temporary directory.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -25,7 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ __all__ = [
     "benchmark_module",
     "compile_flags",
     "compile_module",
+    "compile_text",
     "find_tool",
     "iree_available",
     "iree_opt_parses",
@@ -143,12 +145,34 @@ def compile_module(
     as ``--compile-to=...`` with an ``.mlir`` output, go in ``extra_flags``: the bytes returned are
     whatever ``iree-compile`` wrote. Raises :class:`IreeError` with IREE's stderr on failure.
     """
-    tool = _require_tool("iree-compile")
     flags = compile_flags(
         data_tiling=data_tiling, target_cpu=target_cpu, extra_flags=extra_flags, compile_from=compile_from
     )
+    with _compiled(source, flags, timeout) as out:
+        return out.read_bytes()
+
+
+def compile_text(
+    source: str | os.PathLike[str],
+    *,
+    data_tiling: bool,
+    target_cpu: str = "host",
+    extra_flags: Sequence[str] = (),
+    timeout: float = DEFAULT_COMPILE_TIMEOUT,
+) -> str:
+    """``compile_module`` for an MLIR output (``--compile-to=PHASE`` in ``extra_flags``), decoded as it is
+    read: a model-sized output is then in memory once."""
+    flags = compile_flags(data_tiling=data_tiling, target_cpu=target_cpu, extra_flags=extra_flags)
+    with _compiled(source, flags, timeout) as out, open(out, encoding="utf-8") as f:
+        return f.read()
+
+
+@contextlib.contextmanager
+def _compiled(source: str | os.PathLike[str], flags: list[str], timeout: float) -> Iterator[Path]:
+    """Run ``iree-compile`` on ``source`` with ``flags``; yields its output file (removed afterwards)."""
+    tool = _require_tool("iree-compile")
     with tempfile.TemporaryDirectory(prefix="egg_dispatch_iree_") as tmp:
-        out = Path(tmp) / "module.vmfb"
+        out = Path(tmp) / "module.out"
         if _is_path(source):
             src, stdin = str(Path(source)), None
         else:
@@ -158,7 +182,7 @@ def compile_module(
         if proc.returncode != 0 or not out.is_file():
             err = proc.stderr.decode(errors="replace")
             raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
-        return out.read_bytes()
+        yield out
 
 
 def iree_opt_parses(text: str, *, timeout: float = DEFAULT_COMPILE_TIMEOUT) -> tuple[bool, str]:

@@ -27,6 +27,7 @@ from egg_dispatch.mlir.ir_types import (
 )
 
 __all__ = [
+    "ABI_SHELL_OPS",
     "AffineMapAttr",
     "ArrayAttr",
     "Attr",
@@ -298,6 +299,12 @@ class ParameterAttr(Attr):
     """``flow`` or ``stream`` (both spellings occur in IREE's output)."""
 
 
+ABI_SHELL_OPS = frozenset(
+    {"util.null", "util.call", "hal.devices.get", "hal.fence.create", "hal.fence.await", "hal.fence.join"}
+)
+"""Ops of IREE's ABI wrappers (the sync ``@main`` that calls ``@main$async`` and waits on its fence):
+kept verbatim as opaque ops without a warning, since no plan ever looks inside them."""
+
 # ------------------------------------------------------------------------------------ values and ops
 
 
@@ -397,7 +404,8 @@ class Module:
             public = [f for f in funcs if f.attributes.get("sym_visibility") != StrAttr("private")]
             if not (public or funcs):
                 raise KeyError("the module has no function")
-            return (public or funcs)[0]
+            computing = [f for f in public if not _is_abi_wrapper(f)]
+            return (computing or public or funcs)[0]
         for f in funcs:
             if f.attributes["sym_name"] == StrAttr(name):
                 return f
@@ -409,3 +417,11 @@ class Module:
             for op in self.ops
             if op.name == "util.global"
         }
+
+
+def _is_abi_wrapper(func: Operation) -> bool:
+    """IREE's sync wrapper of an async entry point: it only calls the other function and waits."""
+    ops = [op for op in func.walk() if op is not func]
+    return any(op.name == "util.call" for op in ops) and all(
+        op.name in ABI_SHELL_OPS or op.name in ("arith.constant", "util.return") for op in ops
+    )

@@ -19,7 +19,7 @@ from egg_dispatch.mlir.resources import ELIDED_SEED, ResourceParser
 from egg_dispatch.mlir.syntax import OpSyntax
 from egg_dispatch.mlir.syntax_iree import UNKNOWN
 
-__all__ = ["ELIDED_SEED", "MLIRSyntaxError", "parse_bytes", "parse_file", "parse_mlir"]
+__all__ = ["ELIDED_SEED", "MLIRSyntaxError", "parse_bytes", "parse_file", "parse_mlir", "read_text"]
 
 
 @dataclass
@@ -322,6 +322,17 @@ def parse_bytes(raw: bytes, file: str = "<input>") -> Module:
     return parse_mlir(text, file)
 
 
+def read_text(path: str | Path) -> str:
+    """A file's text, decoded while read (one copy of a model-sized file in memory); bytes that are not
+    UTF-8 are the same positioned ``MLIRSyntaxError`` as ``parse_bytes`` gives."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except UnicodeDecodeError:
+        parse_bytes(Path(path).read_bytes(), str(path))  # raises the positioned error
+        raise
+
+
 def parse_file(path: str | Path) -> Module:
-    """Read and parse a file (see ``parse_bytes``)."""
-    return parse_bytes(Path(path).read_bytes(), str(path))
+    """Read and parse a file (see ``read_text``)."""
+    return parse_mlir(read_text(path), str(path))

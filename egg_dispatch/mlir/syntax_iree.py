@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from egg_dispatch.mlir.attributes import symbol_name
 from egg_dispatch.mlir.ir import (
+    ABI_SHELL_OPS,
     Attr,
     DenseAttr,
     OpaqueType,
@@ -18,7 +19,7 @@ from egg_dispatch.mlir.ir import (
     UnitAttr,
     Value,
 )
-from egg_dispatch.mlir.ops import ABI_SHELL_OPS, make_int_list
+from egg_dispatch.mlir.ops import make_int_list
 
 if TYPE_CHECKING:
     from egg_dispatch.mlir.parser import Parser

@@ -15,13 +15,14 @@ import numpy as np
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.rules import SaturationReport
-from egg_dispatch.evaluate import EvaluationError, evaluate, function_input_types, select_function
-from egg_dispatch.evaluate.check import random_inputs, reduction_length, tolerance
+from egg_dispatch.evaluate import EvaluationError, evaluate, select_function
+from egg_dispatch.evaluate.check import function_inputs, reduction_length, tolerance
+from egg_dispatch.evaluate.parameters import Parameters
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.plan.graph import Plan
 from egg_dispatch.target.profile import Target
 
-__all__ = ["Candidate", "CheckResult", "Exploration"]
+__all__ = ["Candidate", "CheckResult", "Exploration", "InputInfo"]
 
 
 @dataclass
@@ -55,6 +56,24 @@ class CheckResult:
 
 
 @dataclass
+class InputInfo:
+    """What the input was and what was done to it before exploring (reported in text and JSON)."""
+
+    form: str
+    """Where the file stands in IREE's pipeline (``mlir.forms``): torch, input, linalg, ..."""
+    explored_form: str
+    """The form ``explore`` worked on (``global-optimization`` after running IREE's phase)."""
+    steps: list[str] = field(default_factory=list)
+    """Commands run on the input (``iree-compile ... --compile-to=global-optimization``)."""
+    notes: list[str] = field(default_factory=list)
+    """Why a step was skipped (IREE not installed, IREE rejected the input, ``--from input``)."""
+
+    def describe(self) -> str:
+        done = f", explored after {'; '.join(self.steps)}" if self.steps else ""
+        return f"{self.form}{done}"
+
+
+@dataclass
 class Exploration:
     module: Module
     prepared: Module
@@ -69,6 +88,8 @@ class Exploration:
     pareto: list[Candidate] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    input: InputInfo | None = None
+    """How the input was brought to the form explored (None: taken as given, from a parsed module)."""
 
     @property
     def stats(self) -> dict[str, object]:
@@ -86,17 +107,19 @@ class Exploration:
         out = [self.best] + ([self.baseline] if self.baseline else [])
         return out + [c for c in self.pareto if c.choice != self.best.choice]
 
-    def check(self, seed: int = 0) -> list[CheckResult]:
-        """Evaluate the input and every plan (best, baseline, frontier) on the same seeded inputs:
-        the input with plain semantics, each plan with the target's physical encodings."""
+    def check(self, seed: int = 0, parameters: Parameters | None = None) -> list[CheckResult]:
+        """Evaluate the explored program and every plan (best, baseline, frontier) on the same seeded
+        inputs: the program with plain semantics, each plan with the target's physical encodings.
+        ``parameters`` gives named parameters their values (default: a deterministic fill)."""
+        params = parameters if parameters is not None else Parameters()
         func = select_function(self.module, self.imported.function)
-        inputs = random_inputs(function_input_types(func), seed)
-        reference = evaluate(self.module, inputs, function=self.imported.function)
+        inputs = function_inputs(func, seed)
+        reference = evaluate(self.module, inputs, function=self.imported.function, parameters=params)
         k = max([reduction_length(op) for op in func.walk()] + [1])
         results = []
         for cand in self.candidates():
             try:
-                got = evaluate(cand.mlir, inputs, target=self.target)
+                got = evaluate(cand.mlir, inputs, target=self.target, parameters=params)
             except EvaluationError as e:
                 if cand is not self.baseline or "iree-compile" not in cand.label:
                     raise

@@ -4,6 +4,7 @@ JSON schema (``"schema": "egg-dispatch/explore/1"``), stable and deterministic (
 asked for)::
 
     {schema, file, function, target, lambda,
+     input: {form, explored_form, steps: [str], notes: [str]} | null,
      egraph: {enodes, eclasses, iterations, stop_reason, rule_matches: {rule: n}},
      best: PLAN, baseline: PLAN | null, pareto: [PLAN], warnings: [str]}
     PLAN = {label, signature, objective, run_seconds, load_seconds, persistent_bytes,
@@ -108,6 +109,13 @@ def plan_json(c: Candidate, with_timings: bool = False) -> dict:
     }
 
 
+def _input_json(e: Exploration) -> dict | None:
+    if e.input is None:
+        return None
+    i = e.input
+    return {"form": i.form, "explored_form": i.explored_form, "steps": i.steps, "notes": i.notes}
+
+
 def to_json(e: Exploration, with_timings: bool = False) -> dict:
     s = e.saturation
     out = {
@@ -116,6 +124,7 @@ def to_json(e: Exploration, with_timings: bool = False) -> dict:
         "function": e.imported.function,
         "target": e.target.name,
         "lambda": e.lam,
+        "input": _input_json(e),
         "egraph": {
             "enodes": s.enodes,
             "eclasses": s.eclasses,
@@ -180,6 +189,9 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
 def text(e: Exploration, include_mlir: bool = True) -> str:
     c = e.best
     lines = [f"egg-dispatch explore: {e.module.file} @{e.imported.function} on {e.target.name}"]
+    if e.input is not None:
+        lines.append(f"  input: {e.input.describe()}")
+        lines += [f"  note: {n}" for n in e.input.notes]
     lines += [f"  {w}" for w in e.warnings]
     lines.append("")
     lines.append(f"chosen plan: {plan_signature(c.mlir)}")
