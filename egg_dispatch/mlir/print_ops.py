@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from egg_dispatch.mlir.ir import DenseAttr, Operation, Region, TensorType
 from egg_dispatch.mlir.ops import CAST_OPS, CONTRACTION_OPS, RETURN_OPS, int_list, outs
-from egg_dispatch.mlir.printer import symbol
+from egg_dispatch.mlir.printer import string_literal, symbol
 
 if TYPE_CHECKING:
     from egg_dispatch.mlir.printer import Printer
@@ -28,6 +28,7 @@ _CUSTOM = {
     "hal.tensor.export", "hal.tensor.barrier", "flow.tensor.constant",
     "flow.dispatch.region", "flow.dispatch.workgroups", "iree_tensor_ext.dispatch.tensor.load",
     "iree_tensor_ext.dispatch.tensor.store", "util.global", "util.initializer", "util.global.load", "util.global.store",
+    "tensor.concat", "tensor.pad", "linalg.softmax", "cf.assert",
 } | _RETURNS  # fmt: skip
 
 
@@ -205,9 +206,37 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
     if n == "util.global.store":
         v = op.operands[0]
         return f" {p.value(v)}, {symbol(a['global'].name)} : {p.type(v.type)}"  # type: ignore[attr-defined]
+    if n in ("tensor.concat", "tensor.pad", "linalg.softmax", "cf.assert"):
+        return _tensor_op(p, op, indent)
     if "operandSegmentSizes" in a and n.startswith(("linalg.", "iree_linalg_ext.")):
         return _structured(p, op, indent)
     return _generic(p, op, indent)
+
+
+def _tensor_op(p: Printer, op: Operation, indent: str) -> str:
+    """``tensor.concat``, ``tensor.pad``, ``linalg.softmax`` and ``cf.assert`` (``mlir.syntax_tensor``)."""
+    n, a = op.name, op.attributes
+    if n == "tensor.concat":
+        extra = _attr_dict(p, _extra(p, op, {"dim"}))
+        ts = p.types([v.type for v in op.operands])
+        return f" dim({a['dim'].value}) {p.values(op.operands)}{extra} : ({ts}) -> {p.type(op.result.type)}"  # type: ignore[attr-defined]
+    if n == "tensor.pad":
+        src, dyn = op.operands[0], list(op.operands[1:])
+        nofold = " nofold" if "nofold" in a else ""
+        low, high = p.static(op, "static_low", dyn), p.static(op, "static_high", dyn)
+        extra = _attr_dict(p, _extra(p, op, {"static_low", "static_high", "nofold"}))
+        region = p.region(op.regions[0], indent, print_entry_args=True)
+        types = f"{p.type(src.type)} to {p.type(op.result.type)}"
+        return f" {p.value(src)}{nofold} low{low} high{high} {region}{extra} : {types}"
+    if n == "linalg.softmax":
+        extra = _attr_dict(p, _extra(p, op, {"dimension"}))
+        x, init = op.operands[0], op.operands[1]
+        return (
+            f"{extra} dimension({a['dimension'].value}) ins({p.value(x)} : {p.type(x.type)}) "  # type: ignore[attr-defined]
+            f"outs({p.value(init)} : {p.type(init.type)}) -> {p.type(op.result.type)}"
+        )
+    extra = _attr_dict(p, _extra(p, op, {"msg"}))
+    return f" {p.value(op.operands[0])}, {string_literal(a['msg'].value)}{extra}"  # type: ignore[attr-defined]
 
 
 def _count(p: Printer, r: Region, indent: str) -> str:

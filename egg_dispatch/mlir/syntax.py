@@ -31,6 +31,7 @@ from egg_dispatch.mlir.lexer import describe, int_value
 from egg_dispatch.mlir.ops import CAST_OPS, DYNAMIC, RETURN_OPS, make_int_list
 from egg_dispatch.mlir.syntax_iree import IreeSyntax
 from egg_dispatch.mlir.syntax_linalg import LinalgSyntax
+from egg_dispatch.mlir.syntax_tensor import TensorSyntax
 
 if TYPE_CHECKING:
     from egg_dispatch.mlir.parser import Parser
@@ -42,7 +43,7 @@ _RETURNS = RETURN_OPS
 _STRUCTURED_PREFIXES = ("linalg.", "iree_linalg_ext.")
 
 
-class OpSyntax(IreeSyntax, LinalgSyntax):
+class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
     def parse_custom_op(self: Parser, name: str, start: int, n_results: int) -> Operation:
         handler = _HANDLERS.get(name)
         if handler is not None:
@@ -356,4 +357,8 @@ _HANDLERS: dict[str, Callable[[Parser, str, int], Operation]] = {
     "util.initializer": IreeSyntax._p_initializer,
     "util.global.load": IreeSyntax._p_global_load,
     "util.global.store": IreeSyntax._p_global_store,
+    "tensor.concat": TensorSyntax._p_concat,
+    "tensor.pad": TensorSyntax._p_pad,
+    "linalg.softmax": TensorSyntax._p_softmax,
+    "cf.assert": TensorSyntax._p_assert,
 }

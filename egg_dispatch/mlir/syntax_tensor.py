@@ -1,0 +1,127 @@
+"""Custom syntax of the tensor-building ops PyTorch exports use: ``tensor.concat``, ``tensor.pad``,
+``linalg.softmax`` and ``cf.assert`` (torch-mlir's bounds checks inside embedding lookups).
+
+Reader side only; ``print_ops`` writes the same forms. Attribute keys are listed in ``mlir.ops``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from egg_dispatch.mlir.attributes import unescape
+from egg_dispatch.mlir.ir import Attr, IntAttr, Operation, ScalarType, StrAttr, TensorType, UnitAttr
+from egg_dispatch.mlir.lexer import int_value
+from egg_dispatch.mlir.ops import DYNAMIC, make_int_list
+
+if TYPE_CHECKING:
+    from egg_dispatch.mlir.parser import Parser
+
+__all__ = ["TensorSyntax"]
+
+
+class TensorSyntax:
+    def _p_concat(self: Parser, name: str, start: int) -> Operation:
+        """``tensor.concat dim(D) %a, %b [attr-dict] : (T1, T2) -> T``."""
+        lex = self.lex
+        lex.expect("dim")
+        lex.expect("(")
+        dim = int_value(lex, lex.expect_kind("int", "the concatenated dimension"))
+        lex.expect(")")
+        vals = self.operand_list()
+        if not vals:
+            raise lex.error("tensor.concat needs at least one operand", start)
+        attrs: dict[str, Attr] = {}
+        self._opt_attr_dict(attrs)
+        lex.expect(":")
+        self.check_types(vals, self.parse_paren_types(), start)
+        lex.expect("->")
+        res = self.parse_type()
+        types = [v.type for v in vals]
+        if isinstance(res, TensorType) and all(isinstance(t, TensorType) for t in types):
+            if not 0 <= dim < res.rank or any(t.rank != res.rank for t in types):  # type: ignore[union-attr]
+                raise lex.error(f"tensor.concat dim({dim}) of rank-{res.rank} tensors of different ranks", start)
+            total = sum(t.shape[dim] for t in types)  # type: ignore[union-attr]
+            others = {t.shape[:dim] + t.shape[dim + 1 :] for t in types}  # type: ignore[union-attr]
+            if others != {res.shape[:dim] + res.shape[dim + 1 :]} or total != res.shape[dim]:
+                raise lex.error(
+                    f"tensor.concat dim({dim}): operand shapes do not add up to {self.type_str(res)}", start
+                )
+        attrs["dim"] = IntAttr(dim)
+        return self.make_op(name, vals, [res], attributes=attrs)
+
+    def _p_pad(self: Parser, name: str, start: int) -> Operation:
+        """``tensor.pad %x [nofold] low[..] high[..] { ^bb0(%i: index, ..): tensor.yield %v : T }
+        [attr-dict] : T to T'``."""
+        lex = self.lex
+        src = self.operand()
+        attrs: dict[str, Attr] = {}
+        if lex.accept("nofold"):
+            attrs["nofold"] = UnitAttr()
+        lex.expect("low")
+        low, d_low = self._static_list()
+        lex.expect("high")
+        high, d_high = self._static_list()
+        region = self.parse_region()
+        self._opt_attr_dict(attrs)
+        lex.expect(":")
+        src_t = self.parse_type()
+        self.check_types([src], [src_t], start)
+        lex.expect("to")
+        res = self.parse_type()
+        if isinstance(src_t, TensorType) and isinstance(res, TensorType):
+            if not len(low) == len(high) == src_t.rank == res.rank:
+                raise lex.error(
+                    f"tensor.pad of a rank-{src_t.rank} tensor needs {src_t.rank} low and high sizes", start
+                )
+            for d, (lo, hi, s, r) in enumerate(zip(low, high, src_t.shape, res.shape, strict=True)):
+                if DYNAMIC not in (lo, hi) and (lo < 0 or hi < 0 or lo + s + hi != r):
+                    raise lex.error(f"tensor.pad: dim {d} of size {s} padded by {lo}, {hi} is not {r}", start)
+            entry = region.entry
+            if len(entry.args) != src_t.rank or any(a.type != ScalarType("index") for a in entry.args):
+                raise lex.error(f"the tensor.pad region takes {src_t.rank} index arguments", start)
+            term = entry.ops[-1] if entry.ops else None
+            if term is None or term.name != "tensor.yield" or len(term.operands) != 1:
+                raise lex.error("the tensor.pad region must end in 'tensor.yield' of one value", start)
+            if term.operands[0].type != res.element:
+                raise lex.error(f"tensor.pad yields {self.type_str(term.operands[0].type)}, not {res.element}", start)
+        attrs |= {"static_low": make_int_list(low), "static_high": make_int_list(high)}
+        return self.make_op(name, [src, *d_low, *d_high], [res], attributes=attrs, regions=[region])
+
+    def _p_softmax(self: Parser, name: str, start: int) -> Operation:
+        """``linalg.softmax [attr-dict] dimension(D) ins(%x : T) outs(%init : T) [-> T]``."""
+        lex = self.lex
+        attrs: dict[str, Attr] = {}
+        self._opt_attr_dict(attrs)
+        lex.expect("dimension")
+        lex.expect("(")
+        dim = int_value(lex, lex.expect_kind("int", "the softmax dimension"))
+        lex.expect(")")
+        lex.expect("ins")
+        src, _ = self._typed_operands(start)
+        lex.expect("outs")
+        init, out_t = self._typed_operands(start)
+        if len(src) != 1 or len(init) != 1:
+            raise lex.error("linalg.softmax takes one input and one init", start)
+        results = out_t
+        if lex.accept("->"):
+            results = self.parse_result_types()
+            self.check_types(init, results, start)
+        t = src[0].type
+        if isinstance(t, TensorType):
+            if not 0 <= dim < t.rank:
+                raise lex.error(f"linalg.softmax dimension({dim}) of a rank-{t.rank} tensor", start)
+            if init[0].type != t:
+                raise lex.error("linalg.softmax input and init must have the same type", start)
+        attrs["dimension"] = IntAttr(dim)
+        return self.make_op(name, [*src, *init], results, attributes=attrs)
+
+    def _p_assert(self: Parser, name: str, start: int) -> Operation:
+        """``cf.assert %cond, "message" [attr-dict]``."""
+        lex = self.lex
+        cond = self.operand()
+        lex.expect(",")
+        msg = unescape(lex, lex.expect_kind("string", "the assertion message"))
+        attrs: dict[str, Attr] = {"msg": StrAttr(msg)}
+        self._opt_attr_dict(attrs)
+        self.check_types([cond], [ScalarType("i1")], start)
+        return self.make_op(name, [cond], [], attributes=attrs)
