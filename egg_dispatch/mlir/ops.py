@@ -23,10 +23,6 @@ tensor.concat                             [*inputs]; ``dim`` IntAttr (the concat
 tensor.pad                                [source, *dynamic low, *dynamic high]; ``static_low``/``static_high``
                                           ArrayAttr[IntAttr] (DYNAMIC marks an SSA entry), ``nofold`` UnitAttr
                                           (optional); region: index args (one per dim), ``tensor.yield`` value
-tensor.concat                             [*inputs]; ``dim`` IntAttr (the concatenated dimension)
-tensor.pad                                [source, *dynamic low, *dynamic high]; ``static_low``/``static_high``
-                                          ArrayAttr[IntAttr] (DYNAMIC marks an SSA entry), ``nofold`` UnitAttr
-                                          (optional); region: index args (one per dim), ``tensor.yield`` value
 linalg.fill                               [value, init] (``operandSegmentSizes`` = (1, 1))
 linalg named / generic / transpose /      ins then outs as operands; ``operandSegmentSizes`` ArrayAttr[IntAttr]
 broadcast / pack / unpack / mmt4d         of (num_ins, num_outs); ``indexing_maps`` (optional for named ops),
@@ -36,7 +32,6 @@ linalg.pack                               [source, dest, padding_value?]; ``inne
                                           ``outer_dims_perm`` (optional), ``has_padding`` UnitAttr if padded
 linalg.unpack                             [source, dest]; ``inner_dims_pos``, ``inner_tiles``, ``outer_dims_perm``
 linalg.index                              ``dim`` IntAttr
-linalg.softmax                            [input, init] (no ``operandSegmentSizes``); ``dimension`` IntAttr
 linalg.softmax                            [input, init] (no ``operandSegmentSizes``); ``dimension`` IntAttr
 iree_encoding.set_encoding / unset_       [source]; encoding in the result / source TensorType
 flow.dispatch.region                      region whose terminator is ``flow.return``
@@ -56,7 +51,6 @@ iree_tensor_ext.dispatch.tensor.load      [binding]; ``static_offsets/sizes/stri
 iree_tensor_ext.dispatch.tensor.store     [value, binding]; ``static_offsets/sizes/strides``
 iree_linalg_ext.attention                 ins (q, k, v, scale[, mask]) then outs; ``indexing_maps``; region
 iree_linalg_ext.gather                    ins (source, indices) then outs; ``dimension_map``; region
-cf.assert                                 [condition (i1)]; ``msg`` StrAttr; no results
 cf.assert                                 [condition (i1)]; ``msg`` StrAttr; no results
 arith.* / math.* (scalar or tensor)       operands; ``predicate`` StrAttr (cmpf/cmpi), ``fastmath`` (opt.)
 ========================================  =====================================================================
