@@ -8,7 +8,9 @@ packed tensor or a wrong rewrite breaks that.
 
 Inputs sit on a coarse grid so that most contractions are exact in every summation order: floats are
 multiples of 1/16 in [-1, 1]; ``i64``/``index`` inputs (usually indices) are integers in [0, 8);
-other integers are in [-8, 8]; ``i1`` is a fair coin.
+other integers are in [-8, 8]; ``i1`` is a fair coin. An integer input the program uses as an index
+(an embedding's token ids, gather indices: ``evaluate.index_ranges``) is drawn in [0, size of the
+dimension it indexes), so that the program is defined on it.
 
 Tolerance, per result, on the error relative to the result's magnitude,
 ``max|plain - physical| / max(max|plain|, tiny)``:
@@ -20,8 +22,9 @@ Tolerance, per result, on the error relative to the result's magnitude,
   1). Summation order is the only thing that differs between the two runs, and its rounding error
   grows like ``eps · sqrt(K)`` for random signs; 4 is headroom.
 
-``random_inputs``, ``reduction_length`` and ``tolerance`` are shared with ``Exploration.check`` and
-``bench``, which compare every plan with the input program in the same way.
+``function_inputs`` (``random_inputs`` with those ranges), ``reduction_length`` and ``tolerance`` are
+shared with ``Exploration.check`` and ``bench``, which compare every plan with the input program in
+the same way.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import numpy as np
 
 from egg_dispatch.evaluate import EvaluationError, evaluate, function_input_types, select_function
 from egg_dispatch.evaluate.core import type_str
+from egg_dispatch.evaluate.index_ranges import index_bounds
 from egg_dispatch.evaluate.ops_linalg import NAMED_CONTRACTIONS
 from egg_dispatch.evaluate.structured import loop_sizes, perm_map
 from egg_dispatch.mlir.ir import (
@@ -53,6 +57,7 @@ __all__ = [
     "CheckReport",
     "ResultCheck",
     "check_module",
+    "function_inputs",
     "random_inputs",
     "reduction_length",
     "tolerance",
@@ -116,11 +121,13 @@ class CheckReport:
         return "\n".join(lines)
 
 
-def random_inputs(types: list[Type], seed: int) -> list[np.ndarray]:
-    """Seeded inputs on the coarse grid described in the module docstring."""
+def random_inputs(types: list[Type], seed: int, bounds: dict[int, int] | None = None) -> list[np.ndarray]:
+    """Seeded inputs on the coarse grid described in the module docstring; ``bounds`` gives integer
+    inputs (by position) an exclusive upper bound: they are drawn in ``[0, bound)``."""
     rng = np.random.default_rng(seed)
     out: list[np.ndarray] = []
-    for t in types:
+    bounds = bounds or {}
+    for i, t in enumerate(types):
         shape = t.shape if isinstance(t, TensorType) else ()
         elem = t.element if isinstance(t, TensorType) else t
         if not isinstance(elem, ScalarType):
@@ -130,11 +137,18 @@ def random_inputs(types: list[Type], seed: int) -> list[np.ndarray]:
             out.append((rng.integers(-16, 17, shape) / 16).astype(dt))
         elif dt == np.bool_:
             out.append(rng.integers(0, 2, shape).astype(np.bool_))
+        elif i in bounds:
+            out.append(rng.integers(0, max(bounds[i], 1), shape).astype(dt))
         elif dt.itemsize == 8:
             out.append(rng.integers(0, 8, shape).astype(dt))
         else:
             out.append(rng.integers(-8, 9, shape).astype(dt))
     return out
+
+
+def function_inputs(func: Operation, seed: int) -> list[np.ndarray]:
+    """Seeded inputs for ``func``: :func:`random_inputs` with the index ranges its uses imply."""
+    return random_inputs(function_input_types(func), seed, index_bounds(func))
 
 
 def _shape(t: Type) -> tuple[int, ...]:
@@ -180,7 +194,7 @@ def check_module(module: Module, target: Target | str, seed: int = 0, function: 
     tgt = load_target(target) if isinstance(target, str) else target
     func = select_function(module, function)
     fname = func.attributes["sym_name"].value  # type: ignore[attr-defined]
-    inputs = random_inputs(function_input_types(func), seed)
+    inputs = function_inputs(func, seed)
     plain = evaluate(module, inputs, fname, None)
     physical = evaluate(module, inputs, fname, tgt)
     k = sum(reduction_length(op) for op in func.walk() if op is not func and reduction_length(op) > 1)

@@ -263,4 +263,4 @@ def function_type(func: Operation) -> FunctionType:
     return t.type
 
 
-from egg_dispatch.evaluate import ops_linalg, ops_tensor  # noqa: E402, F401  (fill HANDLERS)
+from egg_dispatch.evaluate import ops_export, ops_linalg, ops_tensor  # noqa: E402, F401  (fill HANDLERS)

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from egg_dispatch.emit.iree.module import emit_iree, needs_materialization, runnable_here
-from egg_dispatch.evaluate import evaluate, function_input_types, select_function
-from egg_dispatch.evaluate.check import random_inputs
+from egg_dispatch.evaluate import evaluate, select_function
+from egg_dispatch.evaluate.check import function_inputs
 from egg_dispatch.iree.dispatch_creation import first_error_line, iree_compile_flags
 from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, benchmark_module, compile_module, run_module
 from egg_dispatch.pipeline import explore, iree_plan
@@ -184,7 +184,7 @@ def bench(
     report = BenchReport(fname, tgt.name, plans, repeats, ok, why, notes=notes)
     if not ok:
         return report
-    inputs = random_inputs(function_input_types(select_function(ex.module, fname)), seed)
+    inputs = function_inputs(select_function(ex.module, fname), seed)
     reference = evaluate(ex.module, inputs, function=fname)
     timed = [p for p in plans if p.vmfb is not None]
     for p in timed:

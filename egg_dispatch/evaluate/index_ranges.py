@@ -1,0 +1,158 @@
+"""Which integer arguments of a function are indices, and into what: valid ranges for random inputs.
+
+Random inputs (``check``, ``explore --check``, ``bench``) must be inputs the program is defined on.
+An integer argument that ends up as an index (token ids of an embedding lookup, gather indices) must
+lie within the dimension it indexes, or the program reads out of bounds (undefined behaviour; the
+evaluator stops with an error, torch-mlir's ``cf.assert`` bounds checks fail).
+
+:func:`index_bounds` finds them by following each argument through the ops that move or convert its
+values without computing new ones:
+
+* integer casts (``arith.index_cast``, ``extsi``, ``extui``, ``trunci``, ...), as ops or in the body of
+  an elementwise ``linalg.generic`` that yields them;
+* reshapes, slices, copies and layout ops (``collapse_shape``, ``expand_shape``, ``extract_slice``,
+  ``insert_slice``, ``concat``, ``linalg.transpose`` / ``broadcast`` / ``copy``), the ABI's imports and
+  barriers, and dispatch regions and bindings;
+* into a ``linalg.generic`` body, through the block argument of the input it reads.
+
+It records a bound wherever such a value is used as an index: ``tensor.extract %t[.., %i, ..]`` (the
+size of that dim of ``%t``, also inside a generic body: torch-mlir's embedding lookup) and the indices
+operand of ``iree_linalg_ext.gather`` (the smallest gathered source dim). The bound of an argument is
+the smallest of all its uses; values are then drawn in ``[0, bound)``.
+"""
+
+from __future__ import annotations
+
+from egg_dispatch.evaluate.core import data_arguments
+from egg_dispatch.mlir.ir import Block, Operation, TensorType, Value
+from egg_dispatch.mlir.ops import ins, int_list, outs
+
+__all__ = ["index_bounds"]
+
+_INT_CASTS = frozenset(
+    {"arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui", "arith.trunci", "arith.bitcast"}
+)
+_MOVES = frozenset(
+    {
+        "hal.tensor.import",
+        "hal.tensor.export",
+        "tensor.collapse_shape",
+        "tensor.expand_shape",
+        "tensor.extract_slice",
+        "tensor.insert_slice",
+        "tensor.concat",
+        "linalg.transpose",
+        "linalg.broadcast",
+        "linalg.copy",
+        "flow.tensor.reshape",
+        "iree_tensor_ext.compute_barrier.start",
+        "iree_tensor_ext.compute_barrier.end",
+        "iree_tensor_ext.dispatch.tensor.load",
+        "iree_encoding.set_encoding",
+        "iree_encoding.unset_encoding",
+        "flow.tensor.encode",
+    }
+)
+"""Ops whose results hold (some of) their operands' values unchanged."""
+
+
+class _Flow:
+    def __init__(self) -> None:
+        self.origin: dict[Value, set[int]] = {}
+        """Values holding (converted) elements of the arguments, by argument position."""
+        self.bounds: dict[int, int] = {}
+
+    def of(self, vals: list[Value]) -> set[int]:
+        out: set[int] = set()
+        for v in vals:
+            out |= self.origin.get(v, set())
+        return out
+
+    def mark(self, v: Value, args: set[int]) -> None:
+        if args and _is_integer(v):
+            self.origin.setdefault(v, set()).update(args)
+
+    def bound(self, v: Value, size: int) -> None:
+        for a in self.origin.get(v, ()):
+            self.bounds[a] = min(self.bounds.get(a, size), size)
+
+    # ----------------------------------------------------------------------------------- walk
+    def block(self, block: Block) -> list[Value]:
+        """Process a block in order; returns its terminator's operands."""
+        for op in block.ops:
+            if not op.results and op.name.endswith(("yield", "return")):
+                return list(op.operands)
+            self.op(op)
+        return []
+
+    def op(self, op: Operation) -> None:
+        n = op.name
+        if n in _INT_CASTS or n in _MOVES:
+            src = op.operands[:1] if n != "tensor.concat" else op.operands
+            if n == "tensor.insert_slice":
+                src = op.operands[:2]
+            for r in op.results:
+                self.mark(r, self.of(src))
+        elif n == "hal.tensor.barrier":
+            for r, v in zip(op.results, op.operands, strict=False):
+                self.mark(r, self.of([v]))
+        elif n == "tensor.extract":
+            table = op.operands[0].type
+            if isinstance(table, TensorType):
+                for d, v in enumerate(op.operands[1:]):
+                    self.bound(v, table.shape[d])
+        elif n == "iree_linalg_ext.gather" and len(ins(op)) == 2:
+            source, indices = ins(op)
+            if isinstance(source.type, TensorType):
+                dims = int_list(op.attributes.get("dimension_map"))
+                if dims:
+                    self.bound(indices, min(source.type.shape[d] for d in dims))
+        elif n == "linalg.generic" and op.regions:
+            body = op.regions[0].entry
+            operands = [*ins(op), *outs(op)]
+            for arg, v in zip(body.args, operands, strict=False):
+                self.mark(arg, self.of([v]))
+            yielded = self.block(body)
+            for r, y in zip(op.results, yielded, strict=False):
+                self.mark(r, self.of([y]))
+            return
+        elif n == "flow.dispatch.workgroups" and op.regions:
+            body = op.regions[0].entry
+            for arg, v in zip(body.args, op.operands, strict=False):
+                self.origin[arg] = set(self.of([v]))
+            stored: dict[int, set[int]] = {}
+            for inner in body.ops:
+                if inner.name == "iree_tensor_ext.dispatch.tensor.store" and inner.operands[1] in body.args:
+                    stored.setdefault(body.args.index(inner.operands[1]), set()).update(self.of(inner.operands[:1]))
+                else:
+                    self.op(inner)
+            for i, r in enumerate(op.results):
+                self.mark(r, stored.get(len(op.operands) + i, set()))
+            return
+        elif n == "flow.dispatch.region" and op.regions:
+            returned = self.block(op.regions[0].entry)
+            for r, y in zip(op.results, returned, strict=False):
+                self.mark(r, self.of([y]))
+            return
+        for region in op.regions:  # bodies of any other op: their own uses count too
+            for b in region.blocks:
+                self.block(b)
+
+
+def _is_integer(v: Value) -> bool:
+    t = v.type.element if isinstance(v.type, TensorType) else v.type
+    name = getattr(t, "name", "")
+    return name == "index" or (name.startswith(("i", "si", "ui")) and name != "i1")
+
+
+def index_bounds(func: Operation) -> dict[int, int]:
+    """Exclusive upper bounds of the integer inputs used as indices, by input position (the caller's
+    order: ``function_input_types``, which leaves out the async ABI's fences)."""
+    flow = _Flow()
+    entry = func.regions[0].entry
+    positions = data_arguments(func)
+    for k, i in enumerate(positions):
+        arg = entry.args[i]
+        flow.origin[arg] = {k}  # a !hal.buffer_view too: its hal.tensor.import carries it on
+    flow.block(entry)
+    return flow.bounds
