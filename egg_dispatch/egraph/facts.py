@@ -10,6 +10,7 @@ terms), so terms that rules create later are covered too.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Sequence
@@ -98,12 +99,47 @@ def tile_aligned(
     return True
 
 
-def fused_pack_legal(target: Target, layout: Layout, shape: Sequence[int], elem_bytes: int) -> bool:
+def fused_footprint_legal(target: Target, packed: Sequence[int], acc_bytes: int) -> bool:
+    """Whether IREE's llvm-cpu codegen compiles a contraction dispatch with packs of ``packed`` bytes
+    fused into it as producers (and its unpack as consumer), by a conservative footprint model.
+
+    IREE 3.13 allocates every fused pack's packed buffer, and the packed accumulator the fused unpack
+    reads, on the stack, and vectorizes each pack; when it does not tile the dispatch (small problems,
+    or both operands packed in it) those are whole tensors. Two limits then apply:
+
+    1. stack: packed operands + packed accumulator <= ``max_stack_allocation_size`` ('exceeded stack
+       allocation limit of 32768 bytes ... Got 45056 bytes' for 16x64 . 64x128 f32 with both packs);
+    2. vectors: packed operands < 512 native vectors (``Target.max_vector_bytes``; 'large vector sizes
+       (16384 bytes)' on AVX2 for 8x64 . 64x64 f32 with both packs).
+
+    Sizes are taken whole (what an untiled dispatch allocates), so the model never accepts a dispatch
+    IREE rejects (every failure of a 5-shape x 6-combination probe on AVX2 and AVX-512 with iree-compile
+    3.13 is refused); it refuses some that IREE tiles and compiles, where a hoisted encode is the plan.
+    """
+    total = sum(packed)
+    return total + acc_bytes <= target.max_stack_allocation_size and total < target.max_vector_bytes
+
+
+def fused_pack_legal(
+    target: Target, layout: Layout, shape: Sequence[int], elem_bytes: int, acc_bytes: int = 0
+) -> bool:
     """A pack fused as producer into the mmt4d dispatch compiles only when the inner tiles divide the
-    shape (no padding inside the tiled loops; domain.md §5.3, issue #20723) and its packed buffer
-    fits the stack limit (``max_stack_allocation_size``; 256x256 f32 halves fail with 67584 B)."""
+    shape (no padding inside the tiled loops; domain.md §5.3, issue #20723) and the dispatch's footprint
+    fits (``fused_footprint_legal``, with the accumulator of the contraction it feeds)."""
     divides = all(shape[d] % t == 0 for d, t in zip(layout.inner_dims_pos, layout.inner_tiles, strict=True))
-    return divides and packed_nbytes(shape, elem_bytes, layout) <= target.max_stack_allocation_size
+    return divides and fused_footprint_legal(target, [packed_nbytes(shape, elem_bytes, layout)], acc_bytes)
+
+
+def accumulator_nbytes(target: Target, e: EncodingAttr) -> int:
+    """Packed bytes of the accumulator of the contraction that encoding ``e`` belongs to (its result
+    tile buffer when the unpack is fused), from ``e``'s iteration sizes and maps."""
+    maps = encoding_maps(e)
+    if maps is None or e.iteration_sizes is None or any(s is None for s in e.iteration_sizes) or len(maps) != 3:
+        return 0
+    shape = tuple(e.iteration_sizes[d] for d in maps[2])  # type: ignore[misc]
+    acc = dataclasses.replace(e, operand_index=2)
+    layout = encoding_layout(target, acc)
+    return packed_nbytes(shape, element_nbytes(e.element_types[2]), layout)
 
 
 @dataclass(frozen=True)
@@ -169,8 +205,11 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
         packed = packed_nbytes(shape, element_nbytes(_scalar(elem)), layout)
         if packed - nbytes <= CONST_EXPR_MAX_SIZE_INCREASE:
             lines.append(f"(const-eval-size-ok {ivec(shape)} {enc_key})")
-        if not fused_pack_legal(target, layout, shape, element_nbytes(_scalar(elem))):
+        enc = imported.encodings[enc_key]
+        acc = accumulator_nbytes(target, enc)
+        if not fused_pack_legal(target, layout, shape, element_nbytes(_scalar(elem)), acc):
             lines.append(f"(fused-pack-illegal {ivec(shape)} {enc_key})")
+    lines += _pair_facts(imported, target, layouts)
     lines += _bubble_facts(imported, layouts)
     for key, op in imported.ops.items():
         if op.name == "linalg.generic":
@@ -182,6 +221,51 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
 
 
 _GENERIC = re.compile(r'^\(Generic "([^"]+)" (.*)\)$')
+_CONTRACT = re.compile(r'^\(Contract "[^"]*" (\$v[0-9]+) (\$v[0-9]+) (\$v[0-9]+)\)$')
+
+
+def _pack_candidates(imported: ImportedProgram, let: str) -> list[tuple[tuple[int, ...], str, str]]:
+    """(source shape, element type, encoding) of the packs an operand let can be fused as: its own
+    set_encoding's source, and (after propagation through a slice) the sliced tensor."""
+    m = _SET_ENCODING.match(imported.lets.get(let, ""))
+    if not m:
+        return []
+    src, enc_key = m.group(1), m.group(2)
+    src_t = imported.let_types.get(src)
+    if not isinstance(src_t, TensorType):
+        return []
+    out = [(src_t.shape, src_t.element.name, enc_key)]
+    sm = _SLICE.match(imported.lets.get(src, ""))
+    whole_t = imported.let_types.get(sm.group(1)) if sm else None
+    if isinstance(whole_t, TensorType):
+        out.append((whole_t.shape, whole_t.element.name, enc_key))
+    return out
+
+
+def _pair_facts(imported: ImportedProgram, target: Target, layouts: dict[str, Layout | None]) -> list[str]:
+    """``(fused-pair-illegal s1 e1 s2 e2)``: both operands of one contraction packed in its dispatch do not
+    fit (``fused_footprint_legal`` with both packs and the accumulator); asserted in both orders (a
+    narrow-N mmt4d takes the RHS first)."""
+    out: set[str] = set()
+    for term in imported.lets.values():
+        m = _CONTRACT.match(term)
+        if not m:
+            continue
+        for lhs in _pack_candidates(imported, m.group(1)):
+            for rhs in _pack_candidates(imported, m.group(2)):
+                la, lb = layouts.get(lhs[2]), layouts.get(rhs[2])
+                if la is None or lb is None:
+                    continue
+                packed = [
+                    packed_nbytes(lhs[0], element_nbytes(_scalar(lhs[1])), la),
+                    packed_nbytes(rhs[0], element_nbytes(_scalar(rhs[1])), lb),
+                ]
+                acc = accumulator_nbytes(target, imported.encodings[lhs[2]])
+                if not fused_footprint_legal(target, packed, acc):
+                    a, b = f"{ivec(lhs[0])} {lhs[2]}", f"{ivec(rhs[0])} {rhs[2]}"
+                    out.add(f"(fused-pair-illegal {a} {b})")
+                    out.add(f"(fused-pair-illegal {b} {a})")
+    return sorted(out)
 
 
 def _bubble_facts(imported: ImportedProgram, layouts: dict[str, Layout | None]) -> list[str]:

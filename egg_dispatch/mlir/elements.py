@@ -77,6 +77,8 @@ def decode_elements(data: bytes, typ: TensorType) -> np.ndarray:
     array of ``typ``'s shape; bf16 is widened to float32 and i1 is one byte per element."""
     dtype = numpy_dtype(typ.element)
     name = typ.element.name
+    width = element_nbytes(typ.element)
+    data = data[: len(data) // width * width]  # trailing bytes of a partial element are ignored, as MLIR does
     if name == "bf16":
         flat = (np.frombuffer(data, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
     elif name == "i1":

@@ -31,6 +31,10 @@ __all__ = [
 ]
 
 LHS, RHS, RESULT = 0, 1, 2
+DEFAULT_NATIVE_VECTOR_SIZE = 16
+"""IREE's llvm-cpu default ``native_vector_size`` when a target names none (16 bytes: SSE / NEON)."""
+MAX_NATIVE_VECTORS = 512
+"""``--iree-llvmcpu-max-allowed-number-of-native-vectors`` default (IREE 3.13, ``LLVMCPU/Utils.cpp``)."""
 Tile = tuple[int, int, int]
 ElementTypes = tuple[str, str, str]
 
@@ -52,8 +56,17 @@ class Target:
     memory_bandwidth_gbps: float
     dispatch_overhead_us: float
     max_stack_allocation_size: int
+    native_vector_size: int = DEFAULT_NATIVE_VECTOR_SIZE
+    """Bytes of one native vector register (IREE's ``native_vector_size``: 32 on AVX2, 64 on AVX-512)."""
     notes: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     source: str = field(default="<dict>", compare=False)
+
+    @property
+    def max_vector_bytes(self) -> int:
+        """Largest vector IREE's llvm-cpu codegen accepts (``LLVMCPUVerifyVectorSizeLegality``:
+        ``--iree-llvmcpu-max-allowed-number-of-native-vectors`` = 512 native vectors); a bigger one is
+        the error 'One or more operations with large vector sizes (N bytes) were found'."""
+        return MAX_NATIVE_VECTORS * self.native_vector_size
 
     def tile(self, element_types: ElementTypes | str) -> Tile | None:
         """The big (non-narrow) tile for these element types; None when the resolver has none."""
@@ -92,7 +105,7 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "dispatch_overhead_us": (int, float),
     "max_stack_allocation_size": int,
 }
-_OPTIONAL: dict[str, type] = {"notes": dict}
+_OPTIONAL: dict[str, type] = {"notes": dict, "native_vector_size": int}
 
 
 def _is_number(v: Any) -> bool:
@@ -126,7 +139,9 @@ def target_from_dict(data: Any, source: str = "<dict>") -> Target:
         if not isinstance(value, typ) or (typ is not bool and isinstance(value, bool)):
             names = typ.__name__ if isinstance(typ, type) else "number"
             raise fail(key, f"expected {names}, got {type(value).__name__} {value!r}")
-    for key in ("memory_bandwidth_gbps", "max_stack_allocation_size"):
+    for key in ("memory_bandwidth_gbps", "max_stack_allocation_size", "native_vector_size"):
+        if key not in data:
+            continue
         if not _is_number(data[key]) or data[key] <= 0:
             raise fail(key, f"must be a positive number, got {data[key]!r}")
     if not _is_number(data["dispatch_overhead_us"]) or data["dispatch_overhead_us"] < 0:
@@ -168,6 +183,7 @@ def target_from_dict(data: Any, source: str = "<dict>") -> Target:
         memory_bandwidth_gbps=float(data["memory_bandwidth_gbps"]),
         dispatch_overhead_us=float(data["dispatch_overhead_us"]),
         max_stack_allocation_size=int(data["max_stack_allocation_size"]),
+        native_vector_size=int(data.get("native_vector_size", DEFAULT_NATIVE_VECTOR_SIZE)),
         notes=MappingProxyType(dict(notes)),
         source=source,
     )

@@ -16,14 +16,14 @@ func.func @materialize_matmul(%lhs: tensor<16x4xf32>, %rhs: tensor<24x4xf32>) ->
 // -----
 
 // Narrow N (N=4): the result layout is transposed and mmt4d runs on swapped operands (§1.9):
-// mmt4d(RHS 1x64x4x1, LHS 8x64x8x1) -> 1x8x4x8, unpacked with outer [1, 0], tiles [4, 8].
+// mmt4d(RHS 1x64x4x1, LHS 4x64x8x1) -> 1x4x4x8, unpacked with outer [1, 0], tiles [4, 8].
 // CHECK-LABEL: plans for @materialize_narrow_n: {{[1-9]}}
-// CHECK:       linalg.mmt4d ins(%{{.*}}, %{{.*}} : tensor<1x64x4x1xf32>, tensor<8x64x8x1xf32>) outs(%{{.*}} : tensor<1x8x4x8xf32>)
+// CHECK:       linalg.mmt4d ins(%{{.*}}, %{{.*}} : tensor<1x64x4x1xf32>, tensor<4x64x8x1xf32>) outs(%{{.*}} : tensor<1x4x4x8xf32>)
 // CHECK:       linalg.unpack %{{.*}} outer_dims_perm = [1, 0] inner_dims_pos = [1, 0] inner_tiles = [4, 8]
-func.func @materialize_narrow_n(%lhs: tensor<64x64xf32>, %rhs: tensor<4x64xf32>) -> tensor<64x4xf32> {
+func.func @materialize_narrow_n(%lhs: tensor<32x64xf32>, %rhs: tensor<4x64xf32>) -> tensor<32x4xf32> {
   %zero = arith.constant 0.0 : f32
-  %acc_e = tensor.empty() : tensor<64x4xf32>
-  %acc = linalg.fill ins(%zero : f32) outs(%acc_e : tensor<64x4xf32>) -> tensor<64x4xf32>
-  %r = linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>] ins(%lhs, %rhs : tensor<64x64xf32>, tensor<4x64xf32>) outs(%acc : tensor<64x4xf32>) -> tensor<64x4xf32>
-  return %r : tensor<64x4xf32>
+  %acc_e = tensor.empty() : tensor<32x4xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%acc_e : tensor<32x4xf32>) -> tensor<32x4xf32>
+  %r = linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>] ins(%lhs, %rhs : tensor<32x64xf32>, tensor<4x64xf32>) outs(%acc : tensor<32x4xf32>) -> tensor<32x4xf32>
+  return %r : tensor<32x4xf32>
 }
