@@ -213,12 +213,14 @@ def run_module(
     inputs: Sequence[np.ndarray],
     *,
     driver: str = "local-sync",
+    parameters: Sequence[tuple[str | None, str | os.PathLike[str]]] = (),
 ) -> list[np.ndarray]:
     """Load ``vmfb`` with ``iree.runtime`` on a CPU driver and call ``function`` on ``inputs``.
 
     Module initializers (hoisted constants, const-eval globals) run at load. Returns the results as
     a list of NumPy arrays (one per function result). ``driver`` is ``"local-sync"`` (default,
-    single-threaded, deterministic) or ``"local-task"``.
+    single-threaded, deterministic) or ``"local-task"``. ``parameters`` are ``(scope, file)`` pairs
+    (``iree-run-module --parameters=scope=file``) for a module that reads named parameters.
     """
     if driver not in ("local-sync", "local-task"):
         raise ValueError(f"unsupported driver {driver!r}: use 'local-sync' or 'local-task'")
@@ -227,9 +229,19 @@ def run_module(
     config = _config(driver)
     try:
         vm_module = rt.VmModule.copy_buffer(config.vm_instance, vmfb)
-        module = rt.load_vm_module(vm_module, config)
-        fn = getattr(module, function)
-    except (RuntimeError, ValueError, AttributeError) as exc:
+        if parameters:
+            modules = []
+            for scope, path in parameters:
+                index = rt.ParameterIndex()
+                index.load(str(path))
+                provider = index.create_provider(scope=scope or "")
+                modules.append(rt.create_io_parameters_module(config.vm_instance, provider))
+            context = rt.SystemContext(vm_modules=[*modules, vm_module], config=config)
+            fn = context.modules[vm_module.name][function]
+        else:
+            module = rt.load_vm_module(vm_module, config)
+            fn = getattr(module, function)
+    except (RuntimeError, ValueError, AttributeError, KeyError) as exc:
         raise IreeError(f"cannot load function {function!r}: {exc}") from exc
     args = [np.ascontiguousarray(a) for a in inputs]
     try:
