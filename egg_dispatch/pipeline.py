@@ -37,9 +37,9 @@ from egg_dispatch.extract import exact_ilp, greedy_dag
 from egg_dispatch.iree.dispatch_creation import count_printed, dispatch_creation_text, first_error_line
 from egg_dispatch.iree.lowering import iree_compiler_available, lower, lowering_command
 from egg_dispatch.iree.tools import IreeError
-from egg_dispatch.mlir.forms import PAST_GLOBAL_OPTIMIZATION, input_form
+from egg_dispatch.mlir.forms import PAST_GLOBAL_OPTIMIZATION, file_form, input_form
 from egg_dispatch.mlir.ir import Module
-from egg_dispatch.mlir.parser import parse_mlir, read_text
+from egg_dispatch.mlir.parser import parse_file, parse_mlir
 from egg_dispatch.mlir.printer import print_mlir
 from egg_dispatch.plan.baseline import BaselineError, iree_baseline_choice
 from egg_dispatch.plan.graph import build_plan
@@ -56,7 +56,6 @@ __all__ = [
     "explore",
     "iree_plan",
     "prepare_input",
-    "read_source",
 ]
 
 PARETO_LAMBDAS = (0.0, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
@@ -74,14 +73,13 @@ class UnsupportedInput(Exception):
     """The input cannot be brought to a form ``explore`` reads (the CLI prints it, exit 2)."""
 
 
-def read_source(source: str | Path) -> tuple[str, str]:
-    """(text, name) of a path, or of MLIR text given as a string."""
-    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith(".mlir")):
-        return read_text(source), str(source)
-    return str(source), "<string>"
+def _as_path(source: str | Path) -> Path | None:
+    if isinstance(source, Path) or ("\n" not in source and source.endswith(".mlir")):
+        return Path(source)
+    return None
 
 
-def prepare_input(source: str | Path | Module, target: Target, start: str = "auto") -> tuple[Module, InputInfo]:
+def prepare_input(source: str | Path | Module, target: Target | None, start: str = "auto") -> tuple[Module, InputInfo]:
     """The module to explore, and how it was obtained from ``source`` (see ``START_CHOICES``).
 
     Torch-dialect input is lowered by IREE (``iree-compile --compile-to=input``, or straight to global
@@ -89,32 +87,44 @@ def prepare_input(source: str | Path | Module, target: Target, start: str = "aut
     not yet past global optimization goes through IREE's global optimization when IREE is installed
     (``start="auto"``), so that our plan and IREE's start from the same IR; a failure there falls back
     to the input as given, with a note. ``target`` (its CPU) is needed for global optimization only.
+
+    Memory: a model's file is read once, and not while IREE's output is: a path is lowered by IREE
+    reading the file itself, the input's own parse (its errors and warnings point into the user's
+    file) is dropped before IREE runs, and torch exports are never read whole by us.
     """
-    if target is None and start != "input":
-        raise ValueError("global optimization needs a target")
     if start not in START_CHOICES:
         raise ValueError(f"start must be one of {', '.join(START_CHOICES)}, not {start!r}")
+    if target is None and start != "input":
+        raise ValueError("global optimization needs a target")
     parsed: Module | None = None
+    text: str | None = None
     if isinstance(source, Module):
         parsed, name = source, source.file
-        on_disk = not name.startswith("<") and Path(name).is_file()
-        text = read_text(name) if on_disk else print_mlir(source)
+        path = Path(name) if not name.startswith("<") and Path(name).is_file() else None
+        if path is None:
+            text = print_mlir(source)
     else:
-        text, name = read_source(source)
-
-    form = input_form(text)
+        path = _as_path(source)
+        if path is None:
+            text, name = str(source), "<string>"
+        else:
+            name = str(path)
+    form = input_form(text) if text is not None else file_form(path)  # type: ignore[arg-type]
     info = InputInfo(form, form)
+
+    def as_given() -> Module:
+        if parsed is not None:
+            return parsed
+        return parse_mlir(text, name) if text is not None else parse_file(path)  # type: ignore[arg-type]
+
     if form in PAST_GLOBAL_OPTIMIZATION or (start == "input" and form != "torch"):
         if start == "input" and form != "torch":
             info.notes.append("--from input: explored as given (IREE's global optimization not run)")
-        return (parsed or parse_mlir(text, name)), info
-    if form != "torch" and parsed is None:
-        parsed = parse_mlir(text, name)  # errors and warnings point into the user's file, not IREE's output
-    phase = "input" if start == "input" else "global-optimization"
-    path = name if not name.startswith("<") else None
+        return as_given(), info
+    shown = str(path) if path is not None else "FILE"
     if not iree_compiler_available():
-        command = " ".join(lowering_command(path or "FILE", "input"))
         if form == "torch":
+            command = " ".join(lowering_command(shown, "input"))
             raise UnsupportedInput(
                 f"{name}: error: this is torch-dialect MLIR (an iree-turbine export); lower it with IREE first: "
                 f"{command} -o FILE.input.mlir (or pip install 'egg-dispatch[iree]' to do it automatically)"
@@ -127,20 +137,25 @@ def prepare_input(source: str | Path | Module, target: Target, start: str = "aut
             "IREE is not installed: explored as given, without IREE's global optimization "
             "(pip install 'egg-dispatch[iree]' to start where IREE's own plan starts)"
         )
-        return (parsed or parse_mlir(text, name)), info
+        return as_given(), info
+    warnings: list[str] = []
+    if form != "torch":
+        warnings = as_given().warnings  # a syntax error is reported in the user's own file
+    if path is not None:
+        parsed = None  # IREE reads the file itself; ours is re-read only if IREE fails
+    phase = "input" if start == "input" else "global-optimization"
     try:
-        lowered = lower(Path(path) if path else text, phase, target, name=name)
+        lowered = lower(path if path is not None else text, phase, target, name=name)  # type: ignore[arg-type]
     except IreeError as e:
         first = first_error_line(e.stderr) if e.stderr else str(e).splitlines()[0]
         if form == "torch" or start == "global-optimization":
-            command = " ".join(lowering_command(path or "FILE", phase, target))
+            command = " ".join(lowering_command(shown, phase, target))
             raise UnsupportedInput(f"{name}: error: IREE cannot lower the input ({command}): {first}") from None
         info.notes.append(f"IREE's global optimization failed ({first}); explored as given")
-        return (parsed or parse_mlir(text, name)), info
-    warnings = parsed.warnings if parsed is not None else []
-    del text, parsed  # the input's text is no longer needed: a model's file is in memory once at a time
+        return as_given(), info
+    text = parsed = None
     info.steps.append(lowered.command)
-    info.explored_form = input_form(lowered.text)
+    info.explored_form = phase  # what IREE just wrote (no need to scan a model-sized text for it)
     module = parse_mlir(lowered.text, f"{name} after IREE's {phase} phase")
     module.warnings[:0] = warnings
     return module, info
