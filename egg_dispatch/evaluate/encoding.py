@@ -91,14 +91,32 @@ def contract_packed(
         raise EvaluationError("the accumulator of a contraction on packed operands has no encoding")
     types, maps, sizes = encoding_matmul_setup(enc)
     a, b = (rhs, lhs) if swaps_operands(target, types, maps, sizes) else (lhs, rhs)
-    ranks = {a.packed.ndim, b.packed.ndim, acc.packed.ndim}
-    if ranks == {4}:
-        out = mmt4d(a.packed, b.packed, acc.packed)
-    elif ranks == {5}:
-        out = batch_mmt4d(a.packed, b.packed, acc.packed)
-    else:
-        raise EvaluationError(f"packed operands of ranks {sorted(ranks)} do not form an (batch_)mmt4d")
-    return PackedTensor(out, acc.layout, acc.shape)
+    full = max(a.packed.ndim, b.packed.ndim, acc.packed.ndim)
+    if full not in (4, 5):
+        raise EvaluationError(f"packed operands of ranks {a.packed.ndim}, {b.packed.ndim} do not form an (batch_)mmt4d")
+    batched = full == 5
+    pa, pb = _mmt4d_operand(a.packed, batched, False), _mmt4d_operand(b.packed, batched, False)
+    # The result of a matvec-like op (the mmt4d's B is a vector) is [M1, 1, M0, 1], of a vecmat-like
+    # one [1, N1, 1, N0]: IREE's getExpandedType, isTransposed for the result when B is the vector.
+    pc = _mmt4d_operand(acc.packed, batched, b.packed.ndim < full)
+    if {pa.ndim, pb.ndim, pc.ndim} != {full}:
+        raise EvaluationError(
+            f"packed operands of ranks {sorted({a.packed.ndim, b.packed.ndim, acc.packed.ndim})} do not form an "
+            "(batch_)mmt4d"
+        )
+    out = mmt4d(pa, pb, pc) if full == 4 else batch_mmt4d(pa, pb, pc)
+    return PackedTensor(out.reshape(acc.packed.shape), acc.layout, acc.shape)
+
+
+def _mmt4d_operand(x: np.ndarray, batched: bool, transposed: bool) -> np.ndarray:
+    """A packed vector ([X1, X0], batched [B, X1, X0]) as IREE expands it into an (batch_)mmt4d
+    operand (``getExpandedType``): [1, X1, 1, X0], or [X1, 1, X0, 1] when ``transposed``; a packed
+    matrix as it is."""
+    if x.ndim != (3 if batched else 2):
+        return x
+    lead = x.shape[:1] if batched else ()
+    x1, x0 = x.shape[-2:]
+    return x.reshape((*lead, x1, 1, x0, 1) if transposed else (*lead, 1, x1, 1, x0))
 
 
 def slice_packed(
