@@ -12,6 +12,7 @@ from __future__ import annotations
 from egg_dispatch.egraph.import_util import _captures, _digest, _head, _is_constant, encoding_key, maps_key
 from egg_dispatch.egraph.imported import ImportedProgram, ImportError_, Parameter
 from egg_dispatch.egraph.terms import ivec, quote, tlist
+from egg_dispatch.mlir.abi import argument_tensor_types
 from egg_dispatch.mlir.ir import (
     DenseAttr,
     EncodingAttr,
@@ -174,6 +175,7 @@ class _Importer:
             entry = self.func.regions[0].entry
             if src in entry.args:
                 self.let(op.result, f"(Arg {entry.args.index(src)})", op.result.type)
+                self.terms.setdefault(src, self.terms[op.result])  # also returned as is (util.return %arg0)
             else:
                 self.terms[op.result] = self.t(src)
             return
@@ -334,9 +336,11 @@ def import_function(module: Module, function: str | None = None) -> ImportedProg
     ft = func.attributes["function_type"].type  # type: ignore[attr-defined]
     entry = func.regions[0].entry
     imp.out.arg_types = list(ft.inputs)
-    for i, arg in enumerate(entry.args):
-        if isinstance(arg.type, TensorType | ScalarType):
-            imp.let(arg, f"(Arg {i})", arg.type)
+    imported = {op.operands[0] for op in func.walk() if op.name == "hal.tensor.import" and op.operands}
+    for i, typ in argument_tensor_types(func):
+        arg = entry.args[i]  # a buffer view never imported (returned as is, or unused) takes its declared type
+        if isinstance(arg.type, TensorType | ScalarType) or (arg not in imported and typ is not None):
+            imp.let(arg, f"(Arg {i})", typ)
     results = imp.import_block_ops(entry.ops)
     if results is None:
         raise ImportError_(f"{func.loc}: function @{imp.out.function} has no return")

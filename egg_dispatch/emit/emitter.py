@@ -161,7 +161,7 @@ class Emitter:
         if ctx.in_dispatch and boundary:
             v = self.value(t, self.top)  # a dispatch input: computed outside, captured
         elif op == "Arg":
-            v = self.func_args[a[0]]
+            v = self.func_args[sorted(self.arg_types).index(a[0])]  # Arg i: entry-block index
         elif op == "Const":
             attr = self.imp.constants[a[0]]
             if isinstance(attr, Parameter):  # IREE's spelling of a named parameter's value

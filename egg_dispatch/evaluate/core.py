@@ -16,6 +16,7 @@ from egg_dispatch.evaluate.encoding import encode, logical
 from egg_dispatch.evaluate.parameters import ParameterError, Parameters
 from egg_dispatch.evaluate.structured import LoopSpace
 from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, dtype_of, to_type
+from egg_dispatch.mlir.abi import declared_input_types
 from egg_dispatch.mlir.ir import (
     Block,
     DenseAttr,
@@ -119,9 +120,10 @@ def function_input_types(func: Operation) -> list[Type]:
         t = arg.type
         if isinstance(t, OpaqueType):
             imports = [op for op in func.walk() if op.name == "hal.tensor.import" and op.operands[0] is arg]
-            if not imports:
+            declared = declared_input_types(func).get(len(types))  # never imported: returned as is, or unused
+            if not imports and declared is None:
                 raise EvaluationError(f"argument %{arg.name} of type {t} is not imported as a tensor", func.loc)
-            t = imports[0].result.type
+            t = imports[0].result.type if imports else declared
         types.append(t)
     return types
 
