@@ -145,8 +145,9 @@ def op_seconds(
         return moved / bw
     if kind == "attention":
         q, k, v = operands[0], operands[1], operands[2]
-        b_m = q.numel // q.shape[-1]
-        flops = 4 * b_m * k.shape[-2] * (q.shape[-1] + v.shape[-1])
+        b_m = q.numel // q.shape[-1] if q.shape else 1
+        keys = k.shape[-2] if len(k.shape) >= 2 else 1  # global optimization folds a unit key dim away
+        flops = 4 * b_m * keys * ((q.shape[-1] if q.shape else 1) + (v.shape[-1] if v.shape else 1))
         return flops / (target.peak_gflops("f32,f32,f32", data_tiled=False) * 1e9) + moved / bw
     domain = max([o.numel for o in operands] + [result.numel])
     flops = domain * body_ops * ELEMENTWISE_FLOPS_PER_ELEMENT

@@ -25,8 +25,9 @@ def attention(
 ) -> np.ndarray:
     """``iree_linalg_ext.attention``: softmax(Q·Kᵀ·scale [+ mask] [-> region]) · V, by the maps.
 
-    Loop roles come from the maps: k1 (in Q and K, not in O) is the dot-product dim, k2 (in K and V,
-    not in O) the softmax dim. Computes in at least f32 (IREE accumulates f16 attention in f32).
+    Loop roles come from the maps: k1 (in Q and K, not in O) are the dot-product dims, k2 (in K and V,
+    not in O) the softmax dims (either may be folded away when its size is 1). Computes in at least
+    f32 (IREE accumulates f16 attention in f32).
     """
     q_map, k_map, v_map = maps[0], maps[1], maps[2]
     o_map = maps[-1]
@@ -37,8 +38,8 @@ def attention(
     sizes = loop_sizes([q_map, k_map, v_map, maps[3]], shapes)
     k1 = [d for d in pq if d in pk and d not in po]
     k2 = [d for d in pk if d in pv and d not in po]
-    if not k1 or not k2:
-        raise EvaluationError("attention maps do not show a reduction (k1) and a softmax (k2) dimension")
+    # Global optimization folds unit dims away: with no k1 the scores are plain products, with no k2
+    # the softmax runs over one key (every weight is 1).
     score_dims = tuple(sorted((set(pq) | set(pk)) - set(k1)))
     dt = np.result_type(q.dtype, k.dtype, v.dtype, np.float32)
 
