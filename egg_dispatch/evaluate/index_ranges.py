@@ -13,11 +13,14 @@ values without computing new ones:
 * reshapes, slices, copies and layout ops (``collapse_shape``, ``expand_shape``, ``extract_slice``,
   ``insert_slice``, ``concat``, ``linalg.transpose`` / ``broadcast`` / ``copy``), the ABI's imports and
   barriers, and dispatch regions and bindings;
-* into a ``linalg.generic`` body, through the block argument of the input it reads.
+* into a ``linalg.generic`` body, through the block argument of the input it reads;
+* out of a tensor by ``tensor.extract`` (an element of an index tensor is an index).
 
 It records a bound wherever such a value is used as an index: ``tensor.extract %t[.., %i, ..]`` (the
 size of that dim of ``%t``, also inside a generic body: torch-mlir's embedding lookup) and the indices
-operand of ``iree_linalg_ext.gather`` (the smallest gathered source dim). The bound of an argument is
+operand of ``iree_linalg_ext.gather`` (the smallest gathered source dim), and an SSA offset of
+``extract_slice`` / ``insert_slice`` (the offsets that keep the slice in bounds: IREE folds a gather
+of one row into one). The bound of an argument is
 the smallest of all its uses; values are then drawn in ``[0, bound)``.
 """
 
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 from egg_dispatch.evaluate.core import data_arguments
 from egg_dispatch.mlir.ir import Block, Operation, TensorType, Value
-from egg_dispatch.mlir.ops import ins, int_list, outs
+from egg_dispatch.mlir.ops import DYNAMIC, ins, int_list, outs, static_slice
 
 __all__ = ["index_bounds"]
 
@@ -77,6 +80,21 @@ class _Flow:
             self.bounds[a] = min(self.bounds.get(a, size), size)
 
     # ----------------------------------------------------------------------------------- walk
+    def slice_offsets(self, op: Operation) -> None:
+        """SSA offsets of a slice (a gather of one row, as IREE folds it): within the sliced dim."""
+        offs, sizes, strides = static_slice(op)
+        sliced = op.operands[0] if op.name == "tensor.extract_slice" else op.operands[1]
+        if not isinstance(sliced.type, TensorType):
+            return
+        dyn = iter(op.operands[1 if op.name == "tensor.extract_slice" else 2 :])
+        for d, o in enumerate(offs):
+            if o != DYNAMIC:
+                continue
+            v = next(dyn)
+            size, stride = sizes[d], strides[d]
+            if DYNAMIC not in (size, stride):
+                self.bound(v, sliced.type.shape[d] - max(size - 1, 0) * stride)
+
     def block(self, block: Block) -> list[Value]:
         """Process a block in order; returns its terminator's operands."""
         for op in block.ops:
@@ -87,6 +105,8 @@ class _Flow:
 
     def op(self, op: Operation) -> None:
         n = op.name
+        if n in ("tensor.extract_slice", "tensor.insert_slice"):
+            self.slice_offsets(op)
         if n in _INT_CASTS or n in _MOVES:
             src = op.operands[:1] if n != "tensor.concat" else op.operands
             if n == "tensor.insert_slice":
@@ -101,6 +121,7 @@ class _Flow:
             if isinstance(table, TensorType):
                 for d, v in enumerate(op.operands[1:]):
                     self.bound(v, table.shape[d])
+            self.mark(op.result, self.of(op.operands[:1]))  # an element of an index tensor is an index
         elif n == "iree_linalg_ext.gather" and len(ins(op)) == 2:
             source, indices = ins(op)
             if isinstance(source.type, TensorType):
