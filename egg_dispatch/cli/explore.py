@@ -213,6 +213,10 @@ def run(args: argparse.Namespace) -> int:
             if r.skipped:
                 print(f"check skipped: {r.label}: {r.skipped}", file=sys.stderr)
                 continue
+            if r.error:
+                print(f"check FAILED: {r.label}: the plan cannot be evaluated: {r.error}", file=sys.stderr)
+                failures += 1
+                continue
             status = "ok" if r.ok else "MISMATCH"
             print(
                 f"check {status}: {r.label}: max relative error {r.max_rel_error:.2e} (tolerance {r.tolerance:.2e})",

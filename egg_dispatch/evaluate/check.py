@@ -60,6 +60,7 @@ __all__ = [
     "function_inputs",
     "random_inputs",
     "reduction_length",
+    "relative_error",
     "tolerance",
     "type_of_array",
 ]
@@ -225,6 +226,14 @@ def _returned(func: Operation) -> list[Value]:
             v = owner.operands[0]
         vals.append(v)
     return vals
+
+
+def relative_error(got: np.ndarray, want: np.ndarray) -> float:
+    """``max|got - want| / max|want|`` (the magnitude-relative error of the module docstring); NaN or
+    inf in the same places in both is no error, in one only (or another shape) is an infinite one."""
+    if got.shape != want.shape:
+        return math.inf
+    return _errors(want.astype(np.float64), got.astype(np.float64))[1]
 
 
 def _errors(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:

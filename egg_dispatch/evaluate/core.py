@@ -82,6 +82,10 @@ class Frame:
 
 
 Handler = Callable[["Interpreter", Operation, Frame], list[object]]
+_OP_ERRORS = (ValueError, TypeError, LookupError, ArithmeticError, AttributeError, AssertionError,
+              NotImplementedError, StopIteration)  # fmt: skip
+"""What a handler raises on an op it cannot run (bad attributes, shapes, indices): re-raised as an
+``EvaluationError`` naming the op and its location, never a crash."""
 HANDLERS: dict[str, Handler] = {}
 """Op name -> handler; filled by the ``ops_*`` modules."""
 
@@ -152,7 +156,7 @@ class Interpreter:
             if e.loc is None:
                 raise EvaluationError(e.message, op.loc, op.name) from e
             raise
-        except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, AssertionError) as e:
+        except _OP_ERRORS as e:
             raise EvaluationError(str(e) or type(e).__name__, op.loc, op.name) from e
         if len(results) != len(op.results):
             raise EvaluationError(f"produced {len(results)} values for {len(op.results)} results", op.loc, op.name)

@@ -16,7 +16,7 @@ from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.rules import SaturationReport
 from egg_dispatch.evaluate import EvaluationError, evaluate, select_function
-from egg_dispatch.evaluate.check import function_inputs, reduction_length, tolerance
+from egg_dispatch.evaluate.check import function_inputs, reduction_length, relative_error, tolerance
 from egg_dispatch.evaluate.parameters import Parameters
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.plan.graph import Plan
@@ -49,10 +49,12 @@ class CheckResult:
     skipped: str = ""
     """Why the plan was not evaluated (only for IREE's own plan: IREE validates it, and it may use ops
     our evaluator does not model, such as flow.tensor.slice)."""
+    error: str = ""
+    """Why evaluating the plan failed although the input evaluates: a wrong plan, so not ok."""
 
     @property
     def ok(self) -> bool:
-        return bool(self.skipped) or self.max_rel_error <= self.tolerance
+        return bool(self.skipped) or (not self.error and self.max_rel_error <= self.tolerance)
 
 
 @dataclass
@@ -122,13 +124,13 @@ class Exploration:
                 got = evaluate(cand.mlir, inputs, target=self.target, parameters=params)
             except EvaluationError as e:
                 if cand is not self.baseline or "iree-compile" not in cand.label:
-                    raise
-                results.append(CheckResult(cand.label, math.nan, math.nan, skipped=str(e)))
+                    results.append(CheckResult(cand.label, math.inf, 0.0, error=str(e)))
+                else:
+                    results.append(CheckResult(cand.label, math.nan, math.nan, skipped=str(e)))
                 continue
             worst, tol = 0.0, 0.0
             for a, b, t in zip(got, reference, self.imported.result_types, strict=True):
-                scale = max(float(np.max(np.abs(b))) if b.size else 0.0, 1e-30)
-                worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - b))) / scale if b.size else 0.0)
+                worst = max(worst, relative_error(a, b))  # NaN / inf where the input has them are equal
                 tol = max(tol, tolerance(t, k))
             results.append(CheckResult(cand.label, worst, tol))
         return results
