@@ -103,10 +103,10 @@ class IreeSyntax:
             attrs.update(self.parse_dict().items)
         regions = [self.parse_region()]
         if lex.accept("count"):
-            regions.append(self._count_region())
+            regions.append(self._count_region(isolated=False))  # IREE's count() uses values from above
         return self.make_op(name, [], results, attributes=attrs, regions=regions)
 
-    def _count_region(self: Parser) -> Region:
+    def _count_region(self: Parser, isolated: bool = True) -> Region:
         lex = self.lex
         lex.expect("(")
         args: list[tuple[str, Type, int]] = []
@@ -119,7 +119,7 @@ class IreeSyntax:
         lex.expect(")")
         lex.expect("->")
         self.parse_paren_types()
-        return self.parse_region(args, isolated=True)
+        return self.parse_region(args, isolated=isolated)
 
     def _p_workgroups(self: Parser, name: str, start: int) -> Operation:
         lex = self.lex
