@@ -35,7 +35,7 @@ from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.emitter import Emitter
 from egg_dispatch.extract import exact_ilp, greedy_dag
 from egg_dispatch.iree.dispatch_creation import count_printed, dispatch_creation_text, first_error_line
-from egg_dispatch.iree.lowering import iree_compiler_available, lower, lowering_command
+from egg_dispatch.iree.lowering import iree_compiler_available, lower, lowering_command, start_state
 from egg_dispatch.iree.tools import IreeError
 from egg_dispatch.mlir.forms import PAST_GLOBAL_OPTIMIZATION, file_form, input_form
 from egg_dispatch.mlir.ir import Module
@@ -51,6 +51,7 @@ from egg_dispatch.util.deep import allow_deep_recursion
 __all__ = [
     "PARETO_LAMBDAS",
     "START_CHOICES",
+    "START_STATE_MAX_BYTES",
     "IreePlan",
     "UnsupportedInput",
     "explore",
@@ -63,10 +64,23 @@ PARETO_LAMBDAS = (0.0, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
 '1 KiB weighs like 1 ms per call'."""
 
 
-START_CHOICES = ("auto", "input", "global-optimization")
-"""Where ``explore`` starts (``--from``): ``auto`` runs IREE's global optimization first when IREE is
-installed and the input is not past it; ``input`` takes the input as given (torch dialect is still
-lowered to IREE's input phase, since nothing else can read it); ``global-optimization`` insists."""
+START_CHOICES = ("auto", "set-encoding", "global-optimization", "input")
+"""Where ``explore`` starts (``--from``):
+
+* ``set-encoding``: IREE's own data-tiling start state (its DispatchCreation up to and including
+  SetEncoding: IREE's dispatch regions, with encodings set), so that only the decisions the e-graph
+  explores differ from IREE's plan;
+* ``global-optimization``: IREE's global optimization output, with our model of DispatchCreation's
+  dispatch formation and SetEncoding (``start.initial_plan``);
+* ``input``: the input as given (torch dialect is still lowered to IREE's input phase, since nothing
+  else can read it);
+* ``auto`` (default): ``set-encoding`` when IREE is installed and the input is at most
+  ``START_STATE_MAX_BYTES`` (IREE prints that state once per function-like op: too much for a model's
+  inline weights), else ``global-optimization``, else ``input``; input already past global
+  optimization is taken as given."""
+
+START_STATE_MAX_BYTES = 64 << 20
+"""Largest input whose IREE start state ``auto`` asks for (external parameters keep models far below)."""
 
 
 class UnsupportedInput(Exception):
@@ -143,9 +157,33 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
         warnings = as_given().warnings  # a syntax error is reported in the user's own file
     if path is not None:
         parsed = None  # IREE reads the file itself; ours is re-read only if IREE fails
+    src = path if path is not None else text
+    size = path.stat().st_size if path is not None else len(text or "")
+    if start == "set-encoding" or (start == "auto" and size <= START_STATE_MAX_BYTES):
+        try:
+            state = start_state(src, target, name=name)  # type: ignore[arg-type]
+        except IreeError as e:
+            first = first_error_line(e.stderr) if e.stderr else str(e).splitlines()[0]
+            if form == "torch" or start == "set-encoding":
+                raise UnsupportedInput(f"{name}: error: IREE cannot compile the input: {first}") from None
+            info.notes.append(f"IREE's DispatchCreation failed ({first}); explored as given")
+            return as_given(), info
+        text = parsed = None
+        info.steps.append(state.command)
+        info.explored_form = "set-encoding"
+        info.iree_plan = state.plan
+        module = parse_mlir(state.text, f"{name} after IREE's SetEncoding")
+        module.warnings[:0] = warnings
+        return module, info
+    if start == "auto":
+        info.notes.append(
+            f"the input is {size / 2**20:.0f} MiB, more than IREE's start state is dumped for "
+            f"({START_STATE_MAX_BYTES >> 20} MiB): explored from IREE's global optimization, with our model "
+            "of its dispatch formation"
+        )
     phase = "input" if start == "input" else "global-optimization"
     try:
-        lowered = lower(path if path is not None else text, phase, target, name=name)  # type: ignore[arg-type]
+        lowered = lower(src, phase, target, name=name)  # type: ignore[arg-type]
     except IreeError as e:
         first = first_error_line(e.stderr) if e.stderr else str(e).splitlines()[0]
         if form == "torch" or start == "global-optimization":
@@ -307,7 +345,8 @@ def iree_plan(
     dispatches, encodes, slices, n_globals = count_printed(text)
     plan = IreePlan(tgt.name, text, dispatches, encodes, slices, n_globals)
     try:
-        result = explore(text, tgt, families=(), baseline=False, function=function)
+        own = parse_mlir(text, "<IREE's own plan (iree-compile --compile-to=dispatch-creation)>")
+        result = explore(own, tgt, families=(), baseline=False, function=function)
     except (ValueError, KeyError) as e:  # the model rejects a form IREE compiled (e.g. a fused pack it calls illegal)
         plan.error = str(e.args[0] if e.args else e)
         return plan

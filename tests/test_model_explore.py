@@ -4,7 +4,8 @@ For every static model (GPT-2-, BERT- and Llama-style blocks, a tiny LM with a t
 int8-weight and an f16-weight MLP) and every form (the raw torch-dialect export, IREE's async-ABI
 input phase, and both with external parameters):
 
-* the form is detected and, with IREE installed, explored after IREE's own global optimization;
+* the form is detected and, with IREE installed, explored from IREE's own data-tiling start state (its
+  DispatchCreation up to SetEncoding), or after its global optimization with ``--from global-optimization``;
 * every reported plan computes the explored program's numbers (``Exploration.check``), with the real
   weights from ``params.irpa`` for the external-parameter forms;
 * the explored program and the chosen plan reproduce PyTorch's own outputs (``expected_torch.npz``,
@@ -69,13 +70,13 @@ def parameters(name: str, form: str) -> Parameters:
 @needs_iree
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("name", STATIC)
-def test_every_form_is_explored_after_global_optimization(name: str, form: str) -> None:
+def test_every_form_is_explored_from_irees_start_state(name: str, form: str) -> None:
     folder = MODELS / name
     result = explore(folder / form, TARGET)
     assert result.input is not None
     assert result.input.form == ("torch" if "torch" in form else "input")
-    assert result.input.explored_form == "global-optimization"
-    assert any("--compile-to=global-optimization" in s for s in result.input.steps)
+    assert result.input.explored_form == "set-encoding" and result.input.iree_plan
+    assert any("--mlir-print-ir-after=iree-dispatch-creation-set-encoding" in s for s in result.input.steps)
     params = parameters(name, form)
     checks = result.check(parameters=params)
     assert checks and all(c.ok and not c.skipped for c in checks if "modelled" in c.label or c.label == "best")
@@ -86,6 +87,20 @@ def test_every_form_is_explored_after_global_optimization(name: str, form: str) 
     assert max_rel(got, want) <= torch_tolerance(name)
     got_plan = evaluate(result.best.mlir, inputs, target=result.target, parameters=params)
     assert max_rel(got_plan, want) <= torch_tolerance(name)
+
+
+@needs_iree
+@pytest.mark.parametrize("name", STATIC)
+def test_from_global_optimization(name: str) -> None:
+    """``--from global-optimization``: IREE's global optimization, then our model of dispatch formation."""
+    folder = MODELS / name
+    result = explore(folder / "ext.torch.mlir", TARGET, start="global-optimization")
+    assert result.input is not None and result.input.explored_form == "global-optimization"
+    assert any("--compile-to=global-optimization" in s for s in result.input.steps)
+    params = parameters(name, "ext.torch.mlir")
+    assert all(c.ok for c in result.check(parameters=params))
+    got = evaluate(result.best.mlir, load_npz(folder / "inputs.npz"), target=result.target, parameters=params)
+    assert max_rel(got, load_npz(folder / "expected_torch.npz")) <= torch_tolerance(name)
 
 
 @pytest.mark.parametrize("name", STATIC)

@@ -82,10 +82,12 @@ def add_input_arguments(p: argparse.ArgumentParser, *, start: bool = True) -> No
         p.add_argument(
             "--from",
             dest="start",
-            choices=("auto", "input", "global-optimization"),
+            choices=("auto", "set-encoding", "global-optimization", "input"),
             default="auto",
-            help="auto (default): run IREE's global optimization first when IREE is installed and the input is "
-            "not past it (torch-dialect input is always lowered); input: take the input as given",
+            help="where to start: set-encoding = IREE's own data-tiling start state (its DispatchCreation up to "
+            "SetEncoding); global-optimization = IREE's global optimization output, with our model of dispatch "
+            "formation; input = as given (torch dialect is still lowered); auto (default) = set-encoding when "
+            "IREE is installed and the input is small enough to dump, else global-optimization, else input",
         )
     p.add_argument(
         "--parameters",

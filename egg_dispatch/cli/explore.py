@@ -27,6 +27,7 @@ from egg_dispatch.cli.args import (
 )
 from egg_dispatch.cost.model import DEFAULT_LAMBDA
 from egg_dispatch.egraph.imported import ImportError_
+from egg_dispatch.evaluate.values import EvaluationError
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.target.profile import TargetError, load_target
 
@@ -131,7 +132,9 @@ def _use_iree_baseline(result: Exploration, module: Module, args: argparse.Names
     from egg_dispatch.mlir.printer import print_mlir
     from egg_dispatch.pipeline import iree_plan
 
-    source = args.file if args.file not in (None, "-") else print_mlir(module)
+    source = result.input.iree_plan if result.input and result.input.iree_plan else None
+    if source is None:
+        source = args.file if args.file not in (None, "-") else print_mlir(module)
     why = ""
     try:
         plan = iree_plan(source, result.target, result.imported.function)
@@ -206,7 +209,10 @@ def run(args: argparse.Namespace) -> int:
         print("timings: " + ", ".join(f"{k} {v:.3f} s" for k, v in result.timings.items()))
     if args.check:
         failures = 0
-        checks = result.check(parameters=parameters)
+        try:
+            checks = result.check(parameters=parameters)
+        except EvaluationError as e:
+            raise InputError(str(e) if e.loc is not None else f"{result.module.file}: {e}") from None
         for w in parameters.warnings:
             print(w, file=sys.stderr)
         for r in checks:

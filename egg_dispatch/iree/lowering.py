@@ -9,6 +9,15 @@ own data-tiling plan starts from that IR, so a plan explored from it is compared
 The flags are the ones IREE's own plan is made with for the target (``dispatch_creation``):
 the target's CPU, and ``--iree-dispatch-creation-data-tiling`` so that global optimization leaves data
 tiling to DispatchCreation (where our e-graph takes over).
+
+``start_state`` goes one step further: it runs DispatchCreation itself and takes the module as it is
+right after IREE's ``SetEncoding`` pass (``--mlir-print-ir-after=iree-dispatch-creation-set-encoding``):
+IREE's own dispatch regions (after its elementwise fusion, reshape sinking, dimension collapsing,
+dispatch formation and producer cloning) with every contraction's encodings set. That is exactly the
+state IREE's data-tiling decisions (hoisting, propagation, fusion of encodings) start from, which our
+e-graph explores instead; the same run's output is IREE's own plan. MLIR prints that module once per
+function-like op the pass runs on, so this is for inputs whose module is small (external parameters,
+or small inline weights).
 """
 
 from __future__ import annotations
@@ -17,10 +26,14 @@ import os
 from dataclasses import dataclass
 
 from egg_dispatch.iree.dispatch_creation import iree_compile_flags
-from egg_dispatch.iree.tools import compile_text, find_tool
+from egg_dispatch.iree.tools import IreeError, compile_text, compile_text_and_stderr, find_tool
 from egg_dispatch.target.profile import Target
 
-__all__ = ["LOWERING_PHASES", "Lowered", "lower", "lowering_command"]
+__all__ = ["LOWERING_PHASES", "SET_ENCODING_PASS", "Lowered", "StartState", "lower", "lowering_command", "start_state"]
+
+SET_ENCODING_PASS = "iree-dispatch-creation-set-encoding"
+"""The DispatchCreation pass after which IREE's data-tiling start state is taken (IREE 3.13 name)."""
+_DUMP = "// -----// IR Dump After "
 
 LOWERING_PHASES = ("input", "global-optimization")
 
@@ -66,6 +79,39 @@ def lower(
         source, data_tiling=data_tiling, target_cpu=cpu, extra_flags=[*others, "--compile-to=global-optimization"]
     )
     return Lowered(out, phase, command)
+
+
+@dataclass(frozen=True)
+class StartState:
+    """IREE's module right after SetEncoding, IREE's own final dispatch-creation output, the command."""
+
+    text: str
+    plan: str
+    command: str
+
+
+def start_state(source: str | os.PathLike[str], target: Target, *, name: str | None = None) -> StartState:
+    """IREE's data-tiling start state for ``source`` (raises ``IreeError``; see the module docstring)."""
+    data_tiling, cpu, others = iree_compile_flags(target)
+    if name is None:
+        name = str(source) if isinstance(source, os.PathLike) or "\n" not in str(source) else "FILE"
+    dump = [
+        f"--mlir-print-ir-after={SET_ENCODING_PASS}",
+        "--mlir-print-ir-module-scope",
+        "--mlir-disable-threading",
+    ]
+    command = " ".join(
+        [*lowering_command(name, "dispatch-creation", target), *dump, "-o", "PLAN.mlir", "2> START.mlir"]
+    )
+    plan, err = compile_text_and_stderr(
+        source, data_tiling=data_tiling, target_cpu=cpu, extra_flags=[*others, "--compile-to=dispatch-creation", *dump]
+    )
+    last = err.rfind(_DUMP)
+    if last < 0:
+        raise IreeError(f"iree-compile printed no module after {SET_ENCODING_PASS}", stderr=err[-2000:])
+    body = err[err.index("\n", last) + 1 :]
+    end = body.find(_DUMP)
+    return StartState(body if end < 0 else body[:end], plan, command)
 
 
 def iree_compiler_available() -> bool:

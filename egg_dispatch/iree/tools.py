@@ -40,6 +40,7 @@ __all__ = [
     "compile_flags",
     "compile_module",
     "compile_text",
+    "compile_text_and_stderr",
     "find_tool",
     "iree_available",
     "iree_opt_parses",
@@ -167,9 +168,30 @@ def compile_text(
         return f.read()
 
 
+def compile_text_and_stderr(
+    source: str | os.PathLike[str],
+    *,
+    data_tiling: bool,
+    target_cpu: str = "host",
+    extra_flags: Sequence[str] = (),
+    timeout: float = DEFAULT_COMPILE_TIMEOUT,
+) -> tuple[str, str]:
+    """``compile_text``, and what ``iree-compile`` printed on stderr (IR dumps asked for by flags), which
+    goes to a file rather than a pipe: a dump of a model can be large."""
+    flags = compile_flags(data_tiling=data_tiling, target_cpu=target_cpu, extra_flags=extra_flags)
+    with _compiled(source, flags, timeout, stderr_file=True) as out:
+        with open(out, encoding="utf-8") as f:
+            text = f.read()
+        with open(out.with_suffix(".stderr"), encoding="utf-8", errors="replace") as f:
+            return text, f.read()
+
+
 @contextlib.contextmanager
-def _compiled(source: str | os.PathLike[str], flags: list[str], timeout: float) -> Iterator[Path]:
-    """Run ``iree-compile`` on ``source`` with ``flags``; yields its output file (removed afterwards)."""
+def _compiled(
+    source: str | os.PathLike[str], flags: list[str], timeout: float, *, stderr_file: bool = False
+) -> Iterator[Path]:
+    """Run ``iree-compile`` on ``source`` with ``flags``; yields its output file (removed afterwards)
+    and, with ``stderr_file``, leaves its stderr next to it (``.stderr``)."""
     tool = _require_tool("iree-compile")
     with tempfile.TemporaryDirectory(prefix="egg_dispatch_iree_") as tmp:
         out = Path(tmp) / "module.out"
@@ -178,6 +200,17 @@ def _compiled(source: str | os.PathLike[str], flags: list[str], timeout: float) 
         else:
             src, stdin = "-", str(source).encode()
         cmd = [str(tool), src, *flags, "-o", str(out)]
+        if stderr_file:
+            with open(out.with_suffix(".stderr"), "wb") as err_f:
+                try:
+                    proc = subprocess.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=err_f, timeout=timeout)
+                except subprocess.TimeoutExpired as exc:
+                    raise IreeError(f"iree-compile timed out after {timeout:g} s", cmd=cmd) from exc
+            if proc.returncode != 0 or not out.is_file():
+                err = out.with_suffix(".stderr").read_text(errors="replace")[-20000:]
+                raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
+            yield out
+            return
         proc = _run(cmd, stdin=stdin, timeout=timeout)
         if proc.returncode != 0 or not out.is_file():
             err = proc.stderr.decode(errors="replace")

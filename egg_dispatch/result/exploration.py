@@ -67,6 +67,8 @@ class InputInfo:
     """Commands run on the input (``iree-compile ... --compile-to=global-optimization``)."""
     notes: list[str] = field(default_factory=list)
     """Why a step was skipped (IREE not installed, IREE rejected the input, ``--from input``)."""
+    iree_plan: str | None = field(default=None, repr=False)
+    """IREE's own plan (its dispatch-creation output), when the start state came from the same run."""
 
     def describe(self) -> str:
         done = f", explored after {'; '.join(self.steps)}" if self.steps else ""
