@@ -15,6 +15,7 @@ plans can then be compared with each other, but the numbers are not the model's.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,7 +126,9 @@ def _decode(f: ParameterFile, key: str, entry: object, typ: TensorType) -> np.nd
         dtype, shape = _TORCH_DTYPES.get(str(meta.get("dtype")), meta.get("dtype")), meta.get("shape")
         if dtype is not None and dtype != typ.element.name:
             raise ParameterError(f"{where} has element type {dtype}, the module expects {_type(typ)}")
-        if shape is not None and [int(d) for d in shape] != list(typ.shape):
+        if shape is not None and math.prod(int(d) for d in shape) != typ.num_elements:
+            # Only the element count must agree: IREE reads a parameter's bytes, and its global
+            # optimization folds unit dimensions ([128, 1] in the file, tensor<128xf32> in the module).
             raise ParameterError(f"{where} has shape {list(shape)}, the module expects {_type(typ)}")
     if getattr(entry, "is_splat", False):
         pattern = bytes(entry.splat_pattern)  # type: ignore[attr-defined]
