@@ -652,3 +652,110 @@ func.func @f(%ids: tensor<2x2xi64>, %g: tensor<3xi32>, %n: tensor<4xi64>, %s: in
         ids, g, _, s, _ = function_inputs(func, seed)
         assert ids.min() >= 0 and ids.max() < 5 and g.min() >= 0 and g.max() < 4 and 0 <= int(s) < 3
         assert check_module(module, "x86_64-avx2", seed).passed  # defined on every seeded input
+
+
+def test_index_bounds_of_dynamic_slice_offsets() -> None:
+    """A one-row gather as global optimization folds it: extract the index, slice at it."""
+    text = """
+func.func @f(%table: tensor<5x3xf32>, %i: tensor<i32>, %j: index) -> (tensor<3xf32>, tensor<2x3xf32>) {
+  %x = tensor.extract %i[] : tensor<i32>
+  %k = arith.index_cast %x : i32 to index
+  %row = tensor.extract_slice %table[%k, 0] [1, 3] [1, 1] : tensor<5x3xf32> to tensor<3xf32>
+  %two = tensor.extract_slice %table[%j, 0] [2, 3] [1, 1] : tensor<5x3xf32> to tensor<2x3xf32>
+  return %row, %two : tensor<3xf32>, tensor<2x3xf32>
+}"""
+    module = parse_mlir(text, "snippet.mlir")
+    assert index_bounds(module.function()) == {1: 5, 2: 4}
+    for seed in range(8):
+        table, i, j = function_inputs(module.function(), seed)
+        row, two = evaluate(module, [table, i, j])
+        np.testing.assert_array_equal(row, table[int(i)])
+        np.testing.assert_array_equal(two, table[int(j) : int(j) + 2])
+
+
+# ------------------------------------------------------------------- forms global optimization leaves
+
+
+def test_attention_with_folded_unit_dims() -> None:
+    """No key dim (k2, one key: every weight 1) and no head dim (k1: scores are plain products)."""
+    text = """
+func.func @f(%q: tensor<2x4x8xf32>, %k: tensor<2x8xf32>, %v: tensor<2x3xf32>, %q1: tensor<2x4xf32>,
+             %k1: tensor<2x5xf32>, %v1: tensor<2x5x3xf32>) -> (tensor<2x4x3xf32>, tensor<2x4x3xf32>) {
+  %s = arith.constant 0.5 : f32
+  %e = tensor.empty() : tensor<2x4x3xf32>
+  %o = iree_linalg_ext.attention <indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>,
+      affine_map<(d0, d1, d2, d3) -> (d0, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2)>,
+      affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]>
+      ins(%q, %k, %v, %s : tensor<2x4x8xf32>, tensor<2x8xf32>, tensor<2x3xf32>, f32) outs(%e : tensor<2x4x3xf32>) {
+  ^bb0(%x: f32):
+    iree_linalg_ext.yield %x : f32
+  } -> tensor<2x4x3xf32>
+  %o1 = iree_linalg_ext.attention <indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1)>,
+      affine_map<(d0, d1, d2, d3) -> (d0, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>,
+      affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]>
+      ins(%q1, %k1, %v1, %s : tensor<2x4xf32>, tensor<2x5xf32>, tensor<2x5x3xf32>, f32) outs(%e : tensor<2x4x3xf32>) {
+  ^bb0(%x: f32):
+    iree_linalg_ext.yield %x : f32
+  } -> tensor<2x4x3xf32>
+  return %o, %o1 : tensor<2x4x3xf32>, tensor<2x4x3xf32>
+}"""
+    q, k, v, q1, k1, v1 = grid(2, 4, 8), grid(2, 8), grid(2, 3), grid(2, 4), grid(2, 5), grid(2, 5, 3)
+    o, o1 = run(text, q, k, v, q1, k1, v1)
+    np.testing.assert_allclose(o, np.broadcast_to(v[:, None, :], (2, 4, 3)), rtol=1e-6)
+    s = q1[:, :, None].astype(np.float64) * k1[:, None, :] * 0.5  # [b, m, n]
+    np.testing.assert_allclose(o1, np.einsum("bmn,bnd->bmd", _softmax_ref(s), v1), rtol=1e-5, atol=1e-6)
+
+
+ABI = """
+util.func public @main(%arg0: !hal.buffer_view, %arg1: !hal.buffer_view, %arg2: !hal.buffer_view)
+    -> (!hal.buffer_view, !hal.buffer_view) attributes {iree.abi.stub, iree.reflection = {iree.abi.declaration =
+    "sync func @main(%input0: tensor<3xf32>, %input1: tensor<2xi32>, %input2: tensor<4xf32>) \
+-> (%output0: tensor<3xf32>, %output1: tensor<2xi32>)"}} {
+  %0 = hal.tensor.import %arg1 "input1" : !hal.buffer_view -> tensor<2xi32>
+  %1 = arith.addi %0, %0 : tensor<2xi32>
+  %2 = hal.tensor.export %1 "output1" : tensor<2xi32> -> !hal.buffer_view
+  util.return %arg0, %2 : !hal.buffer_view, !hal.buffer_view
+}"""
+
+
+def test_abi_arguments_returned_as_is_or_unused_take_their_declared_types() -> None:
+    from egg_dispatch.evaluate import function_input_types
+
+    module = parse_mlir(ABI, "snippet.mlir")
+    types = function_input_types(module.function())
+    assert [(t.shape, t.element.name) for t in types] == [((3,), "f32"), ((2,), "i32"), ((4,), "f32")]  # type: ignore[attr-defined]
+    x, n, unused = grid(3), np.array([3, -4], np.int32), grid(4)
+    a, b = run(ABI, x, n, unused)
+    np.testing.assert_array_equal(a, x)
+    np.testing.assert_array_equal(b, 2 * n)
+
+
+def test_relative_error_treats_matching_nan_and_inf_as_equal() -> None:
+    from egg_dispatch.evaluate.check import relative_error
+
+    want = np.array([1.0, np.nan, np.inf, -2.0])
+    assert relative_error(want.copy(), want) == 0.0
+    assert relative_error(np.array([1.0, np.nan, np.inf, -2.5]), want) == pytest.approx(0.25)
+    assert relative_error(np.array([1.0, 0.0, np.inf, -2.0]), want) == math.inf  # NaN in one only
+    assert relative_error(np.zeros(3), want) == math.inf  # another shape
+
+
+def test_dispatch_region_count_uses_values_from_above() -> None:
+    """IREE prints ``count() -> (index, index, index) { flow.return %c1, %c1, %c1 }`` with ``%c1``
+    defined outside: a flow.dispatch.region's count region is not isolated (a workgroups' one is)."""
+    text = """
+func.func @f(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %c1 = arith.constant 1 : index
+  %r = flow.dispatch.region -> (tensor<2x2xf32>) {
+    %y = arith.addf %x, %x : tensor<2x2xf32>
+    flow.return %y : tensor<2x2xf32>
+  } count() -> (index, index, index) {
+    flow.return %c1, %c1, %c1 : index, index, index
+  }
+  return %r : tensor<2x2xf32>
+}"""
+    module = parse_mlir(text, "snippet.mlir")
+    assert ir_key(parse_mlir(print_mlir(module))) == ir_key(module)
+    x = grid(2, 2)
+    (r,) = evaluate(module, [x])
+    np.testing.assert_array_equal(r, x + x)

@@ -233,7 +233,8 @@ def relative_error(got: np.ndarray, want: np.ndarray) -> float:
     inf in the same places in both is no error, in one only (or another shape) is an infinite one."""
     if got.shape != want.shape:
         return math.inf
-    return _errors(want.astype(np.float64), got.astype(np.float64))[1]
+    with np.errstate(invalid="ignore"):  # inf - inf where both are inf: masked out by _errors
+        return _errors(want.astype(np.float64), got.astype(np.float64))[1]
 
 
 def _errors(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
