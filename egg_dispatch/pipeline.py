@@ -233,7 +233,7 @@ def explore(
     graph, report = saturate(imported, tgt, families, budget)
     say(f"saturated: {report.enodes} e-nodes, {report.stop_reason}")
     t1 = time.perf_counter()
-    data = EGraphData.from_serialized(graph.serialized())
+    data = EGraphData.from_serialized(graph.serialized(), keep_refused=True)  # the start state is always a plan
     costs = cost_table(data, imported, tgt)
     timings["cost_table"] = time.perf_counter() - t1
 
@@ -255,6 +255,16 @@ def explore(
     best = candidate("best", result.choice, result)
     base = None
     warnings = list(module.warnings)
+    if kept := sorted({data.nodes[n].op for n in data.kept_refused if best.choice.get(data.nodes[n].eclass) == n}):
+        why = (
+            f"saturation stopped early ({report.stop_reason.partition(' (')[0]}) before an alternative was derived"
+            if not report.saturated
+            else "the selected rule families derive no alternative"
+        )
+        warnings.append(
+            f"warning: the plan keeps forms legality refuses ({', '.join(kept)} with a pack fused into its "
+            f"dispatch, IREE #21100): {why}"
+        )
     if baseline:
         try:
             base = candidate("baseline (IREE 3.13 passes, modelled)", iree_baseline_choice(data))

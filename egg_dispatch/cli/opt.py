@@ -67,7 +67,11 @@ def plans_for_function(module: Module, function: str, args: argparse.Namespace, 
     target = load_target(args.target)
     imported = import_function(module, function)
     graph, report = saturate(imported, target, families, budget_from_args(args))
-    data = EGraphData.from_serialized(graph.serialized())
+    # Saturated, a class legality emptied means "no legal plan" (what rule tests check); stopped early by
+    # the budget, the start state's own forms stand in until an alternative is derived.
+    data = EGraphData.from_serialized(graph.serialized(), keep_refused=not report.saturated)
+    if data.kept_refused:
+        report.stop_reason += "; plans keep forms legality refuses (no alternative derived yet)"
     materialized = args.materialize or "materialize" in families
     plans: list[Module] = []
     seen: set[str] = set()

@@ -48,9 +48,13 @@ class EGraphData:
     facts: dict[str, dict[str, object]] = field(default_factory=dict)
     """Analysis values per term class: ``{"shape": (8, 8), "dtype": "f32", "encoding-of": Term}``,
     and per encoding class ``{"layout-of": Term}`` (what the cost model reads)."""
+    kept_refused: tuple[str, ...] = ()
+    """Nodes legality subsumed that are kept extractable all the same, because without them the root
+    has no plan at all (``keep_refused_without_alternative``); empty whenever a legal plan exists."""
 
     @classmethod
-    def from_serialized(cls, data: Mapping, root_let: str = "$root") -> EGraphData:
+    def from_serialized(cls, data: Mapping, root_let: str = "$root", *, keep_refused: bool = False) -> EGraphData:
+        """The e-graph egglog serialized; ``keep_refused``: see ``keep_refused_without_alternative``."""
         raw_nodes = data["nodes"]
         class_data = data.get("class_data", {})
         root = next((c for c, d in class_data.items() if d.get("let") == root_let), None)
@@ -98,7 +102,61 @@ class EGraphData:
             if arg in keep and value in leaf_classes:
                 node = nodes[leaf_classes[value][0]]
                 out.facts.setdefault(arg, {})[fn] = _leaf(out if value in classes else _Lookup(nodes), node)
+        if keep_refused:
+            out.keep_refused_without_alternative()
         return out
+
+    def keep_refused_without_alternative(self) -> None:
+        """Make subsumed nodes extractable again where the root has no plan without them.
+
+        Legality subsumes forms IREE's codegen refuses (a pack fused into its mmt4d dispatch), trusting
+        the families to have derived an alternative, e.g. the hoisted encode. A budget that stops
+        saturation early (or a selection of families that derives none) leaves the class with no node at
+        all, though the start state, which is where its only node came from, is a plan. So, only when no
+        plan exists otherwise: derive bottom-up through unsubsumed nodes, and whenever that is stuck short
+        of the root, release the subsumed nodes whose children are all derivable, in classes that are not,
+        one layer at a time. Released nodes are listed in ``kept_refused`` (the pipeline warns about them).
+        """
+        kids = {
+            nid: tuple(dict.fromkeys(d for d in n.children if self.is_term_class(d)))
+            for nid, n in self.nodes.items()
+            if n.eclass not in n.children and self.is_term_class(n.eclass)
+        }
+        waiting = {nid: len(ks) for nid, ks in kids.items()}
+        parents: dict[str, list[str]] = {}
+        for nid, ks in kids.items():
+            for d in ks:
+                parents.setdefault(d, []).append(nid)
+        derivable: set[str] = set()
+        ready = [nid for nid, k in waiting.items() if k == 0 and not self.nodes[nid].subsumed]
+        refused = {nid for nid, k in waiting.items() if k == 0 and self.nodes[nid].subsumed}
+        released: list[str] = []
+        while True:
+            while ready:
+                c = self.nodes[ready.pop()].eclass
+                if c in derivable:
+                    continue
+                derivable.add(c)
+                for p in parents.get(c, ()):
+                    waiting[p] -= 1
+                    if waiting[p] == 0 and self.nodes[p].subsumed:
+                        refused.add(p)
+                    elif waiting[p] == 0:
+                        ready.append(p)
+            if self.root in derivable:
+                break
+            layer = sorted(n for n in refused if self.nodes[n].eclass not in derivable)
+            if not layer:
+                break  # no plan even so: the extractors say why
+            refused.clear()
+            released += layer
+            ready += layer
+        if self.root not in derivable or not released:
+            return
+        for nid in released:
+            n = self.nodes[nid]
+            self.nodes[nid] = Node(n.id, n.op, n.eclass, n.children, n.child_nodes, False)
+        self.kept_refused = tuple(sorted(released, key=node_order))
 
     def class_of_let(self, let: str) -> str | None:
         """The e-class a let name was bound to (egglog joins the names of lets in one class)."""

@@ -133,6 +133,8 @@ def saturate(
             if snapshot:
                 graph.run("(pop)")
                 report.stop_reason = "e-node limit"
+                if report.iterations == 0 and graph.enodes() > budget.enodes:
+                    report.stop_reason += f" (the start state alone has {graph.enodes()} e-nodes)"
             else:
                 report.stop_reason = f"e-node limit (one iteration grew it to {enodes}; kept)"
             break

@@ -198,6 +198,9 @@ def text(e: Exploration, include_mlir: bool = True) -> str:
     if c.extraction is not None:
         ex = c.extraction
         gap = f", gap {ex.gap:.2%}" if ex.gap is not None else ""
+        if ex.stats.get("status") == "Time limit reached":  # the ILP's: the best plan found, greedy's at worst
+            gap = gap or ", gap unknown (no lower bound yet)"
+            gap += f"; stopped by its time limit (plan: {ex.stats.get('source')})"
         lines.append(f"  extractor: {ex.method}{' (optimal)' if ex.optimal else ''}{gap}")
     lines.append("")
     names = _names(c)
