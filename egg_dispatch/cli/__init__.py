@@ -4,8 +4,11 @@ One module per command (``explore.py``, ``run.py``, ...) and ``args.py`` for wha
 outside this package imports it: the library does not know it has a command line.
 
 Exit codes: 0 ok, 1 a failed check, 2 bad input or bad flags, 3 an internal error (a bug; set
-``EGG_DISPATCH_DEBUG=1`` for its traceback). Errors in the input print as ``file:line:col: error: ...``
-with no traceback.
+``EGG_DISPATCH_DEBUG=1`` for its traceback), 130 interrupted (Ctrl-C, SIGINT). Errors in the input print
+as ``file:line:col: error: ...`` with no traceback; a bad flag value as one ``error: argument --flag: ...``
+line, found where it is parsed (``args.py``'s ``type=`` functions), before any work starts. Files the
+commands write are written whole or not at all (``util.files.atomic_write``), so an interrupt leaves no
+partial file.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from egg_dispatch.cli import bench, check, explore, iree_baseline, opt, run
-from egg_dispatch.cli.args import BUILTIN_EXAMPLE, InputError, builtin_example_text
+from egg_dispatch.cli.args import BUILTIN_EXAMPLE, InputError, Parser, builtin_example_text
 from egg_dispatch.mlir.lexer import MLIRSyntaxError
 
 __all__ = ["BUILTIN_EXAMPLE", "build_parser", "builtin_example_text", "main"]
@@ -34,7 +37,7 @@ def _add_explore(sub: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="egg-dispatch",
         description="Explore IREE data-tiling dispatch plans (set_encoding placement, hoisting, const-eval, "
         "propagation, fusion) with an egglog e-graph.",
@@ -48,11 +51,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)  # exits 2 on bad flags, as argparse does
+    """Run one command line; returns the exit code (module docstring), also for --help and bad flags."""
+    try:
+        args = build_parser().parse_args(argv)  # a bad flag value: one error line, exit 2
+    except SystemExit as e:  # argparse's own exits: --help (0), usage errors (2)
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    except KeyboardInterrupt:
+        return _interrupted()
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
+    except KeyboardInterrupt:
+        return _interrupted()
     except MLIRSyntaxError as e:
         print(str(e), file=sys.stderr)
         return 2
@@ -70,6 +80,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 3
+
+
+def _interrupted() -> int:
+    """Ctrl-C: one line and exit code 130 (128 + SIGINT, as shells report it); the traceback only when asked."""
+    if os.environ.get("EGG_DISPATCH_DEBUG"):
+        raise  # called inside main's except block: re-raises its KeyboardInterrupt
+    print("egg-dispatch: interrupted", file=sys.stderr, flush=True)
+    return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,9 +6,12 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import NoReturn
 
 from egg_dispatch.egraph.rules import FAMILIES, Budget
 from egg_dispatch.evaluate.parameters import ParameterError, ParameterFile, Parameters
@@ -17,16 +20,30 @@ from egg_dispatch.mlir.parser import parse_file, parse_mlir
 
 __all__ = [
     "BUILTIN_EXAMPLE",
+    "MALFORMED",
     "InputError",
+    "Parser",
     "add_budget_arguments",
     "add_input_arguments",
     "budget_from_args",
+    "budget_spec",
     "builtin_example_text",
+    "existing_file",
+    "function_name",
+    "input_path",
     "input_source",
     "load_input",
+    "non_negative_float",
+    "non_negative_int",
+    "parameter_spec",
     "parameters_from_args",
     "parse_families",
+    "positive_float",
+    "positive_int",
     "program",
+    "rule_families",
+    "target_file",
+    "target_spec",
 ]
 
 BUILTIN_EXAMPLE = "seed_reproducer.mlir"
@@ -35,6 +52,173 @@ BUILTIN_EXAMPLE = "seed_reproducer.mlir"
 
 class InputError(Exception):
     """Bad input or flags that the CLI reports as one line and exit code 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad flag *value* reported on one line, as bad input is:
+    ``egg-dispatch explore: error: argument --lambda: must be non-negative, got -5``, exit 2.
+
+    An unknown flag, a missing argument or an invalid choice still prints the usage first (argparse's
+    way). The subcommands' parsers are of this class too (``add_subparsers`` copies it), so every flag of
+    every command, including ones added later, reports a bad value the same way, before any work starts.
+    """
+
+    _bad_value = False
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> object:
+        try:
+            return super()._get_value(action, arg_string)  # type: ignore[misc]
+        except argparse.ArgumentError:  # the action's type= function refused the value
+            self._bad_value = True
+            raise
+
+    def error(self, message: str) -> NoReturn:
+        if not self._bad_value:
+            super().error(message)
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+# --- argparse ``type=`` functions ------------------------------------------------------------------
+# Each checks one flag value where it is parsed, so that a bad one is a usage error (exit 2) naming the
+# flag. ``MALFORMED[f]`` lists values ``f`` must refuse (the flag walker in tests/test_cli_flags.py feeds
+# them to every flag that uses ``f``); a flag with a value and neither ``choices`` nor one of these types
+# fails that test.
+
+MALFORMED: dict[Callable[[str], object], tuple[str, ...]] = {}
+"""type function -> values it must refuse ("{missing}" and "{dir}" stand for a missing file and a directory)."""
+
+_NUMBERS_BAD = ("", "abc", "nan", "-nan", "inf", "-inf", "1e999", "0x", "--")
+
+
+def refuses(*values: str) -> Callable[[Callable[[str], object]], Callable[[str], object]]:
+    def register(f: Callable[[str], object]) -> Callable[[str], object]:
+        MALFORMED[f] = values
+        return f
+
+    return register
+
+
+def _int(text: str, least: int) -> int:
+    try:
+        value = int(text.strip(), 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
+    return value
+
+
+def _float(text: str, positive: bool) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got '{text}'")
+    if value < 0 or (positive and value == 0):
+        raise argparse.ArgumentTypeError(f"must be {'positive' if positive else 'non-negative'}, got {text}")
+    return value
+
+
+@refuses(*_NUMBERS_BAD, "0", "-1", "1.5", "-0")
+def positive_int(text: str) -> int:
+    """An integer >= 1 (counts, limits)."""
+    return _int(text, 1)
+
+
+@refuses(*_NUMBERS_BAD, "-1", "1.5")
+def non_negative_int(text: str) -> int:
+    """An integer >= 0 (seeds, element counts)."""
+    return _int(text, 0)
+
+
+@refuses(*_NUMBERS_BAD, "0", "-1", "-0.001", "0.0")
+def positive_float(text: str) -> float:
+    """A finite number > 0 (seconds)."""
+    return _float(text, True)
+
+
+@refuses(*_NUMBERS_BAD, "-1", "-1e-9", "-5")
+def non_negative_float(text: str) -> float:
+    """A finite number >= 0 (λ; a time limit where 0 means "what you have")."""
+    return _float(text, False)
+
+
+def _file(text: str, what: str = "file") -> Path:
+    if not text:
+        raise argparse.ArgumentTypeError(f"expected a {what} name, got ''")
+    p = Path(text)
+    if p.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a directory, not a {what}")
+    if not p.is_file():
+        raise argparse.ArgumentTypeError(f"{text}: no such {what}")
+    return p
+
+
+@refuses("", "{missing}", "{dir}")
+def existing_file(text: str) -> str:
+    """The name of a file that exists (not a directory)."""
+    _file(text)
+    return text
+
+
+def _target(text: str) -> str:
+    from egg_dispatch.target.profile import TargetError, load_target
+
+    try:
+        load_target(text)
+    except TargetError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise argparse.ArgumentTypeError(f"{text}: cannot read the target profile: {e}") from None
+    return text
+
+
+@refuses("", "-1", "nan", "nope", "{missing}", "{dir}", "{garbage}")
+def target_spec(text: str) -> str:
+    """A built-in target name or a target profile JSON file, loaded once to check it."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a target name or a target JSON file, got ''")
+    if Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a directory, not a target JSON file")
+    return _target(text)
+
+
+@refuses("", "{missing}", "{dir}", "{garbage}")
+def target_file(text: str) -> str:
+    """A target profile JSON file (must exist), loaded once to check it."""
+    _file(text, "target JSON file")
+    return _target(text)
+
+
+@refuses("", " ", "@", "-1 2", "a b")
+def function_name(text: str) -> str:
+    """A function's symbol name, with or without its '@'; whether FILE has it is checked on reading FILE."""
+    name = text.strip().removeprefix("@").strip('"')
+    if not name or any(ch.isspace() for ch in name):
+        raise argparse.ArgumentTypeError(f"expected a function name such as 'main' or '@main', got '{text}'")
+    return name
+
+
+@refuses("", "nope", "all,nope", ",", "-1", "nan")
+def rule_families(text: str) -> str:
+    """``all`` or comma-separated rule families (checked; the handler reads them with ``parse_families``)."""
+    try:
+        parse_families(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("error: ")) from None
+    return text
+
+
+@refuses("", "=", "scope=", "{missing}", "s={missing}", "{dir}", "s={dir}")
+def parameter_spec(text: str) -> str:
+    """``[SCOPE=]FILE`` of a parameter file that exists."""
+    try:
+        spec = ParameterFile.parse(text)
+    except ParameterError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--parameters: ")) from None
+    _file(str(spec.path), "parameter file")
+    return text
 
 
 def builtin_example_text() -> str:
@@ -47,10 +231,21 @@ def load_input(path: str | None) -> Module:
         return parse_mlir(builtin_example_text(), f"<builtin:{BUILTIN_EXAMPLE}>")
     if path == "-":
         return parse_mlir(sys.stdin.read(), "<stdin>")
+    p = input_path(path)
+    try:
+        return parse_file(p)
+    except OSError as e:
+        raise InputError(f"{path}: error: cannot read it: {e.strerror or e}") from None
+
+
+def input_path(path: str) -> Path:
+    """FILE as a path, or an InputError saying why it is not one (missing, a directory)."""
     p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{path}: error: is a directory, not a file")
     if not p.is_file():
         raise InputError(f"{path}: error: no such file")
-    return parse_file(p)
+    return p
 
 
 def input_source(path: str | None) -> Path | Module:
@@ -58,10 +253,7 @@ def input_source(path: str | None) -> Path | Module:
     example as parsed modules."""
     if path is None or path == "-":
         return load_input(path)
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"{path}: error: no such file")
-    return p
+    return input_path(path)
 
 
 def program(path: str | None) -> Module:
@@ -91,6 +283,7 @@ def add_input_arguments(p: argparse.ArgumentParser, *, start: bool = True) -> No
         )
     p.add_argument(
         "--parameters",
+        type=parameter_spec,
         action="append",
         default=[],
         metavar="[SCOPE=]FILE",
@@ -118,8 +311,10 @@ def parse_families(text: str) -> tuple[str, ...]:
     return names
 
 
-def _budget(text: str) -> dict[str, float]:
-    """``iterations=10,enodes=50000,seconds=5`` (any subset) for --budget."""
+@refuses("", ",", "iterations", "iterations=", "iterations=0", "enodes=-1", "seconds=0", "seconds=nan",
+            "seconds=inf", "iterations=1.5", "nope=1", "iterations=1,,enodes=2")  # fmt: skip
+def budget_spec(text: str) -> dict[str, float]:
+    """``iterations=10,enodes=50000,seconds=5`` (any subset, each limit positive) for --budget."""
     out: dict[str, float] = {}
     for part in text.split(","):
         key, _, value = part.partition("=")
@@ -127,10 +322,13 @@ def _budget(text: str) -> dict[str, float]:
         if key not in ("iterations", "enodes", "seconds"):
             raise argparse.ArgumentTypeError(f"unknown budget limit '{key}' (iterations, enodes, seconds)")
         try:
-            out[key] = float(value) if key == "seconds" else int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"budget limit {key} needs a number, got '{value}'") from None
+            out[key] = positive_float(value) if key == "seconds" else positive_int(value)
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentTypeError(f"budget limit {key}: {e}") from None
     return out
+
+
+_budget = budget_spec  # the name other modules may still import
 
 
 def budget_from_args(args: argparse.Namespace) -> Budget:
@@ -147,37 +345,45 @@ def add_budget_arguments(p: argparse.ArgumentParser) -> None:
     d = Budget()
     p.add_argument(
         "--rules",
+        type=rule_families,
         default="all",
         metavar="LIST",
         help=f"comma-separated rule families to run ({', '.join(FAMILIES)}) or 'all' (default)",
     )
     p.add_argument(
         "--target",
+        type=target_spec,
         default="x86_64-avx512",
         metavar="T",
         help="built-in target name or a target JSON file (default: x86_64-avx512)",
     )
     p.add_argument(
         "--max-iterations",
-        type=int,
+        type=positive_int,
         default=d.iterations,
         metavar="N",
         help=f"saturation budget: iterations (default {d.iterations})",
     )
     p.add_argument(
-        "--max-enodes", type=int, default=d.enodes, metavar="N", help=f"saturation budget: e-nodes (default {d.enodes})"
+        "--max-enodes",
+        type=positive_int,
+        default=d.enodes,
+        metavar="N",
+        help=f"saturation budget: e-nodes (default {d.enodes})",
     )
     p.add_argument(
         "--max-seconds",
-        type=float,
+        type=positive_float,
         default=d.seconds,
         metavar="S",
         help=f"saturation budget: seconds (default {d.seconds:g})",
     )
     p.add_argument(
         "--budget",
-        type=_budget,
+        type=budget_spec,
         metavar="SPEC",
         help="all three limits at once, e.g. 'iterations=10,enodes=50000,seconds=5' (overrides --max-*)",
     )
-    p.add_argument("--function", metavar="NAME", help="only this function (default: every function)")
+    p.add_argument(
+        "--function", type=function_name, metavar="NAME", help="only this function (default: every function)"
+    )

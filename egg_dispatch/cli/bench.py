@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from egg_dispatch.cli.args import InputError
+from egg_dispatch.cli.args import InputError, positive_float, positive_int, target_spec
 from egg_dispatch.iree.dispatch_creation import first_error_line
 from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, find_tool
 from egg_dispatch.measure.bench import DEFAULT_REPEATS, bench, render
@@ -29,12 +29,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "check they compute the same numbers, time them interleaved and compare with our model's predictions.",
     )
     p.add_argument("file", metavar="FILE", help="linalg-level MLIR input")
-    p.add_argument("--target", default="x86_64-avx2", metavar="T", help="target profile (default x86_64-avx2)")
+    p.add_argument(
+        "--target", type=target_spec, default="x86_64-avx2", metavar="T", help="target profile (default x86_64-avx2)"
+    )
     p.add_argument("--pareto", action="store_true", help="also time every plan of the time/memory frontier")
-    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, metavar="N", help="interleaved repeats (default 5)")
+    p.add_argument(
+        "--repeats", type=positive_int, default=DEFAULT_REPEATS, metavar="N", help="interleaved repeats (default 5)"
+    )
     p.add_argument(
         "--min-time",
-        type=float,
+        type=positive_float,
         default=DEFAULT_MIN_TIME,
         metavar="S",
         help=f"seconds per measurement (default {DEFAULT_MIN_TIME:g})",

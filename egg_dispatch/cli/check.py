@@ -10,7 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from egg_dispatch.cli.args import InputError, add_input_arguments, parameters_from_args, program
+from egg_dispatch.cli.args import (
+    InputError,
+    add_input_arguments,
+    function_name,
+    non_negative_int,
+    parameters_from_args,
+    program,
+    target_spec,
+)
 from egg_dispatch.cli.run import evaluation_input_error
 from egg_dispatch.evaluate import EvaluationError
 from egg_dispatch.evaluate.check import check_module
@@ -32,9 +40,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "file", nargs="?", metavar="FILE|-", help="MLIR input; '-' reads stdin; default: the built-in example"
     )
-    p.add_argument("--target", default=DEFAULT_TARGET, metavar="T", help=f"target profile (default {DEFAULT_TARGET})")
-    p.add_argument("--function", metavar="NAME", help="function to check (default: the first public one)")
-    p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the random inputs (default 0)")
+    p.add_argument(
+        "--target",
+        type=target_spec,
+        default=DEFAULT_TARGET,
+        metavar="T",
+        help=f"target profile (default {DEFAULT_TARGET})",
+    )
+    p.add_argument(
+        "--function", type=function_name, metavar="NAME", help="function to check (default: the first public one)"
+    )
+    p.add_argument(
+        "--seed", type=non_negative_int, default=0, metavar="N", help="seed of the random inputs (default 0)"
+    )
     add_input_arguments(p, start=False)
     p.set_defaults(handler=run)
 

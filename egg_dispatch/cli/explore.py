@@ -22,8 +22,10 @@ from egg_dispatch.cli.args import (
     add_input_arguments,
     budget_from_args,
     input_source,
+    non_negative_float,
     parameters_from_args,
     parse_families,
+    target_file,
 )
 from egg_dispatch.cost.model import DEFAULT_LAMBDA
 from egg_dispatch.egraph.imported import ImportError_
@@ -43,11 +45,16 @@ PROGRESS_AFTER_SECONDS = 2.0
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_budget_arguments(p)
     add_input_arguments(p)
-    p.add_argument("--target-file", metavar="JSON", help="load a target profile from a JSON file (overrides --target)")
+    p.add_argument(
+        "--target-file",
+        type=target_file,
+        metavar="JSON",
+        help="load a target profile from a JSON file (overrides --target)",
+    )
     p.add_argument(
         "--lambda",
         dest="lam",
-        type=float,
+        type=non_negative_float,
         default=DEFAULT_LAMBDA,
         metavar="L",
         help=f"weight of memory in the objective, seconds per byte (default {DEFAULT_LAMBDA:g})",
@@ -59,7 +66,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="exact",
         help="exact ILP on HiGHS (warm-started from greedy; default) or greedy DAG only",
     )
-    p.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="ILP time limit per solve (default 10)")
+    p.add_argument(
+        "--time-limit",
+        type=non_negative_float,
+        default=10.0,
+        metavar="S",
+        help="ILP time limit per solve (default 10; 0: greedy's plan, as the ILP's warm start)",
+    )
     p.add_argument(
         "--emit",
         choices=("text", "json", "mlir", "dot", "iree"),

@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from egg_dispatch.cli.args import InputError
+from egg_dispatch.cli.args import InputError, target_spec
 from egg_dispatch.iree.dispatch_creation import first_error_line
 from egg_dispatch.pipeline import iree_plan
 from egg_dispatch.target.profile import TargetError, load_target
@@ -87,7 +87,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "CPU), import IREE's plan, cost it with our model and print it next to the plan explore chooses.",
     )
     p.add_argument("file", metavar="FILE", help="linalg-level MLIR input")
-    p.add_argument("--target", default="x86_64-avx2", metavar="T", help="target profile (default x86_64-avx2)")
+    p.add_argument(
+        "--target", type=target_spec, default="x86_64-avx2", metavar="T", help="target profile (default x86_64-avx2)"
+    )
     p.add_argument("--show-iree", action="store_true", help="also print IREE's post-dispatch-creation MLIR")
     p.set_defaults(handler=run)
 

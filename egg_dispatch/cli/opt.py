@@ -10,7 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from egg_dispatch.cli.args import InputError, add_budget_arguments, budget_from_args, load_input, parse_families
+from egg_dispatch.cli.args import (
+    InputError,
+    add_budget_arguments,
+    budget_from_args,
+    input_path,
+    load_input,
+    parse_families,
+    positive_int,
+)
 from egg_dispatch.egraph.data import EGraphData, build_term
 from egg_dispatch.egraph.enumerate import enumerate_plans
 from egg_dispatch.egraph.imported import ImportError_
@@ -35,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("file", nargs="?", metavar="FILE|-", help="MLIR input; '-' reads stdin; default: built-in example")
     add_budget_arguments(p)
-    p.add_argument("--max-plans", type=int, default=64, metavar="N", help="print at most N plans per function")
+    p.add_argument("--max-plans", type=positive_int, default=64, metavar="N", help="print at most N plans per function")
     p.add_argument(
         "--materialize",
         action="store_true",
@@ -91,11 +99,10 @@ def plans_for_function(module: Module, function: str, args: argparse.Namespace, 
 def _chunks(args: argparse.Namespace) -> list[Module]:
     if not args.split_input_file or args.file in (None, "-"):
         return [load_input(args.file)]
-    from pathlib import Path
 
     from egg_dispatch.mlir.parser import parse_mlir
 
-    text = Path(args.file).read_text()
+    text = input_path(args.file).read_text()
     modules = []
     lines = text.split("\n")
     start = 0
@@ -128,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
                 prepared = prepare(module, name, not args.no_initial_plan)
                 plans, report = plans_for_function(prepared, name, args, families)
             except (KeyError, ImportError_) as e:
-                raise InputError(f"{module.file}: error: {e}") from None
+                raise InputError(f"{module.file}: error: {e.args[0] if e.args else e}") from None
             out.write(f"// ===== plans for @{name}: {len(plans)}; {report.render().replace(chr(10), '; ')}\n")
             for i, plan in enumerate(plans):
                 out.write(f"// ----- plan {i} of @{name}: {plan_signature(plan)}\n")

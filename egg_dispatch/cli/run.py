@@ -25,7 +25,16 @@ from pathlib import Path
 
 import numpy as np
 
-from egg_dispatch.cli.args import InputError, add_input_arguments, parameters_from_args, program
+from egg_dispatch.cli.args import (
+    InputError,
+    add_input_arguments,
+    function_name,
+    non_negative_int,
+    parameters_from_args,
+    program,
+    refuses,
+    target_spec,
+)
 from egg_dispatch.evaluate import EvaluationError, evaluate, function_input_types, select_function
 from egg_dispatch.evaluate.check import type_of_array
 from egg_dispatch.evaluate.core import function_type, type_str
@@ -47,12 +56,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "file", nargs="?", metavar="FILE|-", help="MLIR input; '-' reads stdin; default: the built-in example"
     )
-    p.add_argument("--function", metavar="NAME", help="function to run (default: the first public one)")
-    p.add_argument("--input", action="append", default=[], metavar="VALUE", help="@file.npy, 2x2xf32=1 2 3 4, f32=1.5")
-    p.add_argument("--output", action="append", default=[], metavar="DEST", help="@file.npy, +file.npy or -")
-    p.add_argument("--target", metavar="T", help="materialize encodings physically for target T (name or JSON file)")
+    p.add_argument(
+        "--function", type=function_name, metavar="NAME", help="function to run (default: the first public one)"
+    )
+    p.add_argument(
+        "--input",
+        type=input_value,
+        action="append",
+        default=[],
+        metavar="VALUE",
+        help="@file.npy, 2x2xf32=1 2 3 4, f32=1.5",
+    )
+    p.add_argument(
+        "--output", type=output_dest, action="append", default=[], metavar="DEST", help="@file.npy, +file.npy or -"
+    )
+    p.add_argument(
+        "--target",
+        type=target_spec,
+        metavar="T",
+        help="materialize encodings physically for target T (name or JSON file)",
+    )
     add_input_arguments(p, start=False)
-    p.add_argument("--print-max-element-count", type=int, default=1024, metavar="N", help="elements printed per result")
+    p.add_argument(
+        "--print-max-element-count",
+        type=non_negative_int,
+        default=1024,
+        metavar="N",
+        help="elements printed per result",
+    )
     p.set_defaults(handler=run)
 
 
@@ -85,16 +116,64 @@ def parse_input(src: str) -> np.ndarray:
         path = Path(src[1:])
         if not path.is_file():
             raise InputError(f"--input={src}: error: no such file")
-        try:
-            return np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise InputError(f"--input={src}: error: not a .npy file ({e})") from None
+        return np.array(_load_npy(path, src))
     spec, eq, values = src.partition("=")
     m = _SPEC.match(spec.strip())
     if not eq or m is None or not is_known_element(m.group(2)):
         raise InputError(f"--input={src}: error: expected @file.npy, SHAPExTYPE=VALUES (2x2xf32=1 2 3 4) or TYPE=VALUE")
     shape = tuple(int(d) for d in m.group(1).split("x") if d)
     return _parse_values(values, shape, m.group(2), src)
+
+
+def _load_npy(path: Path, src: str) -> np.ndarray:
+    """One array from a .npy file (memory-mapped where it can be), or an InputError saying why not."""
+    try:
+        try:
+            a = np.load(path, mmap_mode="r", allow_pickle=False)
+        except ValueError:  # e.g. an empty array: no mapping, read it
+            a = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise InputError(f"--input={src}: error: not a .npy file ({e})") from None
+    if not isinstance(a, np.ndarray):  # an .npz archive
+        a.close()
+        raise InputError(f"--input={src}: error: not a .npy file (an archive of several arrays)")
+    return a
+
+
+@refuses("", "eight", "nan", "-1", "inf", "8x8xf32", "8x8xf32=", "8x8xf99=1", "2x2xf32=1 2 3", "f32=abc",
+         "@", "@{missing}", "@{dir}", "@{garbage}")  # fmt: skip
+def input_value(text: str) -> str:
+    """One ``--input`` value, checked as it is parsed (inline values fully; an ``@file.npy`` must exist).
+    The handler reads it again with ``parse_input``, once it knows the function's signature."""
+    if text.startswith("@"):
+        path = Path(text[1:])
+        if not text[1:] or not path.is_file():
+            raise argparse.ArgumentTypeError(f"{text}: {'is a directory' if path.is_dir() else 'no such file'}")
+        try:
+            _load_npy(path, text)
+        except InputError as e:
+            raise argparse.ArgumentTypeError(str(e).removeprefix(f"--input={text}: error: ")) from None
+        return text
+    try:
+        parse_input(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix(f"--input={text}: error: ")) from None
+    return text
+
+
+@refuses("", "x.npy", "@", "+", "@{dir}", "+{dir}", "@{missing}/x.npy")
+def output_dest(text: str) -> str:
+    """One ``--output``: ``-``, or ``@file.npy`` / ``+file.npy`` in a directory that exists."""
+    if text == "-":
+        return text
+    if text[:1] not in ("@", "+") or len(text) < 2:
+        raise argparse.ArgumentTypeError(f"expected @file.npy, +file.npy or -, got '{text}'")
+    path = Path(text[1:])
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text[1:]}: is a directory, not a file")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text[1:]}: no such directory {path.parent}")
+    return text
 
 
 def _check_inputs(
@@ -132,8 +211,8 @@ def format_buffer_view(a: np.ndarray, max_elements: int = 1024) -> str:
     head = type_of_array(a)
     flat = a.reshape(-1)
     shown = [_fmt(v, a.dtype.kind) for v in flat[:max_elements]]
-    if a.ndim == 0:
-        return f"{head}={shown[0]}"
+    if a.ndim == 0:  # a scalar is shown whatever max_elements is
+        return f"{head}={_fmt(flat[0], a.dtype.kind)}"
     if a.size > max_elements:
         return f"{head}=" + " ".join(shown) + "..."
     text = " ".join(shown)
