@@ -40,6 +40,7 @@ from egg_dispatch.evaluate.check import type_of_array
 from egg_dispatch.evaluate.core import function_type, type_str
 from egg_dispatch.mlir.ir import ScalarType, TensorType, Type, is_known_element, numpy_dtype
 from egg_dispatch.target.profile import TargetError, load_target
+from egg_dispatch.util.files import atomic_write
 
 __all__ = ["evaluation_input_error", "format_buffer_view", "parse_input", "register", "run"]
 
@@ -271,8 +272,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"result[{i}]: hal.buffer_view")
             print(format_buffer_view(r, args.print_max_element_count))
         else:
-            with open(dest[1:], "ab" if dest[0] == "+" else "wb") as f:
-                np.save(f, r, allow_pickle=False)
+            try:  # whole or not at all: an interrupt leaves no partial .npy (util/files.py)
+                with atomic_write(dest[1:], "ab" if dest[0] == "+" else "wb") as f:
+                    np.save(f, r, allow_pickle=False)
+            except OSError as e:
+                raise InputError(f"--output={dest}: error: cannot write {dest[1:]}: {e.strerror or e}") from None
             print(f"result[{i}]: {type_of_array(r)} written to {dest[1:]}")
     sys.stdout.flush()
     return 0
