@@ -24,7 +24,7 @@ from egg_dispatch.cost.table import NodeCost
 from egg_dispatch.egraph.data import EGraphData, Node
 from egg_dispatch.egraph.enumerate import MATERIALIZED_OPS, enumerate_plans
 from egg_dispatch.egraph.importer import import_function
-from egg_dispatch.egraph.rules import saturate
+from egg_dispatch.egraph.rules import FAMILIES, saturate
 from egg_dispatch.extract import ExtractionResult, exact_ilp, exhaustive, greedy_dag, plan_contexts, plan_objective
 from egg_dispatch.extract.prune import _necessary, prune
 from egg_dispatch.mlir.parser import parse_mlir
@@ -79,11 +79,11 @@ REAL_CASES = [
 
 
 @functools.cache
-def real_egraph(path: str, chunk: int, target: str) -> EGraphData:
+def real_egraph(path: str, chunk: int, target: str, families: tuple[str, ...] = FAMILIES) -> EGraphData:
     text = (TESTS / path).read_text()
     module = parse_mlir([c for c in text.split("// -----") if c.strip()][chunk], path)
     name = module.functions()[0].attributes["sym_name"].value  # type: ignore[attr-defined]
-    graph, _ = saturate(import_function(initial_plan(module, name), name), load_target(target))
+    graph, _ = saturate(import_function(initial_plan(module, name), name), load_target(target), families)
     return placement_space(EGraphData.from_serialized(graph.serialized()))
 
 
@@ -173,12 +173,13 @@ def has_plan(g: EGraphData) -> bool:
 
 def test_real_cases_have_choices_worth_making() -> None:
     """Guards the test above against vacuous inputs: at least 20 of its e-graphs hold a choice, and
-    ConstEval is on or off the optimal plan depending on λ."""
+    ConstEval is on or off the optimal plan depending on λ (without ``untile``: at 8x8 the plain
+    matmuls, which need no global, are optimal at every λ)."""
     assert (
         sum(next(islice(enumerate_plans(real_egraph(*case), 2), 1, None), None) is not None for case in REAL_CASES)
         >= 20
     )
-    g = real_egraph("fixtures/seed_iree313.mlir", 0, "x86_64-avx2")
+    g = real_egraph("fixtures/seed_iree313.mlir", 0, "x86_64-avx2", tuple(f for f in FAMILIES if f != "untile"))
     costs = op_costs(g, 0)
     cheap, dear = exact_ilp(g, costs, 0.0), exact_ilp(g, costs, 1e-8)
     ops = [{g.nodes[n].op for n in r.choice.values()} for r in (cheap, dear)]

@@ -28,7 +28,7 @@ SNAPSHOT_FROM = 8
 """Take a rollback snapshot before an iteration once the e-graph exceeds 1/8 of the e-node limit
 (an iteration that grows it more than 8-fold from below that is kept, and the report says so)."""
 
-FAMILIES = ("clone", "hoist", "const_eval", "propagate", "noop", "fuse", "materialize")
+FAMILIES = ("clone", "hoist", "const_eval", "propagate", "noop", "untile", "fuse", "materialize")
 """Rule families in schedule order; every one may be selected alone with ``--rules``."""
 
 

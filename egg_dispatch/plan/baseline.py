@@ -9,7 +9,9 @@ Modelled from domain.md §1.4-1.8 and §7 (and checked against IREE's own output
    (flow.tensor.slice) before its encode; encodes of the same argument are shared (CSE);
 2. a chain that is not hoistable (a column slice, an opaque producer) stays in the dispatch;
 3. no propagation through slices; identity layouts fold away; elementwise consumers are fused
-   into their producer's dispatch (FormDispatchRegions); encodings stay at the encoding level.
+   into their producer's dispatch (FormDispatchRegions); encodings stay at the encoding level;
+4. data tiling is on for every contraction: never the plain contraction ``untile`` adds next to
+   an unset_encoding.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ def iree_baseline_choice(g: EGraphData) -> dict[str, str]:
     def rank(node: Node, ctx: str) -> tuple:
         if node.op in MATERIALIZED_OPS or node.op == "EncodedSlice":
             return (9,)
+        if node.op == "Contract" and _has_op(g, node.eclass, "UnsetEncoding"):
+            return (9,)  # the contraction with its encodings dropped (rules/untile.egg): data tiling is on
         if node.op == "Contract":
             return (0, sum(operand_rank(k) for k in node.children[1:3]))
         if node.op == "SetEncoding":
