@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from egg_dispatch.cli.args import InputError, positive_float, positive_int, target_spec
+from egg_dispatch.cli.args import InputError, input_path, positive_float, positive_int, target_spec
 from egg_dispatch.iree.dispatch_creation import first_error_line
 from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, find_tool
 from egg_dispatch.measure.bench import DEFAULT_REPEATS, bench, render
@@ -57,9 +56,7 @@ def run(args: argparse.Namespace) -> int:
         target = load_target(args.target)
     except TargetError as e:
         raise InputError(f"--target: error: {e}") from None
-    path = Path(args.file)
-    if not path.is_file():
-        raise InputError(f"{args.file}: error: no such file")
+    path = input_path(args.file)  # missing, or a directory: one line, exit 2
     for tool in ("iree-compile", "iree-benchmark-module"):
         if find_tool(tool) is None:
             raise InputError(f"error: {tool} not found (install egg-dispatch[iree] or put IREE on PATH)")

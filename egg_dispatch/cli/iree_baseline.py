@@ -17,9 +17,8 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
-from egg_dispatch.cli.args import InputError, target_spec
+from egg_dispatch.cli.args import InputError, input_path, target_spec
 from egg_dispatch.iree.dispatch_creation import first_error_line
 from egg_dispatch.pipeline import iree_plan
 from egg_dispatch.target.profile import TargetError, load_target
@@ -110,9 +109,7 @@ def run(args: argparse.Namespace) -> int:
         target = load_target(args.target)
     except TargetError as e:
         raise InputError(f"--target: error: {e}") from None
-    path = Path(args.file)
-    if not path.is_file():
-        raise InputError(f"{args.file}: error: no such file")
+    path = input_path(args.file)  # missing, or a directory: one line, exit 2
     _require_iree()
     try:
         iree = iree_plan(path, target)
