@@ -35,6 +35,7 @@ __all__ = [
     "load_input",
     "non_negative_float",
     "non_negative_int",
+    "output_file",
     "parameter_spec",
     "parameters_from_args",
     "parse_families",
@@ -87,7 +88,7 @@ class Parser(argparse.ArgumentParser):
 MALFORMED: dict[Callable[[str], object], tuple[str, ...]] = {}
 """type function -> values it must refuse ("{missing}" and "{dir}" stand for a missing file and a directory)."""
 
-_NUMBERS_BAD = ("", "abc", "nan", "-nan", "inf", "-inf", "1e999", "0x", "--")
+_NUMBERS_BAD = ("", "abc", "nan", "-nan", "inf", "-inf", "1e999", "0x", "1,5")
 
 
 def refuses(*values: str) -> Callable[[Callable[[str], object]], Callable[[str], object]]:
@@ -159,6 +160,19 @@ def _file(text: str, what: str = "file") -> Path:
 def existing_file(text: str) -> str:
     """The name of a file that exists (not a directory)."""
     _file(text)
+    return text
+
+
+@refuses("", "{dir}", "{missing}")
+def output_file(text: str) -> str:
+    """A file to write: not a directory, in a directory that exists (write it with ``util.files.atomic_write``)."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a file name, got ''")
+    p = Path(text)
+    if p.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a directory, not a file")
+    if not p.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: no such directory {p.parent}")
     return text
 
 
