@@ -23,6 +23,12 @@ tiled layout, for a plain matmul otherwise):
   over e-nodes, so the exact extractor optimizes what the report shows; the per-dispatch max()
   form is reported next to it (``plan/graph.py``).
 
+With a calibrated profile (``target.kernels``, written by ``egg-dispatch calibrate``) the measured
+fits replace those formulas: a data-tiled or plain contraction, a pack or unpack in a dispatch of its
+own or inside the contraction's dispatch (priced on the contraction node, whose operands say which),
+an elementwise or a reduction generic; a dispatch costs its measured launch plus the allocation of the
+buffer it writes, and a call its fixed overhead (on the root).
+
 objective = run time + λ · (persistent + transient bytes).
 """
 
@@ -43,9 +49,12 @@ __all__ = [
     "DEFAULT_LAMBDA",
     "ELEMENTWISE_FLOPS_PER_ELEMENT",
     "TensorInfo",
+    "alloc_seconds",
+    "call_seconds",
     "contraction_sizes",
     "cost_table",
     "exclusive_nodes",
+    "launch_seconds",
     "node_seconds",
     "op_seconds",
 ]
@@ -125,10 +134,33 @@ def contraction_sizes(kind: str, operands: Sequence[TensorInfo]) -> tuple[int, i
     return 2 * math.prod(loops.values()), len(loops)
 
 
+def launch_seconds(target: Target) -> float:
+    """Per-dispatch overhead on top of its kernel: measured when the profile is calibrated."""
+    return (target.kernels.launch_us if target.kernels else target.dispatch_overhead_us) * 1e-6
+
+
+def call_seconds(target: Target) -> float:
+    """Per-call overhead whatever the plan (import, export, submission); measured, else 0."""
+    return target.kernels.call_us * 1e-6 if target.kernels else 0.0
+
+
+def alloc_seconds(target: Target, nbytes: float) -> float:
+    """A dispatch's result buffer is allocated and first touched on every call (measured, else free)."""
+    k = target.kernels
+    return nbytes / (k.alloc_gbps * 1e9) if k is not None and k.alloc_gbps > 0 else 0.0
+
+
 def op_seconds(
-    kind: str, operands: Sequence[TensorInfo], result: TensorInfo, target: Target, body_ops: int = 1
+    kind: str,
+    operands: Sequence[TensorInfo],
+    result: TensorInfo,
+    target: Target,
+    body_ops: int = 1,
+    reduction: bool = False,
 ) -> float:
     """Time of one op (not counting its dispatch's launch)."""
+    if target.kernels is not None and kind != "attention":
+        return _measured_seconds(kind, operands, result, target, body_ops, reduction)
     bw = target.memory_bandwidth_gbps * 1e9
     moved = sum(o.stored_bytes for o in operands) + result.stored_bytes
     if kind.startswith("contract:") or kind == "mmt4d":
@@ -154,11 +186,73 @@ def op_seconds(
     return flops / (target.peak_gflops("f32,f32,f32", data_tiled=False) * 1e9) + moved / bw
 
 
+def _measured_seconds(
+    kind: str, operands: Sequence[TensorInfo], result: TensorInfo, target: Target, body_ops: int, reduction: bool
+) -> float:
+    """``op_seconds`` from a calibrated profile's fits (``target.kernels``)."""
+    k = target.kernels
+    assert k is not None
+    moved = sum(o.stored_bytes for o in operands) + result.stored_bytes
+    if kind.startswith("contract:") or kind == "mmt4d":
+        encoded = all(o.layout is not None for o in operands)
+        flops = _mmt4d_flops(operands) if kind == "mmt4d" else contraction_sizes(kind[len("contract:") :], operands)[0]
+        fit = k.contraction(",".join([o.element for o in operands[:2]] + [result.element]), encoded)
+        if fit is not None:
+            return fit.seconds(flops, moved)
+    if kind == "pack":
+        return k.pack.seconds(moved)
+    if kind == "unpack":
+        return k.unpack.seconds(moved)
+    if kind == "fill":
+        return 0.0  # the accumulator's fill runs inside the measured contraction kernel
+    if kind == "generic":
+        domain = max([o.numel for o in operands] + [result.numel])
+        fit = k.reduction if reduction else k.elementwise
+        return fit.seconds(domain * (1 if reduction else body_ops), moved)
+    bw = target.memory_bandwidth_gbps * 1e9
+    return moved / bw  # copies, and a contraction on element types never measured
+
+
+def in_dispatch_pack_extra(target: Target, packed_bytes: float) -> float:
+    """What a pack inside the contraction's dispatch costs beyond the standalone pack its node is
+    charged (measured; the analytic model prices both the same)."""
+    k = target.kernels
+    if k is None:
+        return 0.0
+    return k.pack_in_dispatch.seconds(packed_bytes) - k.pack.seconds(packed_bytes)
+
+
 def _mmt4d_flops(operands: Sequence[TensorInfo]) -> int:
     lhs, rhs = operands[0].shape, operands[1].shape
     if len(lhs) == 5:  # batch_mmt4d
         return 2 * lhs[0] * lhs[1] * lhs[3] * rhs[1] * rhs[3] * lhs[2] * lhs[4]
     return 2 * lhs[0] * lhs[2] * rhs[0] * rhs[2] * lhs[1] * lhs[3]
+
+
+_BOUNDARY = frozenset({"Arg", "Const", "Scalar", "Dispatch", "ConstEval"})
+
+
+def _is_boundary(g: EGraphData, c: str) -> bool:
+    """Class c is read from outside the dispatch (every node of it a boundary)."""
+    nodes = g.choices(c)
+    return bool(nodes) and all(n.op in _BOUNDARY for n in nodes)
+
+
+def _fused_pack_bytes(g: EGraphData, c: str, info: object) -> float | None:
+    """Logical + packed bytes of the pack an operand class runs inside its consumer's dispatch, if it
+    is one (a set_encoding, or a slice of one: then the whole packed tensor)."""
+    for n in g.choices(c):
+        if n.op == "EncodedSlice":
+            return _fused_pack_bytes(g, n.children[0], info)
+        if n.op in ("SetEncoding", "Pack") and not any(m.op == "Empty" for m in g.choices(n.children[0])):
+            src = info(n.children[0], packed=False)  # type: ignore[operator]
+            return float(src.logical_bytes + info(c).stored_bytes)  # type: ignore[operator]
+    return None
+
+
+def _has_reduction(op: object) -> bool:
+    its = getattr(getattr(op, "attributes", {}).get("iterator_types"), "items", ())
+    return any(getattr(a, "value", "") == "reduction" for a in its)
 
 
 def body_op_count(op: object) -> int:
@@ -205,7 +299,7 @@ def _strip_class(t: Term) -> Term:
 def cost_table(g: EGraphData, imported: ImportedProgram, target: Target) -> CostTable:
     """``NodeCost`` of every extractable node in the root's cone (see ``table.py``)."""
     facts = _Facts(g)
-    launch = target.dispatch_overhead_us * 1e-6
+    launch = launch_seconds(target)
     table = CostTable(exclusive=exclusive_nodes(g))
     for c in g.classes:
         if not g.is_term_class(c):
@@ -230,10 +324,22 @@ def node_seconds(
     if op in ("SetEncoding", "Pack"):
         return op_seconds("pack", [info(kids[0], packed=False)], out, target)
     if op in ("UnsetEncoding", "Unpack"):
-        return op_seconds("unpack", [info(kids[0])], TensorInfo(out.shape, out.element), target)
+        src = info(kids[0])
+        plain = TensorInfo(out.shape, out.element)
+        if target.kernels is not None and not _is_boundary(g, kids[0]):
+            return target.kernels.unpack_in_dispatch.seconds(src.stored_bytes + plain.logical_bytes)
+        return op_seconds("unpack", [src], plain, target)
     if op in ("Contract", "Mmt4d"):
         kind_class, operands_classes = (kids[0], kids[1:]) if op == "Contract" else _contract_twin(g, c, kids)
-        return op_seconds("contract:" + str(g.leaf_value(kind_class)), [info(k) for k in operands_classes], out, target)
+        seconds = op_seconds(
+            "contract:" + str(g.leaf_value(kind_class)), [info(k) for k in operands_classes], out, target
+        )
+        if target.kernels is not None:  # operands packed in this dispatch cost more than standalone packs
+            for k in operands_classes[:2]:
+                packed = _fused_pack_bytes(g, k, info)
+                if packed is not None:
+                    seconds += in_dispatch_pack_extra(target, packed)
+        return max(seconds, 0.0)
     if op == "InsertSlice":
         return op_seconds("copy", [info(kids[0])], out, target)
     if op in ("Generic", "Op"):
@@ -244,7 +350,7 @@ def node_seconds(
         if op == "Generic":
             inputs += [info(k) for k in _list_classes(g, kids[2])]
         kind = "attention" if proto is not None and proto.name == "iree_linalg_ext.attention" else "generic"
-        return op_seconds(kind, inputs, out, target, body_op_count(proto))
+        return op_seconds(kind, inputs, out, target, body_op_count(proto), _has_reduction(proto))
     if op in (
         "Arg",
         "Const",
@@ -278,7 +384,9 @@ def _node_cost(
     if op == "Dispatch" and is_reshape(g, imported, kids[0]):
         return NodeCost()  # a reshape between dispatches is metadata (flow.tensor.reshape), not a dispatch
     if op == "Dispatch":
-        return NodeCost(run_seconds=launch, memory_bytes=out.stored_bytes)
+        return NodeCost(run_seconds=launch + alloc_seconds(target, out.stored_bytes), memory_bytes=out.stored_bytes)
+    if op == "Results":
+        return NodeCost(run_seconds=call_seconds(target))
     if op == "ConstEval":
         return NodeCost(memory_bytes=out.stored_bytes)
     seconds = node_seconds(g, c, op, kids, facts, imported, target)

@@ -22,7 +22,7 @@ linearization exact.
 from __future__ import annotations
 
 from egg_dispatch.extract.common import ExtractionResult, plan_contexts, plan_objective
-from egg_dispatch.extract.exact import exact_ilp
+from egg_dispatch.extract.exact import exact_ilp, k_best
 from egg_dispatch.extract.exhaustive import exhaustive
 from egg_dispatch.extract.greedy import greedy_dag
 
@@ -31,6 +31,7 @@ __all__ = [
     "exact_ilp",
     "exhaustive",
     "greedy_dag",
+    "k_best",
     "plan_contexts",
     "plan_objective",
 ]

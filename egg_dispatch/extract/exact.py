@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from egg_dispatch.cost.table import NodeCost
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.extract.common import ExtractionResult
 
-__all__ = ["exact_ilp"]
+__all__ = ["exact_ilp", "k_best"]
 
 
 def exact_ilp(
@@ -29,3 +29,37 @@ def exact_ilp(
     from egg_dispatch.extract.ilp import solve_ilp
 
     return solve_ilp(g, costs, lam, time_limit, warm_start, seed=seed, rel_gap=rel_gap)
+
+
+def k_best(
+    g: EGraphData,
+    costs: Mapping[str, NodeCost],
+    lam: float,
+    k: int,
+    *,
+    time_limit: float = 10.0,
+    key: Callable[[dict[str, str]], object] | None = None,
+    max_solves: int | None = None,
+) -> list[ExtractionResult]:
+    """The ``k`` best plans by the model, best first, each distinct under ``key`` (default: the choice
+    itself): the exact ILP solved again with a no-good cut for every plan already found (so the i-th is
+    optimal among the plans not yet returned, up to the solver's gap). Stops early when the e-graph
+    runs out of plans or after ``max_solves`` solves (default ``4 k``)."""
+    from egg_dispatch.extract.ilp import NoMorePlans, solve_ilp
+
+    found: list[ExtractionResult] = []
+    seen: set[object] = set()
+    exclude: list[dict[str, str]] = []
+    for _ in range(max_solves if max_solves is not None else 4 * k):
+        if len(found) >= k:
+            break
+        try:
+            r = solve_ilp(g, costs, lam, time_limit, exclude=exclude)
+        except NoMorePlans:
+            break
+        exclude.append(r.choice)
+        tag = key(r.choice) if key is not None else frozenset(r.choice.items())
+        if tag not in seen:
+            seen.add(tag)
+            found.append(r)
+    return found

@@ -34,7 +34,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import highspy
 import networkx as nx
@@ -46,7 +46,7 @@ from egg_dispatch.extract.common import _ZERO, ExtractionResult, _result, check_
 from egg_dispatch.extract.greedy import greedy_dag
 from egg_dispatch.extract.prune import PrunedGraph, _necessary, prune
 
-__all__ = ["solve_ilp"]
+__all__ = ["NoMorePlans", "solve_ilp"]
 
 _OBJECTIVE_SCALE = 1000.0
 """What the warm start's objective is scaled to inside HiGHS (see ``solve_ilp``)."""
@@ -146,6 +146,10 @@ def _warm_values(
     return values
 
 
+class NoMorePlans(ValueError):
+    """Every plan the e-graph holds is excluded (k-best extraction ran out)."""
+
+
 def solve_ilp(
     g: EGraphData,
     costs: Mapping[str, NodeCost],
@@ -155,11 +159,16 @@ def solve_ilp(
     *,
     seed: int = 0,
     rel_gap: float = 1e-7,
+    exclude: Sequence[Mapping[str, str]] = (),
 ) -> ExtractionResult:
     """Exact DAG-cost extraction (module docstring); deterministic: one thread, a fixed seed.
 
     ``costs.exclusive`` nodes (computations fused into several dispatches run in each) are charged
     their run_seconds once per chosen user: a column w_{p,n} >= x_p + x_n - 1 per user node p.
+
+    ``exclude`` lists plans (choices) the result must differ from: a no-good cut per plan (its chosen
+    nodes cannot all be chosen again), for the k best distinct plans. Raises ``NoMorePlans`` when
+    every plan is excluded.
     """
     start = time.perf_counter()
     check_costs(costs, lam)
@@ -168,13 +177,25 @@ def solve_ilp(
     p = prune(g, costs)
     mapped_res = _result(g, {c: p.kept(n) for c, n in greedy.choice.items()}, costs, lam, "greedy-dag", start)
     mapped = mapped_res.choice  # only what the root still reaches: the rest may be pruned away
-    candidates = [(greedy.objective, 0, "greedy", greedy.choice), (mapped_res.objective, 1, "mapped", mapped)]
+    excluded = [frozenset({c: p.kept(n) for c, n in e.items()}.items()) for e in exclude]
+
+    def allowed(choice: Mapping[str, str]) -> bool:
+        mapped_choice = frozenset({c: p.kept(n) for c, n in choice.items()}.items())
+        return not any(ex <= mapped_choice for ex in excluded)
+
+    candidates = [
+        cand
+        for cand in ((greedy.objective, 0, "greedy", greedy.choice), (mapped_res.objective, 1, "mapped", mapped))
+        if allowed(cand[3])
+    ]
     exclusive = getattr(costs, "exclusive", frozenset())
     stats: dict[str, object] = dict(p.stats)
     stats.update(greedy_objective=greedy.objective, mapped_objective=mapped_res.objective)
     decisions = sum(len(v) > 1 for v in p.nodes.values())
     stats["decisions"] = decisions
-    if decisions == 0 or mapped_res.objective == 0.0:
+    if decisions == 0 and not allowed(mapped):
+        raise NoMorePlans("the e-graph holds no other plan")
+    if (decisions == 0 or mapped_res.objective == 0.0) and allowed(mapped):
         # One plan left, or a zero-cost plan with costs >= 0: optimal without a solver.
         return _result(g, mapped, costs, lam, "ilp-highs", start, True, 0.0, {**stats, "source": "mapped"})
 
@@ -254,6 +275,10 @@ def solve_ilp(
                 for u in sorted(users.get(c, ())):
                     w = m.col(run_s / scale, 0.0, 1.0, False)
                     m.row([(cols[("x", u)], 1.0), (cols[("x", n)], 1.0), (w, -1.0)], -math.inf, 1.0)
+    for ex in excluded:  # no-good cuts: not every node of an excluded plan again
+        chosen_cols = [cols[("x", n)] for _, n in sorted(ex) if ("x", n) in cols]
+        if chosen_cols:
+            m.row([(j, 1.0) for j in chosen_cols], -math.inf, float(len(chosen_cols) - 1))
     stats.update(
         columns=len(m.cost),
         rows=len(m.row_lower),
@@ -301,7 +326,10 @@ def solve_ilp(
             stats["solver_plan_invalid"] = str(e)
         else:
             stats["solver_objective"] = solved.objective
-            candidates.append((solved.objective, -1, "solver", solved.choice))
+            if allowed(solved.choice):
+                candidates.append((solved.objective, -1, "solver", solved.choice))
+    if not candidates:
+        raise NoMorePlans("no plan left outside the excluded ones (or none found within the time limit)")
     objective, _, source, choice = min(candidates, key=lambda t: (t[0], t[1]))
     bound = info.mip_dual_bound * scale
     gap: float | None = None

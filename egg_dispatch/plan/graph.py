@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from egg_dispatch.cost.model import _Facts, exclusive_nodes, is_reshape, node_seconds
+from egg_dispatch.cost.model import (
+    _Facts,
+    alloc_seconds,
+    call_seconds,
+    exclusive_nodes,
+    is_reshape,
+    launch_seconds,
+    node_seconds,
+)
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.target.profile import Target
@@ -85,7 +93,7 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
     facts = _Facts(g)
     exclusive = exclusive_nodes(g)  # same set as the cost table's: charged per use
     graph = nx.DiGraph()
-    launch = target.dispatch_overhead_us * 1e-6
+    launch = launch_seconds(target)
     owned: set[tuple[str, bool, str]] = set()  # (class, at_load, owning dispatch) already counted
     dispatches: list[DispatchInfo] = []
     globals_: list[tuple[str, int, list[str]]] = []
@@ -175,7 +183,7 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
                 load_temporaries += facts.info(c).stored_bytes
                 fuse(node.children[0], True, None, [], choice[c])
                 return
-            d = DispatchInfo(name, launch_seconds=launch)
+            d = DispatchInfo(name, launch_seconds=launch + alloc_seconds(target, facts.info(c).stored_bytes))
             d.bytes_out = facts.info(c).stored_bytes
             reads = []
             fuse(node.children[0], False, d, reads, choice[c])
@@ -195,7 +203,7 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
         for src, b in reads:
             graph.add_edge(src, f"result{i}", bytes=b)
     transient = sum(d.bytes_out for d in dispatches) + load_temporaries
-    run_seconds = sum(d.seconds for d in dispatches) + top_seconds
+    run_seconds = sum(d.seconds for d in dispatches) + top_seconds + call_seconds(target)
     encodes = sum(1 for d in dispatches if d.ops == ["SetEncoding"] or d.ops == ["Pack"])
     metrics = PlanMetrics(
         run_seconds,

@@ -8,6 +8,7 @@ carries a one-line justification in the file's ``notes``; ``--target-file`` load
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -18,6 +19,9 @@ from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from egg_dispatch.target.host import HOST, calibrated_profile_path, host_cpu, host_isa_target
+from egg_dispatch.target.kernels import KernelCosts, kernels_from_dict
 
 __all__ = [
     "LHS",
@@ -58,6 +62,10 @@ class Target:
     max_stack_allocation_size: int
     native_vector_size: int = DEFAULT_NATIVE_VECTOR_SIZE
     """Bytes of one native vector register (IREE's ``native_vector_size``: 32 on AVX2, 64 on AVX-512)."""
+    kernels: KernelCosts | None = field(default=None, hash=False, compare=False)
+    """Measured kernel costs (``egg-dispatch calibrate``); None: the analytic peaks above are used."""
+    provenance: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    """Where the measured numbers come from: CPU, its features, IREE version, date, flags, fit residuals."""
     notes: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     source: str = field(default="<dict>", compare=False)
 
@@ -105,7 +113,7 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "dispatch_overhead_us": (int, float),
     "max_stack_allocation_size": int,
 }
-_OPTIONAL: dict[str, type] = {"notes": dict, "native_vector_size": int}
+_OPTIONAL: dict[str, type] = {"notes": dict, "native_vector_size": int, "kernels": dict, "provenance": dict}
 
 
 def _is_number(v: Any) -> bool:
@@ -184,6 +192,8 @@ def target_from_dict(data: Any, source: str = "<dict>") -> Target:
         dispatch_overhead_us=float(data["dispatch_overhead_us"]),
         max_stack_allocation_size=int(data["max_stack_allocation_size"]),
         native_vector_size=int(data.get("native_vector_size", DEFAULT_NATIVE_VECTOR_SIZE)),
+        kernels=kernels_from_dict(data["kernels"], fail) if "kernels" in data else None,
+        provenance=MappingProxyType(dict(data.get("provenance", {}))),
         notes=MappingProxyType(dict(notes)),
         source=source,
     )
@@ -195,6 +205,27 @@ def _load_text(text: str, source: str) -> Target:
     except json.JSONDecodeError as err:
         raise TargetError(f"{source}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
     return target_from_dict(data, source)
+
+
+def host_target() -> Target:
+    """This CPU's calibrated profile, or its ISA's built-in profile with ``provenance["warning"]`` saying
+    it is not calibrated (commands print it once); an unknown ISA is a ``TargetError``."""
+    path = calibrated_profile_path()
+    if path.is_file():
+        return _load_text(path.read_text(encoding="utf-8"), str(path))
+    isa, why = host_isa_target()
+    cpu, _ = host_cpu()
+    if isa is None:
+        raise TargetError(
+            f"host: no built-in profile for this CPU ({cpu}: {why}); pass --target with one of "
+            f"{', '.join(builtin_target_names())} or a --target-file"
+        )
+    base = _load_builtin(isa)
+    warning = (
+        f"warning: --target host: {cpu} is not calibrated; using the built-in {isa} profile ({why}), whose "
+        "numbers were not measured here (run 'egg-dispatch calibrate')"
+    )
+    return dataclasses.replace(base, provenance=MappingProxyType({**base.provenance, "warning": warning}))
 
 
 def builtin_target_names() -> tuple[str, ...]:
@@ -210,7 +241,10 @@ def _load_builtin(name: str) -> Target:
 
 
 def load_target(name_or_path: str | os.PathLike[str]) -> Target:
-    """A built-in profile by name (e.g. ``"x86_64-avx2"``), or a user's JSON profile by path."""
+    """A built-in profile by name (e.g. ``"x86_64-avx2"``), ``"host"`` (this CPU: its calibrated
+    profile, else its ISA's built-in one, see ``target.host``), or a user's JSON profile by path."""
+    if name_or_path == HOST:
+        return host_target()
     if isinstance(name_or_path, str) and name_or_path in builtin_target_names():
         return _load_builtin(name_or_path)
     path = Path(name_or_path)

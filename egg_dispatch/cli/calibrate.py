@@ -1,0 +1,125 @@
+"""``egg-dispatch calibrate [-o FILE] [--quick]``: measure this machine's target profile.
+
+Compiles and times micro-programs with IREE (``measure.calibrate`` says what and how), fits the cost
+model's kernel costs, and writes a profile that ``--target host`` (the default of every command) then
+uses, or ``--target-file FILE`` when written elsewhere with ``-o``. Default ≤ 10 minutes on a 2-core
+machine (``--quick`` ≤ 2), with a progress bar on stderr; Ctrl-C leaves the previous profile as it was.
+Exit codes: 0 written, 2 bad input (IREE not installed, unknown CPU, bad flags).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from egg_dispatch.cli.args import InputError
+from egg_dispatch.target.host import calibrated_profile_path, host_cpu, host_isa_target
+from egg_dispatch.target.profile import TargetError, builtin_target_names, load_target
+
+__all__ = ["register", "run"]
+
+DEFAULT_SECONDS = 600.0
+QUICK_SECONDS = 120.0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="measure this machine's target profile with IREE (for --target host)",
+        description="Compile and time micro-programs with iree-compile / iree-benchmark-module on this CPU, fit "
+        "the cost model's kernel costs and write a target profile (default: the user's cache directory, which "
+        "--target host reads).",
+    )
+    p.add_argument(
+        "-o", "--output", metavar="FILE", help="where to write the profile (default: the cache, for --target host)"
+    )
+    p.add_argument(
+        "--quick", action="store_true", help=f"fewer sizes and types (about {QUICK_SECONDS / 60:.0f} minutes)"
+    )
+    p.add_argument(
+        "--base",
+        metavar="T",
+        help="built-in profile whose tiles and limits the measured one keeps (default: this CPU's ISA)",
+    )
+    p.add_argument(
+        "--max-seconds",
+        type=float,
+        metavar="S",
+        help=f"stop measuring after S seconds and fit what was measured (default {DEFAULT_SECONDS:g}, quick "
+        f"{QUICK_SECONDS:g})",
+    )
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from egg_dispatch.iree.tools import find_tool
+
+    for tool in ("iree-compile", "iree-benchmark-module", "iree-profile"):
+        if find_tool(tool) is None:
+            raise InputError(f"error: calibrate needs IREE's {tool} (pip install 'egg-dispatch[iree]')")
+    base_name = args.base
+    if base_name is None:
+        base_name, why = host_isa_target()
+        if base_name is None:
+            cpu, _ = host_cpu()
+            raise InputError(f"error: no built-in profile for this CPU ({cpu}: {why}); pass --base")
+    if base_name not in builtin_target_names():
+        raise InputError(f"--base: error: not a built-in profile ({', '.join(builtin_target_names())})")
+    try:
+        base = load_target(base_name)
+    except TargetError as e:
+        raise InputError(f"--base: error: {e}") from None
+    if args.max_seconds is not None and not args.max_seconds > 0:
+        raise InputError(f"--max-seconds: error: must be positive, got {args.max_seconds:g}")
+    out = Path(args.output) if args.output else calibrated_profile_path()
+    from egg_dispatch.measure.calibrate import calibrate, profile_dict, write_profile
+
+    budget = args.max_seconds or (QUICK_SECONDS if args.quick else DEFAULT_SECONDS)
+    start = time.monotonic()
+    bar = _ProgressBar()
+    try:
+        cal = calibrate(base, quick=args.quick, progress=bar, deadline=start + budget * 0.9)
+    finally:
+        bar.close()
+    if not cal.samples:
+        raise InputError("error: nothing was measured within the time budget")
+    write_profile(profile_dict(base, cal, quick=args.quick), out)
+    k = cal.kernels
+    assert k is not None
+    print(
+        f"wrote {out} ({time.monotonic() - start:.0f} s; base {base.name}{'; ' + cal.stopped if cal.stopped else ''})"
+    )
+    for key, r in sorted(cal.residuals.items()):
+        print(f"  fit {key}: median |log(model/measured)| {r:.2f}")
+    f32 = k.mmt4d.get("f32,f32,f32")
+    if f32 is not None:
+        print(f"  mmt4d f32 {f32.rate_g:.1f} GFLOP/s; launch {k.launch_us:.2f} us; call {k.call_us:.2f} us")
+    return 0
+
+
+class _ProgressBar:
+    """tqdm on stderr when available and stderr is a terminal; one line per step otherwise."""
+
+    def __init__(self) -> None:
+        self.bar = None
+        try:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=1, file=sys.stderr, disable=not sys.stderr.isatty(), unit="step")
+        except ImportError:  # pragma: no cover - tqdm is a dependency
+            pass
+
+    def __call__(self, message: str, done: int, total: int) -> None:
+        if self.bar is not None and not self.bar.disable:
+            self.bar.total = total
+            self.bar.set_description(message[:40])
+            self.bar.n = done
+            self.bar.refresh()
+        else:
+            print(f"egg-dispatch: calibrate [{done}/{total}] {message}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -1,0 +1,423 @@
+"""``egg-dispatch calibrate``: a target profile measured on this machine.
+
+Micro-programs (``measure.micro``) cover what the cost model prices: data-tiled contractions with
+their operands pre-packed (over a grid of M, N, K, per element-type triple), the same with the unpack
+or one operand's pack inside the contraction's dispatch, plain (non-data-tiled) contractions, encode
+and decode dispatches, elementwise and reduction generics, and chains of almost empty dispatches for
+the launch overhead. Each is emitted in IREE's post-dispatch-creation form (``emit.iree``, so the
+dispatch boundaries are ours), compiled with ``iree-compile`` for the target's CPU (the flags ``bench``
+and ``tune`` use), and run by ``iree-benchmark-module`` on the single-threaded ``local-sync`` device
+with IREE's host-execution profiling, which gives every dispatch's kernel time; the whole call is also
+timed without profiling. Repeats are interleaved across programs and their medians kept.
+
+Fits (``fit_linear``) are least squares on relative error with non-negative coefficients (an
+active-set refit drops a term that would go negative): ``seconds = fixed + work / rate + bytes /
+bandwidth``. Each fit records its median |log(model / measured)|; where that exceeds
+``TABLE_RESIDUAL`` the measured points are kept as a table the model interpolates (``target.kernels``).
+Launch and per-call overheads are fitted on the whole-call times: call = per-call + dispatches x launch
++ Σ kernels. The profile is written with provenance for every number (CPU, flags, IREE version, date,
+residual), atomically, so an interrupted run leaves the previous profile as it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import math
+import os
+import statistics
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from egg_dispatch.egraph.facts import fused_footprint_legal
+from egg_dispatch.emit.iree.module import emit_iree, iree_cpu
+from egg_dispatch.iree.profiling import DispatchTimes, profile_module
+from egg_dispatch.iree.tools import compile_module
+from egg_dispatch.measure.micro import Case, MicroProgram, chain, contractions, generics
+from egg_dispatch.mlir.parser import parse_mlir
+from egg_dispatch.target.host import host_cpu
+from egg_dispatch.target.kernels import Fit, KernelCosts, kernels_to_dict
+from egg_dispatch.target.layout import packed_nbytes, resolve_layout
+from egg_dispatch.target.profile import Target
+
+__all__ = ["TABLE_RESIDUAL", "Calibration", "Plan", "calibrate", "fit_linear", "plan_programs", "profile_dict"]
+
+TABLE_RESIDUAL = 0.25
+"""A fit whose median |log(model/measured)| exceeds this keeps its points as an interpolation table."""
+
+_MAPS = ((0, 2), (1, 2), (0, 1))
+_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i8": 1, "i32": 4, "f64": 8}
+
+
+@dataclass
+class Plan:
+    """What one calibration run measures (``--quick`` is the smaller one)."""
+
+    types: tuple[str, ...]
+    contraction_shapes: tuple[tuple[int, int, int], ...]
+    in_dispatch_shapes: tuple[tuple[int, int, int], ...]
+    generic_shapes: tuple[tuple[int, int], ...]
+    chains: tuple[int, ...]
+    repeats: int
+    min_time: float
+
+
+def plan_programs(quick: bool, target: Target) -> Plan:
+    types = tuple(t for t in ("f32,f32,f32", "f16,f16,f32", "i8,i8,i32") if target.tile(t) is not None) or (
+        "f32,f32,f32",
+    )
+    if quick:
+        return Plan(types[:2], ((1, 64, 64), (16, 256, 256), (128, 512, 512)), ((8, 32, 32), (32, 64, 64)),
+                    ((16, 256), (256, 1024)), (1, 16), 3, 0.05)  # fmt: skip
+    grid = tuple((m, nk, nk) for m in (1, 8, 32, 128, 512) for nk in (64, 256, 1024))
+    small = ((1, 32, 32), (4, 64, 32), (16, 64, 32), (16, 32, 64), (32, 32, 32), (8, 64, 64), (32, 64, 64))
+    gen = ((1, 64), (16, 256), (64, 1024), (256, 4096))
+    return Plan(types, grid, small, gen, (1, 4, 16, 48), 3, 0.1)
+
+
+@dataclass
+class Calibration:
+    """Every measurement of a run and the fitted costs."""
+
+    samples: dict[str, list[tuple[tuple[int, ...], str, float]]] = field(default_factory=dict)
+    """kind -> [(sizes, element types, median seconds)]; packs and unpacks: sizes (M, N, K, operand)."""
+    calls: list[tuple[int, int, float, float]] = field(default_factory=list)
+    """(dispatches per call, bytes they write, median kernel seconds per call, median call seconds)."""
+    kernels: KernelCosts | None = None
+    residuals: dict[str, float] = field(default_factory=dict)
+    stopped: str = ""
+    """Why the run stopped before measuring everything (empty: it did not)."""
+
+
+def fit_linear(features: Sequence[Sequence[float]], seconds: Sequence[float]) -> tuple[list[float], float]:
+    """Non-negative least squares of ``seconds ≈ features @ coef`` on relative error; returns the
+    coefficients and the median |log(model / measured)|."""
+    x = np.asarray(features, dtype=np.float64)
+    y = np.asarray(seconds, dtype=np.float64)
+    w = 1.0 / np.maximum(y, 1e-12)
+    active = list(range(x.shape[1]))
+    coef = np.zeros(x.shape[1])
+    while active:
+        sol, *_ = np.linalg.lstsq(x[:, active] * w[:, None], y * w, rcond=None)
+        if (sol >= 0).all():
+            coef[:] = 0
+            coef[active] = sol
+            break
+        active.pop(int(np.argmin(sol)))
+    model = x @ coef
+    ratios = np.abs(np.log(np.maximum(model, 1e-15) / np.maximum(y, 1e-15)))
+    return coef.tolist(), float(np.median(ratios)) if len(ratios) else 0.0
+
+
+def _to_fit(coef: Sequence[float], residual: float, points: list[tuple[float, float]]) -> Fit:
+    """(fixed, per-work, per-byte) coefficients as a ``Fit``; rates are their inverses."""
+    fixed, per_work, per_byte = [*coef, 0.0, 0.0][:3]
+    keep = tuple(sorted(points)) if residual > TABLE_RESIDUAL and len(points) >= 2 else ()
+    return Fit(
+        fixed_us=fixed * 1e6,
+        rate_g=(1.0 / per_work / 1e9) if per_work > 0 else 0.0,
+        gbps=(1.0 / per_byte / 1e9) if per_byte > 0 else 0.0,
+        points=keep,
+        residual=residual,
+    )
+
+
+def _layout_bytes(target: Target, types: str, sizes: tuple[int, int, int], operand: int) -> tuple[int, int]:
+    """(logical, packed) bytes of operand ``operand`` (0 lhs [M,K], 1 rhs [N,K], 2 acc [M,N])."""
+    m, n, k = sizes
+    ts = tuple(types.split(","))
+    shape = ((m, k), (n, k), (m, n))[operand]
+    elem = _BYTES[ts[operand]]
+    layout = resolve_layout(target, operand, ts, _MAPS, (m, n, k))  # type: ignore[arg-type]
+    return math.prod(shape) * elem, packed_nbytes(shape, elem, layout)
+
+
+def _padded_flops(target: Target, types: str, sizes: tuple[int, int, int]) -> int:
+    m, n, k = sizes
+    ts = tuple(types.split(","))
+    lay = [resolve_layout(target, i, ts, _MAPS, sizes) for i in range(3)]  # type: ignore[arg-type]
+
+    def pad(d: int, size: int, i: int, axis: int) -> int:
+        layout = lay[i]
+        if layout is None:
+            return size
+        tiles = dict(zip(layout.inner_dims_pos, layout.inner_tiles, strict=True))
+        t = tiles.get(axis, 1)
+        return -(-size // t) * t
+
+    return 2 * pad(0, m, 0, 0) * pad(1, n, 1, 0) * pad(2, k, 0, 1)
+
+
+def _programs(plan: Plan, target: Target) -> list[MicroProgram]:
+    """The calibration programs; in-dispatch packs only where IREE's codegen takes them (the fused-pack
+    footprint model the e-graph's legality uses, ``egraph.facts.fused_footprint_legal``)."""
+    out: list[MicroProgram] = []
+    for types in plan.types:
+        tag = types.split(",")[0]
+        out.append(contractions(f"mmt4d_{tag}", "mmt4d", types, plan.contraction_shapes))
+        out.append(contractions(f"matmul_{tag}", "matmul", types, plan.contraction_shapes))
+    f32 = "f32,f32,f32"
+    out.append(contractions("unpack_f32", "mmt4d+unpack", f32, plan.contraction_shapes))
+    lhs_ok = [s for s in plan.in_dispatch_shapes if _fused_ok(target, f32, s, 0)]
+    rhs_ok = [s for s in plan.in_dispatch_shapes if _fused_ok(target, f32, s, 1)]
+    if lhs_ok or rhs_ok:
+        out.append(contractions("base_small_f32", "mmt4d", f32, sorted(set(lhs_ok) | set(rhs_ok))))
+    if lhs_ok:
+        out.append(contractions("pack_lhs_f32", "mmt4d+pack_lhs", f32, lhs_ok))
+    if rhs_ok:
+        out.append(contractions("pack_rhs_f32", "mmt4d+pack_rhs", f32, rhs_ok))
+    out.append(generics("elementwise1", "elementwise", plan.generic_shapes, 1))
+    out.append(generics("elementwise4", "elementwise", plan.generic_shapes, 4))
+    out.append(generics("reduction", "reduction", plan.generic_shapes))
+    out += [chain(f"chain{n}", n) for n in plan.chains]
+    return out
+
+
+def _fused_ok(target: Target, types: str, sizes: tuple[int, int, int], operand: int) -> bool:
+    _, packed = _layout_bytes(target, types, sizes, operand)
+    _, acc = _layout_bytes(target, types, sizes, 2)
+    return fused_footprint_legal(target, [packed], acc)
+
+
+def _lookup(times: DispatchTimes, prog: MicroProgram, case: Case) -> float | None:
+    for name, seconds in times.seconds.items():
+        if case.dispatch is not None and name.startswith(f"{prog.function}_dispatch_{case.dispatch}_"):
+            return seconds
+        if case.encode is not None and name.endswith(case.encode) and name.startswith("_encoding_"):
+            return seconds
+    return None
+
+
+def calibrate(
+    target: Target,
+    *,
+    quick: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
+    deadline: float | None = None,
+    clock: Callable[[], float] | None = None,
+) -> Calibration:
+    """Measure the micro-programs for ``target``'s CPU and fit its kernel costs (see module doc).
+    ``deadline`` (on ``clock``, default ``time.monotonic``) stops measuring early; what was measured
+    is fitted, and ``Calibration.stopped`` says why it stopped."""
+    import time
+
+    now = clock or time.monotonic
+    plan = plan_programs(quick, target)
+    programs = _programs(plan, target)
+    cpu = iree_cpu(target)
+    cpu_flag = next((f.split("=", 1)[1] for f in cpu.compile_flags if "target-cpu=" in f), "generic")
+    others = [f for f in cpu.compile_flags if "target-cpu=" not in f]
+    compiled: list[tuple[MicroProgram, bytes]] = []
+    total = len(programs) * (1 + plan.repeats)
+    done = 0
+    cal = Calibration()
+    for prog in programs:
+        if deadline is not None and now() > deadline:
+            cal.stopped = "time budget reached while compiling"
+            break
+        text = emit_iree(parse_mlir(prog.text, f"<calibration {prog.function}>"), target, materialize=False)
+        compiled.append((prog, compile_module(text, data_tiling=False, target_cpu=cpu_flag, extra_flags=others,
+                                              compile_from="dispatch-creation")))  # fmt: skip
+        done += 1
+        if progress:
+            progress(f"compiled {prog.function}", done, total)
+    raw: dict[tuple[str, int], list[float]] = {}
+    call_raw: dict[str, list[tuple[float, float]]] = {}
+    for r in range(plan.repeats):
+        for prog, vmfb in compiled:
+            if deadline is not None and now() > deadline:
+                cal.stopped = cal.stopped or f"time budget reached in repeat {r + 1} of {plan.repeats}"
+                break
+            times = profile_module(vmfb, prog.function, prog.inputs, min_time=plan.min_time)
+            for i, case in enumerate(prog.cases):
+                s = _lookup(times, prog, case)
+                if s is not None:
+                    raw.setdefault((prog.function, i), []).append(s)
+            if times.call_seconds is not None:
+                call_raw.setdefault(prog.function, []).append((times.kernel_seconds_per_call(), times.call_seconds))
+            done += 1
+            if progress:
+                progress(f"timed {prog.function} ({r + 1}/{plan.repeats})", done, total)
+        else:
+            continue
+        break
+    by_name = {p.function: p for p, _ in compiled}
+    for (fn, i), values in raw.items():
+        case = by_name[fn].cases[i]
+        sizes = case.sizes if case.operand is None else (*case.sizes, case.operand)
+        cal.samples.setdefault(case.kind, []).append((sizes, case.types, statistics.median(values)))
+    for fn, pairs in call_raw.items():
+        kern = statistics.median(p[0] for p in pairs)
+        call = statistics.median(p[1] for p in pairs)
+        cal.calls.append((by_name[fn].dispatch_count, by_name[fn].transient_bytes, kern, call))
+    cal.kernels, cal.residuals = fit_kernels(cal, target)
+    return cal
+
+
+def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str, float]]:
+    """Fit every kind measured in ``cal`` (see the module doc); returns the costs and residuals."""
+    res: dict[str, float] = {}
+    s = cal.samples
+
+    def contraction_fit(kind: str, types: str) -> Fit | None:
+        rows = [(sz, t) for sz, ts, t in s.get(kind, []) if ts == types]
+        if not rows:
+            return None
+        feats, ys, pts = [], [], []
+        for sz, t in rows:
+            flops = _padded_flops(target, types, sz) if kind == "mmt4d" else 2 * math.prod(sz)
+            moved = sum(_layout_bytes(target, types, sz, i)[1 if kind == "mmt4d" else 0] for i in range(3))
+            feats.append((1.0, flops, moved))
+            ys.append(t)
+            pts.append((float(flops), t))
+        coef, r = fit_linear(feats, ys)
+        res[f"{kind}.{types}"] = r
+        return _to_fit(coef, r, pts)
+
+    def bytes_fit(key: str, rows: list[tuple[float, float]]) -> Fit:
+        if not rows:
+            return Fit()
+        coef, r = fit_linear([(1.0, b) for b, _ in rows], [t for _, t in rows])
+        res[key] = r
+        fixed, per_byte = coef
+        keep = tuple(sorted(rows)) if r > TABLE_RESIDUAL and len(rows) >= 2 else ()
+        return Fit(fixed_us=fixed * 1e6, rate_g=(1 / per_byte / 1e9) if per_byte > 0 else 0.0, points=keep, residual=r)
+
+    mmt4d = {t: f for t in {ts for _, ts, _ in s.get("mmt4d", [])} if (f := contraction_fit("mmt4d", t))}
+    matmul = {t: f for t in {ts for _, ts, _ in s.get("matmul", [])} if (f := contraction_fit("matmul", t))}
+    pack_rows, unpack_rows = [], []
+    for (m, n, k, operand), types, t in s.get("pack", []):
+        logical, packed = _layout_bytes(target, types, (m, n, k), operand)
+        pack_rows.append((float(logical + packed), t))
+    for (m, n, k, operand), types, t in s.get("unpack", []):
+        logical, packed = _layout_bytes(target, types, (m, n, k), operand)
+        unpack_rows.append((float(logical + packed), t))
+    base = {(sz, ts): t for sz, ts, t in s.get("mmt4d", [])}
+    delta_unpack = [
+        (float(sum(_layout_bytes(target, ts, sz, 2))), max(t - base[(sz, ts)], 1e-9))
+        for sz, ts, t in s.get("mmt4d+unpack", [])
+        if (sz, ts) in base
+    ]
+    delta_pack = []
+    for kind, operand in (("mmt4d+pack_lhs", 0), ("mmt4d+pack_rhs", 1)):
+        for sz, ts, t in s.get(kind, []):
+            if (sz, ts) in base:
+                delta_pack.append((float(sum(_layout_bytes(target, ts, sz, operand))), max(t - base[(sz, ts)], 1e-9)))
+
+    def generic_fit(kind: str) -> Fit:
+        rows = s.get(kind, [])
+        if not rows:
+            return Fit()
+        feats, ys, pts = [], [], []
+        for (r, n, ops), _, t in rows:
+            elements = r * n
+            moved = (3 if kind == "elementwise" else 1) * elements * 4 + (r * 4 if kind == "reduction" else 0)
+            feats.append((1.0, elements * ops, moved))
+            ys.append(t)
+            pts.append((float(elements * ops), t))
+        coef, rr = fit_linear(feats, ys)
+        res[kind] = rr
+        return _to_fit(coef, rr, pts)
+
+    launch, call, per_byte = 0.0, 0.0, 0.0
+    if cal.calls:
+        coef, rr = fit_linear([(1.0, n, b) for n, b, _, _ in cal.calls], [max(c - k, 1e-9) for _, _, k, c in cal.calls])
+        call, launch, per_byte = coef
+        res["launch"] = rr
+    kernels = KernelCosts(
+        launch_us=launch * 1e6,
+        call_us=call * 1e6,
+        alloc_gbps=(1 / per_byte / 1e9) if per_byte > 0 else 0.0,
+        mmt4d=mmt4d,
+        matmul=matmul,
+        pack=bytes_fit("pack", pack_rows),
+        pack_in_dispatch=bytes_fit("pack_in_dispatch", delta_pack),
+        unpack=bytes_fit("unpack", unpack_rows),
+        unpack_in_dispatch=bytes_fit("unpack_in_dispatch", delta_unpack),
+        elementwise=generic_fit("elementwise"),
+        reduction=generic_fit("reduction"),
+    )
+    return kernels, res
+
+
+def profile_dict(base: Target, cal: Calibration, *, quick: bool) -> dict:
+    """The calibrated profile as JSON data: ``base``'s tiles and limits, the measured kernels, and the
+    analytic fields derived from them (for plans priced without the kernel table), with provenance."""
+    assert cal.kernels is not None
+    k = cal.kernels
+    cpu, flags = host_cpu()
+    try:
+        iree_version = metadata.version("iree-base-compiler")
+    except metadata.PackageNotFoundError:  # pragma: no cover - calibrate needs IREE
+        iree_version = "unknown"
+    when = datetime.date.today().isoformat()
+    where = f"measured on {cpu} with iree-compile {iree_version} ({iree_cpu(base).compile_flags[0]}), {when}"
+    isa = sorted(f for f in flags if f.startswith(("avx", "fma", "amx", "asimd", "sve")))
+
+    def peaks(table: dict[str, Fit], fallback: dict[str, float]) -> dict[str, float]:
+        out = dict(fallback)
+        for types, fit in table.items():
+            if fit.rate_g > 0:
+                out[types.split(",")[0]] = round(fit.rate_g, 3)
+        return out
+
+    bw = k.unpack.rate_g or k.pack.rate_g or base.memory_bandwidth_gbps
+    notes = dict(base.notes)
+    for key in ("mmt4d_peak_gflops", "matmul_peak_gflops", "memory_bandwidth_gbps", "dispatch_overhead_us"):
+        notes[key] = f"Derived from the kernels table, {where}."
+    notes["kernels"] = f"Fitted {where}; residuals (median |log model/measured|) in provenance.fits."
+    for types in ("bf16,bf16,f32", "f16,f16,f16"):
+        if base.tile(types) is not None and types not in k.mmt4d:
+            notes[f"kernels.mmt4d.{types}"] = "Not measured (calibrate times f32, f16 and i8): the f32 fit is used."
+    data = {
+        "name": f"{base.name}-host",
+        "description": f"{base.description} Calibrated on this machine: {cpu}.",
+        "encoding_resolver": base.encoding_resolver,
+        "tiles": {",".join(t): list(v) for t, v in base.tiles.items()},
+        "mmt4d_peak_gflops": peaks(dict(k.mmt4d), dict(base.mmt4d_peak_gflops)),
+        "matmul_peak_gflops": peaks(dict(k.matmul), dict(base.matmul_peak_gflops)),
+        "memory_bandwidth_gbps": round(bw, 3),
+        "dispatch_overhead_us": round(k.launch_us, 4),
+        "max_stack_allocation_size": base.max_stack_allocation_size,
+        "native_vector_size": base.native_vector_size,
+        "kernels": kernels_to_dict(k),
+        "provenance": {
+            "cpu": cpu,
+            "isa_flags": isa,
+            "iree_compiler": iree_version,
+            "compile_flags": list(iree_cpu(base).compile_flags),
+            "device": "local-sync (1 thread)",
+            "date": when,
+            "quick": quick,
+            "stopped_early": cal.stopped,
+            "fits": {key: round(v, 4) for key, v in sorted(cal.residuals.items())},
+            "samples": {kind: len(rows) for kind, rows in sorted(cal.samples.items())},
+            "base_profile": base.name,
+        },
+        "notes": notes,
+    }
+    return data
+
+
+def write_profile(data: dict, path: Path) -> None:
+    """Write a profile atomically: a temporary file in the same directory, then a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def replace_kernels(target: Target, kernels: KernelCosts) -> Target:
+    return dataclasses.replace(target, kernels=kernels)

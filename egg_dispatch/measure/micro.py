@@ -1,0 +1,234 @@
+"""Micro-programs for calibration: plans whose every dispatch is one kind of work, at chosen sizes.
+
+Each builder writes a function in our plan form (``flow.dispatch.region`` + top-level encodes; the form
+``emit.iree`` turns into IREE's post-dispatch-creation form), so that the dispatch boundaries are exactly
+the ones the cost model prices, not whatever IREE's own dispatch formation would make. One function
+holds many independent cases (each with its own arguments and result), so that one compile and one
+profiled benchmark measure them all; ``Case.dispatches`` says which dispatch (by its ordinal among the
+function's workgroups, or by its encode signature) measures what.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Case", "MicroProgram", "chain", "contractions", "generics"]
+
+MAPS = (
+    "#map = affine_map<(d0, d1, d2) -> (d0, d2)>\n"
+    "#map1 = affine_map<(d0, d1, d2) -> (d1, d2)>\n"
+    "#map2 = affine_map<(d0, d1, d2) -> (d0, d1)>\n"
+)
+_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i8": 1, "i32": 4, "f64": 8}
+_NUMPY = {"f32": np.float32, "f16": np.float16, "i8": np.int8, "i32": np.int32, "f64": np.float64}
+
+
+@dataclass
+class Case:
+    """One measured thing: its kind, its sizes, and the dispatch whose time it is."""
+
+    kind: str
+    """``mmt4d``, ``matmul``, ``pack``, ``unpack``, ``mmt4d+unpack``, ``mmt4d+pack_lhs``, ``mmt4d+pack_rhs``,
+    ``elementwise``, ``reduction`` or ``chain``."""
+    types: str
+    sizes: tuple[int, ...]
+    dispatch: int | None = None
+    """Ordinal of its workgroups op in the function (IREE names it ``<func>_dispatch_<N>_...``)."""
+    encode: str | None = None
+    """For an encode dispatch: IREE's name suffix ``encode_<shape>x<type>_to_<shape>x<type>``."""
+    operand: int | None = None
+    """For a pack or unpack: which operand of the (M, N, K) contraction it encodes (0 LHS, 1 RHS, 2 result)."""
+
+
+@dataclass
+class MicroProgram:
+    function: str
+    text: str
+    inputs: list[np.ndarray]
+    cases: list[Case] = field(default_factory=list)
+    dispatch_count: int = 0
+    """Dispatches one call runs (workgroups and encodes), for the launch-overhead fit."""
+    transient_bytes: int = 0
+    """Bytes of the buffers those dispatches write (fresh each call), for the allocation-cost fit."""
+
+
+def _t(shape: Sequence[int], elem: str, enc: str | None = None) -> str:
+    dims = "x".join(map(str, shape))
+    return f"tensor<{dims}x{elem}{', ' + enc if enc else ''}>"
+
+
+def _array(shape: Sequence[int], elem: str, rng: np.random.Generator) -> np.ndarray:
+    if elem.startswith("i"):
+        return rng.integers(-4, 5, size=tuple(shape)).astype(_NUMPY[elem])
+    return (rng.integers(-8, 9, size=tuple(shape)) / 16).astype(_NUMPY[elem])
+
+
+def _encoding(i: int, types: Sequence[str], m: int, n: int, k: int) -> str:
+    return (
+        f"#iree_encoding.encoding<operand_index = {i} : index, op_type = matmul, element_types = "
+        f"[{', '.join(types)}], user_indexing_maps = [#map, #map1, #map2], iteration_sizes = [{m}, {n}, {k}]>"
+    )
+
+
+def contractions(
+    name: str, kind: str, types: str, shapes: Sequence[tuple[int, int, int]], seed: int = 0
+) -> MicroProgram:
+    """``x[M,K] . w[N,K]^T`` for every (M, N, K), one dispatch each, placed as ``kind`` says:
+
+    * ``mmt4d``: operands encoded by dispatches of their own (``pack`` cases), the contraction in a
+      dispatch that stores the encoded result, decoded by a dispatch of its own (``unpack`` cases);
+    * ``mmt4d+unpack``: the same with the decode in the contraction's dispatch;
+    * ``mmt4d+pack_lhs`` / ``mmt4d+pack_rhs``: one operand packed inside the contraction's dispatch;
+    * ``matmul``: no encodings at all (plain codegen).
+    """
+    lhs_t, rhs_t, acc_t = types.split(",")
+    rng = np.random.default_rng(seed)
+    args, body, results, rtypes, aliases = [], [], [], [], []
+    prog = MicroProgram(name, "", [])
+    wg = 0
+    for c, (m, n, k) in enumerate(shapes):
+        e = [f"#e{c}_{i}" for i in range(3)]
+        aliases += [f"{e[i]} = {_encoding(i, (lhs_t, rhs_t, acc_t), m, n, k)}" for i in range(3)]
+        a, b = f"%a{c}", f"%b{c}"
+        args += [f"{a}: {_t((m, k), lhs_t)}", f"{b}: {_t((n, k), rhs_t)}"]
+        prog.inputs += [_array((m, k), lhs_t, rng), _array((n, k), rhs_t, rng)]
+        plain = kind == "matmul"
+        pack_lhs, pack_rhs = kind == "mmt4d+pack_lhs", kind == "mmt4d+pack_rhs"
+        if not plain and not pack_lhs:
+            body.append(f"%ae{c} = iree_encoding.set_encoding {a} : {_t((m, k), lhs_t)} -> {_t((m, k), lhs_t, e[0])}")
+            prog.cases.append(Case("pack", types, (m, n, k), encode=_encode_name((m, k), lhs_t), operand=0))
+            prog.dispatch_count += 1
+            prog.transient_bytes += m * k * _BYTES[lhs_t]
+        if not plain and not pack_rhs:
+            body.append(f"%be{c} = iree_encoding.set_encoding {b} : {_t((n, k), rhs_t)} -> {_t((n, k), rhs_t, e[1])}")
+            prog.cases.append(Case("pack", types, (m, n, k), encode=_encode_name((n, k), rhs_t), operand=1))
+            prog.dispatch_count += 1
+            prog.transient_bytes += n * k * _BYTES[rhs_t]
+        inner = []
+        lhs_v, rhs_v = (a, b) if plain else (f"%ae{c}", f"%be{c}")
+        if pack_lhs:
+            inner.append(f"%ai{c} = iree_encoding.set_encoding {a} : {_t((m, k), lhs_t)} -> {_t((m, k), lhs_t, e[0])}")
+            lhs_v = f"%ai{c}"
+        if pack_rhs:
+            inner.append(f"%bi{c} = iree_encoding.set_encoding {b} : {_t((n, k), rhs_t)} -> {_t((n, k), rhs_t, e[1])}")
+            rhs_v = f"%bi{c}"
+        enc = None if plain else e
+        lt, rt, ot = (
+            _t((m, k), lhs_t, enc and enc[0]),
+            _t((n, k), rhs_t, enc and enc[1]),
+            _t((m, n), acc_t, enc and enc[2]),
+        )
+        zero = "0" if acc_t.startswith("i") else "0.0"
+        inner += [
+            f"%z{c} = arith.constant {zero} : {acc_t}",
+            f"%e{c} = tensor.empty() : {ot}",
+            f"%f{c} = linalg.fill ins(%z{c} : {acc_t}) outs(%e{c} : {ot}) -> {ot}",
+            f"%m{c} = linalg.matmul indexing_maps = [#map, #map1, #map2] ins({lhs_v}, {rhs_v} : {lt}, {rt}) "
+            f"outs(%f{c} : {ot}) -> {ot}",
+        ]
+        out_v, out_t = f"%m{c}", ot
+        if kind == "mmt4d+unpack":
+            inner.append(f"%u{c} = iree_encoding.unset_encoding %m{c} : {ot} -> {_t((m, n), acc_t)}")
+            out_v, out_t = f"%u{c}", _t((m, n), acc_t)
+        inner.append(f"flow.return {out_v} : {out_t}")
+        body.append(f"%r{c} = flow.dispatch.region -> ({out_t}) {{\n      " + "\n      ".join(inner) + "\n    }")
+        measured = {"mmt4d": "mmt4d", "matmul": "matmul"}.get(kind, kind)
+        prog.cases.append(Case(measured, types, (m, n, k), dispatch=wg))
+        wg += 1
+        prog.dispatch_count += 1
+        prog.transient_bytes += m * n * _BYTES[acc_t]
+        if not plain and kind != "mmt4d+unpack":
+            body.append(f"%d{c} = iree_encoding.unset_encoding %r{c} : {ot} -> {_t((m, n), acc_t)}")
+            prog.cases.append(Case("unpack", types, (m, n, k), encode=_encode_name((m, n), acc_t), operand=2))
+            prog.dispatch_count += 1
+            prog.transient_bytes += m * n * _BYTES[acc_t]
+            results.append(f"%d{c}")
+        else:
+            results.append(f"%r{c}")
+        rtypes.append(_t((m, n), acc_t))
+    prog.text = _function(name, aliases, args, body, results, rtypes)
+    return prog
+
+
+def _encode_name(shape: Sequence[int], elem: str) -> str:
+    s = "x".join(map(str, shape)) + f"x{elem}"
+    return f"encode_{s}_to_{s}"
+
+
+def generics(name: str, kind: str, shapes: Sequence[tuple[int, int]], body_ops: int = 1, seed: int = 0) -> MicroProgram:
+    """One dispatch per [R, C] f32 shape: ``elementwise`` (x + y, then ``body_ops - 1`` multiplies) or
+    ``reduction`` (a sum over C)."""
+    rng = np.random.default_rng(seed)
+    args, body, results, rtypes = [], [], [], []
+    prog = MicroProgram(name, "", [])
+    for c, (r, n) in enumerate(shapes):
+        t2, t1 = _t((r, n), "f32"), _t((r,), "f32")
+        args += [f"%x{c}: {t2}", f"%y{c}: {t2}"]
+        prog.inputs += [_array((r, n), "f32", rng), _array((r, n), "f32", rng)]
+        id2 = "affine_map<(d0, d1) -> (d0, d1)>"
+        if kind == "elementwise":
+            ops = ["%s0 = arith.addf %i, %j : f32"]
+            ops += [f"%s{i} = arith.mulf %s{i - 1}, %i : f32" for i in range(1, body_ops)]
+            region = (
+                f"%e{c} = tensor.empty() : {t2}\n      %g{c} = linalg.generic {{indexing_maps = [{id2}, {id2}, {id2}], "
+                f'iterator_types = ["parallel", "parallel"]}} ins(%x{c}, %y{c} : {t2}, {t2}) outs(%e{c} : {t2}) {{\n'
+                f"      ^bb0(%i: f32, %j: f32, %o: f32):\n        "
+                + "\n        ".join(ops)
+                + f"\n        linalg.yield %s{body_ops - 1} : f32\n      }} -> {t2}\n      flow.return %g{c} : {t2}"
+            )
+            out_t = t2
+        else:
+            red = "affine_map<(d0, d1) -> (d0)>"
+            region = (
+                f"%z{c} = arith.constant 0.0 : f32\n      %e{c} = tensor.empty() : {t1}\n"
+                f"      %f{c} = linalg.fill ins(%z{c} : f32) outs(%e{c} : {t1}) -> {t1}\n"
+                f"      %g{c} = linalg.generic {{indexing_maps = [{id2}, {red}], "
+                f'iterator_types = ["parallel", "reduction"]}} ins(%x{c} : {t2}) outs(%f{c} : {t1}) {{\n'
+                f"      ^bb0(%i: f32, %o: f32):\n        %s = arith.addf %i, %o : f32\n        linalg.yield %s : f32\n"
+                f"      }} -> {t1}\n      flow.return %g{c} : {t1}"
+            )
+            out_t = t1
+        body.append(f"%r{c} = flow.dispatch.region -> ({out_t}) {{\n      {region}\n    }}")
+        prog.cases.append(Case(kind, "f32,f32,f32", (r, n, body_ops), dispatch=c))
+        prog.dispatch_count += 1
+        prog.transient_bytes += (r * n if kind == "elementwise" else r) * 4
+        results.append(f"%r{c}")
+        rtypes.append(out_t)
+    prog.text = _function(name, [], args, body, results, rtypes)
+    return prog
+
+
+def chain(name: str, length: int, width: int = 16) -> MicroProgram:
+    """``length`` dependent one-op dispatches on a 1 x ``width`` tensor: almost nothing but launches."""
+    t = _t((1, width), "f32")
+    id2 = "affine_map<(d0, d1) -> (d0, d1)>"
+    body, prev = [], "%x"
+    for i in range(length):
+        body.append(
+            f"%r{i} = flow.dispatch.region -> ({t}) {{\n      %e{i} = tensor.empty() : {t}\n"
+            f"      %g{i} = linalg.generic {{indexing_maps = [{id2}, {id2}], "
+            f'iterator_types = ["parallel", "parallel"]}} '
+            f"ins({prev} : {t}) outs(%e{i} : {t}) {{\n      ^bb0(%i: f32, %o: f32):\n"
+            f"        %s = arith.addf %i, %i : f32\n        linalg.yield %s : f32\n      }} -> {t}\n"
+            f"      flow.return %g{i} : {t}\n    }}"
+        )
+        prev = f"%r{i}"
+    prog = MicroProgram(name, _function(name, [], [f"%x: {t}"], body, [prev], [t]), [np.ones((1, width), np.float32)])
+    prog.cases.append(Case("chain", "f32,f32,f32", (length, width, 0)))
+    prog.dispatch_count = length
+    prog.transient_bytes = length * width * 4
+    return prog
+
+
+def _function(
+    name: str, aliases: list[str], args: list[str], body: list[str], results: list[str], rtypes: list[str]
+) -> str:
+    head = MAPS + "\n".join(aliases) + ("\n" if aliases else "")
+    return (
+        f"{head}func.func @{name}({', '.join(args)}) -> ({', '.join(rtypes)}) {{\n    "
+        + "\n    ".join(body)
+        + f"\n    return {', '.join(results)} : {', '.join(rtypes)}\n}}\n"
+    )

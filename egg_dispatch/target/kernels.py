@@ -1,0 +1,167 @@
+"""Measured kernel costs of a target profile: what ``egg-dispatch calibrate`` fits on this machine.
+
+A calibrated profile carries, next to the resolver's tiles, one fit per kind of work the cost model
+prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandwidth``:
+
+* ``mmt4d[types]``: a data-tiled contraction dispatch's kernel (operands pre-packed, accumulator
+  initialized in it, result unpacked in it), on padded flops and packed bytes;
+* ``matmul[types]``: the same contraction without data tiling (plain codegen);
+* ``pack``, ``unpack``: an encode / decode dispatch of its own, on logical + packed bytes;
+* ``pack_in_dispatch``: the *extra* time a pack costs when it runs inside the contraction's dispatch
+  (IREE re-packs the operand on every call there; measured against the pre-packed contraction);
+* ``unpack_in_dispatch``: the same for the unpack of the result inside the contraction's dispatch;
+* ``elementwise``, ``reduction``: a generic, on element-ops (elements x body ops) and bytes;
+* ``launch_us``: per dispatch, on top of its kernel (host-side scheduling in the command buffer);
+* ``alloc_gbps``: the buffer a dispatch writes is allocated (and first touched) on every call: its
+  bytes at this rate (0: free);
+* ``call_us``: per call of the function, whatever its plan (import, export, submission).
+
+Any fit may also hold ``points``: measured (work, seconds) pairs. Where the formula misses small
+shapes by more than its residual allows, the model interpolates the points (log-log, between the
+nearest two) instead of the formula, inside their range.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Fit", "KernelCosts", "kernels_from_dict", "kernels_to_dict"]
+
+
+@dataclass(frozen=True)
+class Fit:
+    """``seconds = fixed_us·1e-6 + work / (rate_g·1e9) + bytes / (gbps·1e9)``; a rate of 0 drops its term."""
+
+    fixed_us: float = 0.0
+    rate_g: float = 0.0
+    """Giga units of work per second (GFLOP/s for contractions, giga element-ops/s for generics)."""
+    gbps: float = 0.0
+    points: tuple[tuple[float, float], ...] = ()
+    """Measured (work, seconds), sorted by work; interpolated inside their range (see module doc)."""
+    residual: float = 0.0
+    """Median |log(model / measured)| of the formula over the calibration points."""
+
+    def seconds(self, work: float = 0.0, nbytes: float = 0.0) -> float:
+        if len(self.points) >= 2 and self.points[0][0] <= work <= self.points[-1][0] and work > 0:
+            return _interpolate(self.points, work)
+        t = self.fixed_us * 1e-6
+        if self.rate_g > 0:
+            t += work / (self.rate_g * 1e9)
+        if self.gbps > 0:
+            t += nbytes / (self.gbps * 1e9)
+        return t
+
+
+def _interpolate(points: tuple[tuple[float, float], ...], x: float) -> float:
+    xs = [p[0] for p in points]
+    i = bisect.bisect_left(xs, x)
+    if i < len(xs) and xs[i] == x:
+        return points[i][1]
+    (x0, y0), (x1, y1) = points[max(0, i - 1)], points[min(len(points) - 1, i)]
+    if x0 <= 0 or x1 <= 0 or x0 == x1:
+        return y0
+    f = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+    return math.exp(math.log(y0) + f * (math.log(y1) - math.log(y0)))
+
+
+@dataclass(frozen=True)
+class KernelCosts:
+    launch_us: float
+    call_us: float
+    alloc_gbps: float = 0.0
+    mmt4d: Mapping[str, Fit] = field(default_factory=dict)
+    matmul: Mapping[str, Fit] = field(default_factory=dict)
+    pack: Fit = Fit()
+    pack_in_dispatch: Fit = Fit()
+    unpack: Fit = Fit()
+    unpack_in_dispatch: Fit = Fit()
+    elementwise: Fit = Fit()
+    reduction: Fit = Fit()
+
+    def contraction(self, types: str, data_tiled: bool) -> Fit | None:
+        """The fit for a contraction on ``types`` (``"f32,f32,f32"``); its LHS class falls back to f32."""
+        table = self.mmt4d if data_tiled else self.matmul
+        if types in table:
+            return table[types]
+        lhs = types.split(",")[0]
+        for key, fit in table.items():
+            if key.split(",")[0] == lhs:
+                return fit
+        return table.get("f32,f32,f32")
+
+
+_FIT_KEYS = {"fixed_us", "rate_g", "gbps", "points", "residual"}
+_SINGLE = ("pack", "pack_in_dispatch", "unpack", "unpack_in_dispatch", "elementwise", "reduction")
+
+
+def _fit(data: Any, where: str, fail: Any) -> Fit:
+    if not isinstance(data, dict):
+        raise fail(where, f"expected an object, got {type(data).__name__}")
+    unknown = set(data) - _FIT_KEYS
+    if unknown:
+        raise fail(where, f"unknown keys {sorted(unknown)} (expected {sorted(_FIT_KEYS)})")
+    values: dict[str, Any] = {}
+    for key in ("fixed_us", "rate_g", "gbps", "residual"):
+        v = data.get(key, 0.0)
+        if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
+            raise fail(f"{where}.{key}", f"must be a finite number >= 0, got {v!r}")
+        values[key] = float(v)
+    pts = data.get("points", [])
+
+    def ok(p: Any) -> bool:
+        return (
+            isinstance(p, list)
+            and len(p) == 2
+            and all(isinstance(x, int | float) and math.isfinite(x) and x > 0 for x in p)
+        )
+
+    if not isinstance(pts, list) or not all(ok(p) for p in pts):
+        raise fail(f"{where}.points", "must be a list of [work, seconds] pairs of positive numbers")
+    return Fit(points=tuple(sorted((float(a), float(b)) for a, b in pts)), **values)
+
+
+def kernels_from_dict(data: Any, fail: Any) -> KernelCosts:
+    """Validate the ``kernels`` object of a profile; ``fail(field, problem)`` builds the error."""
+    if not isinstance(data, dict):
+        raise fail("kernels", f"expected an object, got {type(data).__name__}")
+    allowed = {"launch_us", "call_us", "alloc_gbps", "mmt4d", "matmul", *_SINGLE}
+    unknown = set(data) - allowed
+    if unknown:
+        raise fail("kernels", f"unknown keys {sorted(unknown)} (expected {sorted(allowed)})")
+    out: dict[str, Any] = {}
+    for key in ("launch_us", "call_us", "alloc_gbps"):
+        v = data.get(key, 0.0 if key == "alloc_gbps" else None)
+        if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
+            raise fail(f"kernels.{key}", f"must be a finite number >= 0, got {v!r}")
+        out[key] = float(v)
+    for key in ("mmt4d", "matmul"):
+        table = data.get(key, {})
+        if not isinstance(table, dict):
+            raise fail(f"kernels.{key}", "expected an object of element types -> fit")
+        out[key] = {t: _fit(f, f"kernels.{key}.{t}", fail) for t, f in table.items()}
+    for key in _SINGLE:
+        if key in data:
+            out[key] = _fit(data[key], f"kernels.{key}", fail)
+    return KernelCosts(**out)
+
+
+def _fit_dict(f: Fit) -> dict:
+    d: dict[str, Any] = {"fixed_us": f.fixed_us, "rate_g": f.rate_g, "gbps": f.gbps, "residual": f.residual}
+    if f.points:
+        d["points"] = [[a, b] for a, b in f.points]
+    return d
+
+
+def kernels_to_dict(k: KernelCosts) -> dict:
+    return {
+        "launch_us": k.launch_us,
+        "call_us": k.call_us,
+        "alloc_gbps": k.alloc_gbps,
+        "mmt4d": {t: _fit_dict(f) for t, f in k.mmt4d.items()},
+        "matmul": {t: _fit_dict(f) for t, f in k.matmul.items()},
+        **{key: _fit_dict(getattr(k, key)) for key in _SINGLE},
+    }
