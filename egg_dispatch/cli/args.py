@@ -6,7 +6,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import math
+import os
+import stat
 import sys
 from collections.abc import Callable
 from importlib import resources
@@ -39,12 +42,14 @@ __all__ = [
     "parameter_spec",
     "parameters_from_args",
     "parse_families",
+    "path_kind",
     "positive_float",
     "positive_int",
     "program",
     "rule_families",
     "target_file",
     "target_spec",
+    "writable_path",
 ]
 
 BUILTIN_EXAMPLE = "seed_reproducer.mlir"
@@ -65,6 +70,15 @@ class Parser(argparse.ArgumentParser):
     """
 
     _bad_value = False
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> object:
+        # '--flag=--': Python 3.12's argparse drops the '--' and stores [] without calling type= (so a
+        # float flag held a list); the value is the string '--', checked like any other.
+        if action.option_strings and action.nargs is None and arg_strings == ["--"]:
+            value = self._get_value(action, "--")
+            self._check_value(action, value)  # type: ignore[attr-defined]
+            return value
+        return super()._get_values(action, arg_strings)  # type: ignore[misc]
 
     def _get_value(self, action: argparse.Action, arg_string: str) -> object:
         try:
@@ -88,7 +102,7 @@ class Parser(argparse.ArgumentParser):
 MALFORMED: dict[Callable[[str], object], tuple[str, ...]] = {}
 """type function -> values it must refuse ("{missing}" and "{dir}" stand for a missing file and a directory)."""
 
-_NUMBERS_BAD = ("", "abc", "nan", "-nan", "inf", "-inf", "1e999", "0x", "1,5")
+_NUMBERS_BAD = ("", "abc", "nan", "-nan", "inf", "-inf", "1e999", "0x", "1,5", "--")
 
 
 def refuses(*values: str) -> Callable[[Callable[[str], object]], Callable[[str], object]]:
@@ -145,15 +159,28 @@ def non_negative_float(text: str) -> float:
     return _float(text, False)
 
 
+def path_kind(path: str | os.PathLike[str]) -> str:
+    """``file`` (a regular file), ``dir``, ``missing``, or why a path is neither (``not a regular file``,
+    ``File name too long``, ``Permission denied``, ...); never raises, unlike ``Path.is_file`` on a
+    name too long."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        return "missing" if e.errno in (errno.ENOENT, errno.ENOTDIR) else (e.strerror or str(e))
+    except ValueError:  # an embedded NUL
+        return "not a valid file name"
+    return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "not a regular file"
+
+
 def _file(text: str, what: str = "file") -> Path:
     if not text:
         raise argparse.ArgumentTypeError(f"expected a {what} name, got ''")
-    p = Path(text)
-    if p.is_dir():
+    kind = path_kind(text)
+    if kind == "dir":
         raise argparse.ArgumentTypeError(f"{text}: is a directory, not a {what}")
-    if not p.is_file():
-        raise argparse.ArgumentTypeError(f"{text}: no such {what}")
-    return p
+    if kind != "file":
+        raise argparse.ArgumentTypeError(f"{text}: {'no such ' + what if kind == 'missing' else kind}")
+    return Path(text)
 
 
 @refuses("", "{missing}", "{dir}")
@@ -168,11 +195,20 @@ def output_file(text: str) -> str:
     """A file to write: not a directory, in a directory that exists (write it with ``util.files.atomic_write``)."""
     if not text:
         raise argparse.ArgumentTypeError("expected a file name, got ''")
-    p = Path(text)
-    if p.is_dir():
+    return writable_path(text)
+
+
+def writable_path(text: str) -> str:
+    """``text`` if a file can be written there (not a directory; its directory exists), else an
+    ArgumentTypeError saying why."""
+    kind = path_kind(text)
+    if kind == "dir":
         raise argparse.ArgumentTypeError(f"{text}: is a directory, not a file")
-    if not p.parent.is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: no such directory {p.parent}")
+    if kind not in ("file", "missing"):
+        raise argparse.ArgumentTypeError(f"{text}: {kind}")
+    parent = Path(text).parent
+    if path_kind(parent) != "dir":
+        raise argparse.ArgumentTypeError(f"{text}: no such directory {parent}")
     return text
 
 
@@ -193,8 +229,11 @@ def target_spec(text: str) -> str:
     """A built-in target name or a target profile JSON file, loaded once to check it."""
     if not text:
         raise argparse.ArgumentTypeError("expected a target name or a target JSON file, got ''")
-    if Path(text).is_dir():
+    kind = path_kind(text)
+    if kind == "dir":
         raise argparse.ArgumentTypeError(f"{text}: is a directory, not a target JSON file")
+    if kind not in ("file", "missing"):
+        raise argparse.ArgumentTypeError(f"{text}: {kind}")
     return _target(text)
 
 
@@ -254,12 +293,12 @@ def load_input(path: str | None) -> Module:
 
 def input_path(path: str) -> Path:
     """FILE as a path, or an InputError saying why it is not one (missing, a directory)."""
-    p = Path(path)
-    if p.is_dir():
+    kind = path_kind(path)
+    if kind == "dir":
         raise InputError(f"{path}: error: is a directory, not a file")
-    if not p.is_file():
-        raise InputError(f"{path}: error: no such file")
-    return p
+    if kind != "file":
+        raise InputError(f"{path}: error: {'no such file' if kind == 'missing' else kind}")
+    return Path(path)
 
 
 def input_source(path: str | None) -> Path | Module:

@@ -100,9 +100,9 @@ def _chunks(args: argparse.Namespace) -> list[Module]:
     if not args.split_input_file or args.file in (None, "-"):
         return [load_input(args.file)]
 
-    from egg_dispatch.mlir.parser import parse_mlir
+    from egg_dispatch.mlir.parser import parse_mlir, read_text
 
-    text = input_path(args.file).read_text()
+    text = read_text(input_path(args.file))  # not UTF-8: a positioned syntax error, as for one module
     modules = []
     lines = text.split("\n")
     start = 0

@@ -31,9 +31,11 @@ from egg_dispatch.cli.args import (
     function_name,
     non_negative_int,
     parameters_from_args,
+    path_kind,
     program,
     refuses,
     target_spec,
+    writable_path,
 )
 from egg_dispatch.evaluate import EvaluationError, evaluate, function_input_types, select_function
 from egg_dispatch.evaluate.check import type_of_array
@@ -115,8 +117,8 @@ def parse_input(src: str) -> np.ndarray:
     """One ``--input`` value as an array (see the module docstring for the accepted forms)."""
     if src.startswith("@"):
         path = Path(src[1:])
-        if not path.is_file():
-            raise InputError(f"--input={src}: error: no such file")
+        if (kind := path_kind(path)) != "file":
+            raise InputError(f"--input={src}: error: {'no such file' if kind == 'missing' else kind}")
         return np.array(_load_npy(path, src))
     spec, eq, values = src.partition("=")
     m = _SPEC.match(spec.strip())
@@ -148,8 +150,11 @@ def input_value(text: str) -> str:
     The handler reads it again with ``parse_input``, once it knows the function's signature."""
     if text.startswith("@"):
         path = Path(text[1:])
-        if not text[1:] or not path.is_file():
-            raise argparse.ArgumentTypeError(f"{text}: {'is a directory' if path.is_dir() else 'no such file'}")
+        kind = path_kind(path) if text[1:] else "missing"
+        if kind != "file":
+            raise argparse.ArgumentTypeError(
+                f"{text}: {'is a directory' if kind == 'dir' else 'no such file' if kind == 'missing' else kind}"
+            )
         try:
             _load_npy(path, text)
         except InputError as e:
@@ -169,11 +174,7 @@ def output_dest(text: str) -> str:
         return text
     if text[:1] not in ("@", "+") or len(text) < 2:
         raise argparse.ArgumentTypeError(f"expected @file.npy, +file.npy or -, got '{text}'")
-    path = Path(text[1:])
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text[1:]}: is a directory, not a file")
-    if not path.parent.is_dir():
-        raise argparse.ArgumentTypeError(f"{text[1:]}: no such directory {path.parent}")
+    writable_path(text[1:])
     return text
 
 
