@@ -190,12 +190,23 @@ def existing_file(text: str) -> str:
     return text
 
 
-@refuses("", "{dir}", "{missing}")
+@refuses("", "{dir}", "{garbage}/x.json")
 def output_file(text: str) -> str:
-    """A file to write: not a directory, in a directory that exists (write it with ``util.files.atomic_write``)."""
+    """A file to write: not a directory, and its directory exists or can be made (no file in the way).
+    Write it with ``util.files.atomic_write`` (after making the directory, when it does not exist)."""
     if not text:
         raise argparse.ArgumentTypeError("expected a file name, got ''")
-    return writable_path(text)
+    kind = path_kind(text)
+    if kind == "dir":
+        raise argparse.ArgumentTypeError(f"{text}: is a directory, not a file")
+    if kind not in ("file", "missing"):
+        raise argparse.ArgumentTypeError(f"{text}: {kind}")
+    parent = Path(text).parent
+    while (above := path_kind(parent)) == "missing" and parent != parent.parent:
+        parent = parent.parent
+    if above != "dir":
+        raise argparse.ArgumentTypeError(f"{text}: {parent} is not a directory")
+    return text
 
 
 def writable_path(text: str) -> str:

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from egg_dispatch.cli.args import InputError
+from egg_dispatch.cli.args import InputError, output_file, positive_float
 from egg_dispatch.target.host import calibrated_profile_path, host_cpu, host_isa_target
 from egg_dispatch.target.profile import TargetError, builtin_target_names, load_target
 
@@ -33,19 +33,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--target host reads).",
     )
     p.add_argument(
-        "-o", "--output", metavar="FILE", help="where to write the profile (default: the cache, for --target host)"
+        "-o",
+        "--output",
+        type=output_file,
+        metavar="FILE",
+        help="where to write the profile (default: the cache, for --target host)",
     )
     p.add_argument(
         "--quick", action="store_true", help=f"fewer sizes and types (about {QUICK_SECONDS / 60:.0f} minutes)"
     )
     p.add_argument(
         "--base",
+        choices=builtin_target_names(),
         metavar="T",
         help="built-in profile whose tiles and limits the measured one keeps (default: this CPU's ISA)",
     )
     p.add_argument(
         "--max-seconds",
-        type=float,
+        type=positive_float,
         metavar="S",
         help=f"stop measuring after S seconds and fit what was measured (default {DEFAULT_SECONDS:g}, quick "
         f"{QUICK_SECONDS:g})",

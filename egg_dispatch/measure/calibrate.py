@@ -8,14 +8,16 @@ the launch overhead. Each is emitted in IREE's post-dispatch-creation form (``em
 dispatch boundaries are ours), compiled with ``iree-compile`` for the target's CPU (the flags ``bench``
 and ``tune`` use), and run by ``iree-benchmark-module`` on the single-threaded ``local-sync`` device
 with IREE's host-execution profiling, which gives every dispatch's kernel time; the whole call is also
-timed without profiling. Repeats are interleaved across programs and their medians kept.
+timed without profiling. Repeats are interleaved across programs and the fastest is kept: other work on
+the machine only ever adds time, so the minimum is the estimate least disturbed by it.
 
 Fits (``fit_linear``) are least squares on relative error with non-negative coefficients (an
 active-set refit drops a term that would go negative): ``seconds = fixed + work / rate + bytes /
 bandwidth``. Each fit records its median |log(model / measured)|; where that exceeds
 ``TABLE_RESIDUAL`` the measured points are kept as a table the model interpolates (``target.kernels``).
-Launch and per-call overheads are fitted on the whole-call times: call = per-call + dispatches x launch
-+ Σ kernels. The profile is written with provenance for every number (CPU, flags, IREE version, date,
+Launch and per-call overheads are fitted on the whole-call times of chains of almost empty dispatches:
+call = per-call + dispatches x launch + Σ kernels (on the programs with big kernels the difference
+is within their noise). The profile is written with provenance for every number (CPU, flags, IREE version, date,
 residual), atomically, so an interrupted run leaves the previous profile as it was.
 """
 
@@ -25,9 +27,6 @@ import dataclasses
 import datetime
 import json
 import math
-import os
-import statistics
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -45,6 +44,7 @@ from egg_dispatch.target.host import host_cpu
 from egg_dispatch.target.kernels import Fit, KernelCosts, kernels_to_dict
 from egg_dispatch.target.layout import packed_nbytes, resolve_layout
 from egg_dispatch.target.profile import Target
+from egg_dispatch.util.files import atomic_write
 
 __all__ = ["TABLE_RESIDUAL", "Calibration", "Plan", "calibrate", "fit_linear", "plan_programs", "profile_dict"]
 
@@ -88,7 +88,10 @@ class Calibration:
     samples: dict[str, list[tuple[tuple[int, ...], str, float]]] = field(default_factory=dict)
     """kind -> [(sizes, element types, median seconds)]; packs and unpacks: sizes (M, N, K, operand)."""
     calls: list[tuple[int, int, float, float]] = field(default_factory=list)
-    """(dispatches per call, bytes they write, median kernel seconds per call, median call seconds)."""
+    """(dispatches per call, bytes they write, kernel seconds per call, call seconds), of the repeat with
+    the least overhead."""
+    chains: list[tuple[int, float, float]] = field(default_factory=list)
+    """The launch-chain programs' (dispatches, kernel seconds per call, call seconds)."""
     kernels: KernelCosts | None = None
     residuals: dict[str, float] = field(default_factory=dict)
     stopped: str = ""
@@ -251,11 +254,12 @@ def calibrate(
     for (fn, i), values in raw.items():
         case = by_name[fn].cases[i]
         sizes = case.sizes if case.operand is None else (*case.sizes, case.operand)
-        cal.samples.setdefault(case.kind, []).append((sizes, case.types, statistics.median(values)))
+        cal.samples.setdefault(case.kind, []).append((sizes, case.types, min(values)))
     for fn, pairs in call_raw.items():
-        kern = statistics.median(p[0] for p in pairs)
-        call = statistics.median(p[1] for p in pairs)
+        kern, call = min(pairs, key=lambda p: p[1] - p[0])
         cal.calls.append((by_name[fn].dispatch_count, by_name[fn].transient_bytes, kern, call))
+        if by_name[fn].cases and by_name[fn].cases[0].kind == "chain":
+            cal.chains.append((by_name[fn].dispatch_count, kern, call))
     cal.kernels, cal.residuals = fit_kernels(cal, target)
     return cal
 
@@ -325,15 +329,14 @@ def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str
         res[kind] = rr
         return _to_fit(coef, rr, pts)
 
-    launch, call, per_byte = 0.0, 0.0, 0.0
-    if cal.calls:
-        coef, rr = fit_linear([(1.0, n, b) for n, b, _, _ in cal.calls], [max(c - k, 1e-9) for _, _, k, c in cal.calls])
-        call, launch, per_byte = coef
+    launch, call = 0.0, 0.0
+    if cal.chains:  # call - kernels = per-call + dispatches x launch, on programs that are nearly all launches
+        coef, rr = fit_linear([(1.0, n) for n, _, _ in cal.chains], [max(c - k, 1e-9) for n, k, c in cal.chains])
+        call, launch = coef
         res["launch"] = rr
     kernels = KernelCosts(
         launch_us=launch * 1e6,
         call_us=call * 1e6,
-        alloc_gbps=(1 / per_byte / 1e9) if per_byte > 0 else 0.0,
         mmt4d=mmt4d,
         matmul=matmul,
         pack=bytes_fit("pack", pack_rows),
@@ -408,15 +411,9 @@ def profile_dict(base: Target, cal: Calibration, *, quick: bool) -> dict:
 def write_profile(data: dict, path: Path) -> None:
     """Write a profile atomically: a temporary file in the same directory, then a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(path) as f:  # util/files.py: every file the tool writes goes through it
+        json.dump(data, f, indent=2)
+        f.write("\n")
 
 
 def replace_kernels(target: Target, kernels: KernelCosts) -> Target:
