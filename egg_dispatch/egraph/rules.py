@@ -25,8 +25,12 @@ RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
 """The top-level ``rules/`` folder (the package is installed editable; see README)."""
 
 SNAPSHOT_FROM = 8
-"""Take a rollback snapshot before an iteration once the e-graph exceeds 1/8 of the e-node limit
-(an iteration that grows it more than 8-fold from below that is kept, and the report says so)."""
+"""Take a rollback snapshot before an iteration that may overshoot the e-node limit: one that would if it
+grew the e-graph SNAPSHOT_FROM-fold (the first iteration), or by twice the largest factor an iteration
+has grown it by so far (later ones; at most SNAPSHOT_FROM). egglog keeps every snapshot until the run
+ends, a copy of the e-graph each, so taking one before every iteration near the limit multiplied the
+peak memory (four copies on a 64-layer transformer); an iteration that overshoots without one is kept,
+and the report says so."""
 
 FAMILIES = ("clone", "hoist", "const_eval", "propagate", "noop", "untile", "fuse", "materialize")
 """Rule families in schedule order; every one may be selected alone with ``--rules``."""
@@ -115,6 +119,7 @@ def saturate(
     step = "(seq (saturate (run analysis)) " + " ".join(f"(run {f})" for f in families) + ")"
     graph.run("(run-schedule (saturate (run analysis)))")
     enodes = graph.enodes()
+    growth = float(SNAPSHOT_FROM)  # what the next iteration may multiply the e-graph by
     while True:
         if report.iterations >= budget.iterations:
             report.stop_reason = "iteration limit"
@@ -123,12 +128,14 @@ def saturate(
             report.stop_reason = "time limit"
             break
         # A snapshot to roll an overshooting iteration back to. egglog cannot drop a snapshot, so each
-        # one stays in memory: take them only once the e-graph is within reach of the limit.
-        snapshot = enodes * SNAPSHOT_FROM > budget.enodes
+        # one stays in memory: take one only before an iteration that may overshoot (SNAPSHOT_FROM).
+        snapshot = enodes * growth > budget.enodes
         if snapshot:
             graph.run("(push)")
         changed = _accumulate(report, graph.run(f"(run-schedule {step})"))
-        enodes = graph.enodes()
+        before, enodes = enodes, graph.enodes()
+        seen = 2.0 * enodes / max(before, 1)
+        growth = min(float(SNAPSHOT_FROM), max(growth, seen) if report.iterations else seen)
         if enodes > budget.enodes:
             if snapshot:
                 graph.run("(pop)")

@@ -124,8 +124,11 @@ class _Greedy:
             own = (1 << 2 * i) | ((1 << (2 * i + 1)) if ctx == RUN else 0)
             kid_ctx = LOAD if n in self.boundary else ctx
             vals = [value[(d, kid_ctx)] for d in self.kids[n] if (d, kid_ctx) not in sunk]
-            if not dag:
-                return own_cost + math.fsum(v[0] for v in vals), 0
+            if not dag:  # tree cost counts a shared subterm once per path: deep DAGs overflow it
+                try:
+                    return own_cost + math.fsum(v[0] for v in vals), 0
+                except OverflowError:  # fsum raises where sum would give inf
+                    return math.inf, 0
             if not vals:
                 return own_cost, own
             base = max(range(len(vals)), key=lambda k: vals[k][0])
