@@ -278,7 +278,7 @@ class _Facts:
         self.term_layout: dict[Term, Layout | None] = {}
         for c in g.classes:
             if g.class_type.get(c) == "Encoding":
-                t = g.leaf_value(c)
+                t = _strip_class(g.leaf_value(c))  # info() looks encoding-of values up without their class
                 self.term_layout[t] = layout_of_term(g.facts.get(c, {}).get("layout-of"))  # type: ignore[index]
 
     def info(self, c: str, *, packed: bool | None = None) -> TensorInfo:
