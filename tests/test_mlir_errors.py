@@ -103,18 +103,51 @@ CASES = [
         "return operand #0 has type tensor<8x8xf32> but the function returns tensor<8x8xf16>",
     ),
     (
-        "dynamic-dims",
-        "func.func @f(%a: tensor<?x8xf32>) -> tensor<8x8xf32> {\n" + TAIL,
-        1,
-        18,
-        "dynamic dimensions ('?') are not supported yet",
+        "dynamic-dims-missing",
+        "util.func @f(%v: !hal.buffer_view) -> tensor<?x8xf32> {\n"
+        "  %a = hal.tensor.import %v : !hal.buffer_view -> tensor<?x8xf32>\n  util.return %a : tensor<?x8xf32>\n}\n",
+        3,
+        3,
+        "has 1 dynamic dimension(s): expected their sizes as '{%d, ...}' right after it",
+    ),
+    (
+        "dynamic-dims-count",
+        "func.func @f(%a: tensor<?x?xf32>, %d: index) -> tensor<?x?xf32> {\n"
+        "  %b = flow.tensor.tie_shape %a : tensor<?x?xf32>{%d}\n  return %b : tensor<?x?xf32>\n}\n",
+        2,
+        50,
+        "tensor<?x?xf32> has 2 dynamic dimension(s) but 1 size(s) are given",
+    ),
+    (
+        "dynamic-dims-type",
+        "func.func @f(%a: tensor<?xf32>, %d: i32) -> tensor<?xf32> {\n"
+        "  %b = flow.tensor.tie_shape %a : tensor<?xf32>{%d}\n  return %b : tensor<?xf32>\n}\n",
+        2,
+        49,
+        "operand %d has type i32 but the op expects index",
     ),
     (
         "dynamic-empty",
         HEAD + "  %e = tensor.empty(%a) : tensor<8x8xf32>\n" + TAIL,
         2,
-        21,
-        "tensor.empty with dynamic sizes is not supported yet",
+        3,
+        "tensor.empty of tensor<8x8xf32> needs 0 dynamic size(s), found 1",
+    ),
+    (
+        "dynamic-empty-count",
+        "func.func @f(%d: index) -> tensor<?x?xf32> {\n  %e = tensor.empty(%d) : tensor<?x?xf32>\n"
+        "  return %e : tensor<?x?xf32>\n}\n",
+        2,
+        3,
+        "tensor.empty of tensor<?x?xf32> needs 2 dynamic size(s), found 1",
+    ),
+    (
+        "assume-int-field",
+        "func.func @f(%d: index) -> index {\n  %e = util.assume.int %d<umin = 1, umix = 4> : index\n"
+        "  return %e : index\n}\n",
+        2,
+        26,
+        "unknown util.assume.int field 'umix' (expected umin, umax or udiv)",
     ),
     ("empty-file", "", 1, 1, "empty input: expected a module or a function"),
     ("only-comments", "// nothing here\n\n", 1, 1, "empty input: expected a module or a function"),

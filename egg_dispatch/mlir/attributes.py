@@ -27,6 +27,7 @@ from egg_dispatch.mlir.ir import (
     Type,
     TypeAttr,
     UnitAttr,
+    Value,
 )
 from egg_dispatch.mlir.lexer import Token, describe, int_value
 
@@ -151,13 +152,8 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         m = lex.match_raw(_SHAPE)
         dims_text = m.group(1) if m else ""
         dims = dims_text.split("x")[:-1] if dims_text else []
-        if "?" in dims:
-            raise lex.error(
-                "dynamic dimensions ('?') are not supported yet: egg_dispatch handles static shapes only",
-                start,
-            )
-        shape = tuple(int(d) for d in dims)
-        if any(d > _MAX_DIM for d in shape):
+        shape = tuple(None if d == "?" else int(d) for d in dims)
+        if any(d is not None and d > _MAX_DIM for d in shape):
             raise lex.error("tensor dimension too large (more than 2^63 - 1)", start)
         elem = self.parse_type()
         if not isinstance(elem, ScalarType):
@@ -167,6 +163,31 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
             encoding = self.parse_attribute()
         lex.expect(">", "to close the tensor type")
         return TensorType(shape, elem, encoding)
+
+    def parse_dims(self: Parser, typ: Type, what: str = "the type") -> list[Value]:
+        """``{%d0, %d1}`` after a type with dynamic dims: one ``index`` value per ``?`` (nothing for a
+        static type). A dynamic type without its list is an error naming the type."""
+        lex = self.lex
+        tensor = typ.tensor if isinstance(typ, DispatchTensorType) else typ
+        n = tensor.num_dynamic if isinstance(tensor, TensorType) else 0
+        if n == 0:
+            return []
+        start = lex.peek().pos
+        if not lex.at("{"):
+            raise lex.error(
+                f"{what} {self.type_str(typ)} has {n} dynamic dimension(s): expected their sizes as "
+                f"'{{%d, ...}}' right after it",
+                start,
+            )
+        lex.expect("{")
+        dims = self.operand_list()
+        lex.expect("}", "to close the dynamic dimension list")
+        if len(dims) != n:
+            raise lex.error(
+                f"{self.type_str(typ)} has {n} dynamic dimension(s) but {len(dims)} size(s) are given", start
+            )
+        self.check_types(dims, [ScalarType("index")] * n, start)
+        return dims
 
     def parse_paren_types(self: Parser) -> list[Type]:
         self.lex.expect("(")

@@ -48,9 +48,12 @@ class ScalarType(Type):
 
 @dataclass(frozen=True)
 class TensorType(Type):
-    """A ranked, statically shaped tensor, optionally carrying an encoding attribute."""
+    """A ranked tensor, optionally carrying an encoding attribute; a ``None`` dim is dynamic (``?``).
 
-    shape: tuple[int, ...]
+    A dynamic dim's value is an SSA ``index`` the op that has the type lists (``{%d}`` after the type,
+    ``tensor.empty(%d)``, ...); ``mlir.shapes`` gives each one a symbolic size."""
+
+    shape: tuple[int | None, ...]
     element: ScalarType
     encoding: Attr | None = None
 
@@ -59,8 +62,20 @@ class TensorType(Type):
         return len(self.shape)
 
     @property
+    def is_static(self) -> bool:
+        return None not in self.shape
+
+    @property
+    def num_dynamic(self) -> int:
+        """How many ``?`` dims (the length of the ``{%d...}`` list the type needs)."""
+        return sum(1 for d in self.shape if d is None)
+
+    @property
     def num_elements(self) -> int:
-        return math.prod(self.shape)
+        if None in self.shape:
+            dims = "x".join("?" if d is None else str(d) for d in self.shape)
+            raise ValueError(f"a dynamic shape ({dims}) has no static element count")
+        return math.prod(self.shape)  # type: ignore[arg-type]
 
     @property
     def nbytes(self) -> int:

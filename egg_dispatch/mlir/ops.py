@@ -10,13 +10,14 @@ func.func, util.func                      ``sym_name`` StrAttr, ``function_type`
                                           ``sym_visibility`` StrAttr (optional); body region (entry block args)
 func.return, util.return                  operands
 arith.constant                            ``value``: DenseAttr | IntAttr | FloatAttr
-tensor.empty                              no operands (static shapes only)
+tensor.empty                              [*sizes]: one index per ``?`` of the result type
 tensor.extract_slice                      [source, *dynamic]; ``static_offsets/static_sizes/static_strides``
                                           (ArrayAttr of IntAttr; DYNAMIC marks an SSA entry, taken in order
                                           from the operands after the source)
 tensor.insert_slice                       [source, dest, *dynamic]; same three attributes
 tensor.collapse_shape                     [src]; ``reassociation`` ArrayAttr[ArrayAttr[IntAttr]]
-tensor.expand_shape                       [src]; ``reassociation``; ``static_output_shape`` ArrayAttr[IntAttr]
+tensor.expand_shape                       [src, *dynamic]; ``reassociation``; ``static_output_shape`` ArrayAttr[IntAttr]
+                                          (DYNAMIC marks an SSA entry)
 tensor.extract                            [tensor, *indices]
 tensor.dim                                [tensor, index]
 tensor.concat                             [*inputs]; ``dim`` IntAttr (the concatenated dimension)
@@ -33,26 +34,40 @@ linalg.pack                               [source, dest, padding_value?]; ``inne
 linalg.unpack                             [source, dest]; ``inner_dims_pos``, ``inner_tiles``, ``outer_dims_perm``
 linalg.index                              ``dim`` IntAttr
 linalg.softmax                            [input, init] (no ``operandSegmentSizes``); ``dimension`` IntAttr
-iree_encoding.set_encoding / unset_       [source]; encoding in the result / source TensorType
-flow.dispatch.region                      region whose terminator is ``flow.return``
-flow.dispatch.workgroups                  captured operands; body region (args are bindings); ``count`` region
-flow.tensor.encode                        [source]
+iree_encoding.set_encoding / unset_       [source, *encoding_dims(, *result dims)]; encoding in the result /
+  encoding                                source TensorType; ``dim_segments`` (set: [encoding_dims]; unset:
+                                          [encoding_dims, result dims])
+flow.dispatch.region                      [*workload, *result dims]; ``workload`` IntAttr (count, when written),
+                                          ``dim_segments`` (one per result); region whose terminator is
+                                          ``flow.return``
+flow.dispatch.workgroups                  [*workload, *arguments, *argument dims, *result dims]; ``workload``,
+                                          ``dim_segments`` (one per argument, then one per result); body region
+                                          (args are bindings); ``count`` region
+flow.tensor.encode / flow.tensor.reshape  [source, *source dims, *result dims]; ``dim_segments`` [source, result]
+flow.tensor.tie_shape                     [source, *dims]; ``dim_segments`` [dims]
 util.global                               ``sym_name``, ``type`` TypeAttr, ``initial_value`` (optional),
                                           ``sym_visibility``, ``is_mutable`` UnitAttr (optional)
 util.initializer                          body region
 util.global.load                          ``global`` SymbolRefAttr, ``is_immutable`` UnitAttr (optional)
 util.global.store                         [value]; ``global`` SymbolRefAttr
-hal.tensor.import / export                [source, wait fence?]; ``name`` StrAttr (optional), ``wait`` UnitAttr
-                                          when the async ABI's fence is the second operand
+hal.tensor.import / export                [source, wait fence?, *dims]; ``name`` StrAttr (optional), ``wait``
+                                          UnitAttr when the async ABI's fence is the second operand;
+                                          ``dim_segments`` [dims of the imported / exported tensor]
+hal.buffer_view.dim                       [buffer view]; ``index`` IntAttr
 hal.tensor.barrier                        [*tensors, fence]; results: the tensors (identity once ready)
 flow.tensor.constant                      ``value``: ParameterAttr (a named parameter) or DenseAttr
-iree_tensor_ext.compute_barrier.start/end [source]
-iree_tensor_ext.dispatch.tensor.load      [binding]; ``static_offsets/sizes/strides``
-iree_tensor_ext.dispatch.tensor.store     [value, binding]; ``static_offsets/sizes/strides``
+iree_tensor_ext.compute_barrier.start/end [source, *source dims]; ``dim_segments`` [source dims]
+iree_tensor_ext.dispatch.tensor.load      [binding, *dynamic, *binding dims]; ``static_offsets/sizes/strides``;
+                                          ``dim_segments`` [binding dims]
+iree_tensor_ext.dispatch.tensor.store     [value, binding, *dynamic, *binding dims]; as load
+iree_tensor_ext.dispatch.workload.ordinal [value]; ``ordinal`` IntAttr (its workload position)
+util.assume.int                           [*values]; ``assumptions``: per operand a DictAttr (umin, umax,
+                                          udiv) or an ArrayAttr of them (one row per call site)
 iree_linalg_ext.attention                 ins (q, k, v, scale[, mask]) then outs; ``indexing_maps``; region
 iree_linalg_ext.gather                    ins (source, indices) then outs; ``dimension_map``; region
 cf.assert                                 [condition (i1)]; ``msg`` StrAttr; no results
-arith.* / math.* (scalar or tensor)       operands; ``predicate`` StrAttr (cmpf/cmpi), ``fastmath`` (opt.)
+arith.* / math.* (scalar or tensor)       operands; ``predicate`` StrAttr (cmpf/cmpi), ``fastmath`` /
+                                          ``overflow`` StrAttr (optional)
 ========================================  =====================================================================
 
 Attributes an op carries in an ``attributes {...}`` / ``{...}`` dictionary are kept under their own
@@ -66,14 +81,22 @@ from egg_dispatch.mlir.ir import ArrayAttr, Attr, IntAttr, Operation, StrAttr, T
 __all__ = [
     "CAST_OPS",
     "CONTRACTION_OPS",
+    "DIM_SEGMENTS",
     "DYNAMIC",
     "ELEMENTWISE_DIALECTS",
     "RETURN_OPS",
+    "WORKLOAD",
+    "base_operands",
+    "dim_group",
+    "dim_groups",
     "ins",
     "int_list",
     "outs",
+    "set_dims",
     "static_slice",
     "tensor_type",
+    "workgroups_arguments",
+    "workload",
 ]
 
 DYNAMIC = -(2**63)
@@ -106,6 +129,59 @@ RETURN_OPS = frozenset({
     "tensor.yield", "scf.yield",
 })  # fmt: skip
 """Terminators written ``op %a, %b : T, T``."""
+
+
+DIM_SEGMENTS = "dim_segments"
+"""Attribute of an op whose types carry ``{%d, ...}`` dynamic-size lists (or ``encoding_dims{...}``):
+how many of its trailing operands belong to each list, in the op's printed order (see the table)."""
+
+WORKLOAD = "workload"
+"""Attribute of ``flow.dispatch.region`` / ``flow.dispatch.workgroups``: how many leading operands are
+the ``[%w, ...]`` workload."""
+
+
+def dim_groups(op: Operation) -> list[list[Value]]:
+    """The dynamic-size operands of each ``{...}`` list of ``op`` (``DIM_SEGMENTS``), in order."""
+    seg = int_list(op.attributes.get(DIM_SEGMENTS))
+    if not seg:
+        return []
+    i = len(op.operands) - sum(seg)
+    out = []
+    for n in seg:
+        out.append(op.operands[i : i + n])
+        i += n
+    return out
+
+
+def dim_group(op: Operation, i: int) -> list[Value]:
+    """The ``i``-th dynamic-size list of ``op`` (empty when the op has none)."""
+    groups = dim_groups(op)
+    return groups[i] if i < len(groups) else []
+
+
+def base_operands(op: Operation) -> list[Value]:
+    """``op``'s operands without its trailing dynamic-size lists (``DIM_SEGMENTS``)."""
+    n = sum(int_list(op.attributes.get(DIM_SEGMENTS)))
+    return op.operands[: len(op.operands) - n] if n else list(op.operands)
+
+
+def workload(op: Operation) -> list[Value]:
+    """The ``[%w, ...]`` workload of a dispatch region / workgroups op."""
+    a = op.attributes.get(WORKLOAD)
+    return op.operands[: a.value] if isinstance(a, IntAttr) else []  # type: ignore[union-attr]
+
+
+def workgroups_arguments(op: Operation) -> list[Value]:
+    """The captured arguments of ``flow.dispatch.workgroups`` (without workload and dynamic sizes)."""
+    base = base_operands(op)
+    return base[len(workload(op)) :]
+
+
+def set_dims(attrs: dict[str, Attr], groups: list[list[Value]]) -> list[Value]:
+    """Record ``groups`` (one list per ``{...}``) in ``attrs``; returns the operands to append."""
+    if any(groups):
+        attrs[DIM_SEGMENTS] = make_int_list([len(g) for g in groups])
+    return [v for g in groups for v in g]
 
 
 def int_list(attr: Attr | None) -> tuple[int, ...]:

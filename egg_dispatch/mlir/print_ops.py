@@ -4,8 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from egg_dispatch.mlir.ir import DenseAttr, Operation, Region, TensorType
-from egg_dispatch.mlir.ops import CAST_OPS, CONTRACTION_OPS, RETURN_OPS, int_list, outs
+from egg_dispatch.mlir.ir import DenseAttr, DictAttr, Operation, Region, TensorType
+from egg_dispatch.mlir.ops import (
+    CAST_OPS,
+    CONTRACTION_OPS,
+    DIM_SEGMENTS,
+    RETURN_OPS,
+    WORKLOAD,
+    base_operands,
+    dim_group,
+    dim_groups,
+    outs,
+    workgroups_arguments,
+    workload,
+)
 from egg_dispatch.mlir.printer import string_literal, symbol
 
 if TYPE_CHECKING:
@@ -28,8 +40,19 @@ _CUSTOM = {
     "hal.tensor.export", "hal.tensor.barrier", "flow.tensor.constant",
     "flow.dispatch.region", "flow.dispatch.workgroups", "iree_tensor_ext.dispatch.tensor.load",
     "iree_tensor_ext.dispatch.tensor.store", "util.global", "util.initializer", "util.global.load", "util.global.store",
-    "tensor.concat", "tensor.pad", "linalg.softmax", "cf.assert",
+    "tensor.concat", "tensor.pad", "linalg.softmax", "cf.assert", "flow.tensor.reshape", "flow.tensor.tie_shape",
+    "hal.buffer_view.dim", "iree_tensor_ext.dispatch.workload.ordinal", "util.assume.int",
 } | _RETURNS  # fmt: skip
+
+_UNARY_DIMS = {
+    "iree_encoding.set_encoding": ("encoding",),
+    "iree_encoding.unset_encoding": ("encoding", "result"),
+    "flow.tensor.encode": ("source", "result"),
+    "flow.tensor.reshape": ("source", "result"),
+    "iree_tensor_ext.compute_barrier.start": ("source",),
+    "iree_tensor_ext.compute_barrier.end": ("source",),
+}
+"""As ``syntax_iree.UNARY_DIMS`` (the reader's table; the printer cannot import the reader)."""
 
 
 def has_custom_printer(name: str) -> bool:
@@ -38,7 +61,15 @@ def has_custom_printer(name: str) -> bool:
 
 
 def _extra(p: Printer, op: Operation, skip: set[str]) -> dict:
-    return {k: v for k, v in op.attributes.items() if k not in skip}
+    return {k: v for k, v in op.attributes.items() if k not in skip and k not in _LAYOUT_KEYS}
+
+
+_LAYOUT_KEYS = frozenset({DIM_SEGMENTS, WORKLOAD})
+"""Attributes that only say how the operands are grouped: never printed in an attribute dictionary."""
+
+
+def _dims(p: Printer, dims: list) -> str:
+    return "{" + p.values(dims) + "}" if dims else ""
 
 
 def _attr_dict(p: Printer, attrs: dict) -> str:
@@ -83,7 +114,8 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
     if dialect in ("arith", "math"):
         pred = f" {a['predicate'].value}," if "predicate" in a else ""  # type: ignore[attr-defined]
         fm = f" fastmath<{a['fastmath'].value}>" if "fastmath" in a else ""  # type: ignore[attr-defined]
-        extra = _attr_dict(p, _extra(p, op, {"predicate", "fastmath"}))
+        fm += f" overflow<{a['overflow'].value}>" if "overflow" in a else ""  # type: ignore[attr-defined]
+        extra = _attr_dict(p, _extra(p, op, {"predicate", "fastmath", "overflow"}))
         ops_ = p.values(op.operands)
         if short in _CAST:
             return f" {ops_}{fm}{extra} : {p.type(op.operands[0].type)} to {p.type(op.result.type)}"
@@ -98,7 +130,7 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
             return f" {ops_}{fm}{extra} : {p.types([v.type for v in op.operands])}"
         return f" {ops_}{fm}{extra} : {p.type(op.result.type)}"
     if n == "tensor.empty":
-        return f"(){_attr_dict(p, dict(a))} : {p.type(op.result.type)}"
+        return f"({p.values(op.operands)}){_attr_dict(p, dict(a))} : {p.type(op.result.type)}"
     if n in ("tensor.extract_slice", "tensor.insert_slice"):
         keys = {"static_offsets", "static_sizes", "static_strides"}
         if n == "tensor.extract_slice":
@@ -116,7 +148,7 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
         reassoc = p.attr(a["reassociation"])
         shape = ""
         if n == "tensor.expand_shape":
-            shape = f" output_shape [{', '.join(map(str, int_list(a['static_output_shape'])))}]"
+            shape = f" output_shape {p.static(op, 'static_output_shape', list(op.operands[1:]))}"
         extra = _attr_dict(p, _extra(p, op, {"reassociation", "static_output_shape"}))
         src = op.operands[0]
         return f" {p.value(src)} {reassoc}{shape}{extra} : {p.type(src.type)} into {p.type(op.result.type)}"
@@ -139,16 +171,45 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
         keys = {"outer_dims_perm", "inner_dims_pos", "inner_tiles", "has_padding", "operandSegmentSizes"}
         extra = _attr_dict(p, _extra(p, op, keys))
         return f"{s} into {p.value(dest)}{extra} : {p.type(src.type)} -> {p.type(op.result.type)}"
-    if n in ("iree_encoding.set_encoding", "iree_encoding.unset_encoding", "flow.tensor.encode",
-             "iree_tensor_ext.compute_barrier.start", "iree_tensor_ext.compute_barrier.end"):  # fmt: skip
+    if n in _UNARY_DIMS:
         src = op.operands[0]
-        return f" {p.value(src)}{_attr_dict(p, dict(a))} : {p.type(src.type)} -> {p.type(op.result.type)}"
+        lists = dict(zip(_UNARY_DIMS[n], range(3), strict=False))
+        group = lambda key: dim_group(op, lists[key]) if key in lists else []  # noqa: E731
+        enc = group("encoding")
+        enc_s = f" encoding_dims{{{p.values(enc)}}}" if enc else ""
+        src_t = p.type(src.type) + _dims(p, group("source"))
+        res_t = p.type(op.result.type) + _dims(p, group("result"))
+        return f" {p.value(src)}{enc_s}{_attr_dict(p, _extra(p, op, set()))} : {src_t} -> {res_t}"
     if n in ("hal.tensor.import", "hal.tensor.export"):
         src = op.operands[0]
         wait = f" wait({p.value(op.operands[1])}) =>" if "wait" in a else ""
         name = f' "{a["name"].value}"' if "name" in a else ""  # type: ignore[attr-defined]
         extra = _attr_dict(p, _extra(p, op, {"name", "wait"}))
-        return f"{wait} {p.value(src)}{name}{extra} : {p.type(src.type)} -> {p.type(op.result.type)}"
+        dims = _dims(p, dim_group(op, 0))
+        if n == "hal.tensor.import":
+            return f"{wait} {p.value(src)}{name}{extra} : {p.type(src.type)} -> {p.type(op.result.type)}{dims}"
+        return f"{wait} {p.value(src)}{name}{extra} : {p.type(src.type)}{dims} -> {p.type(op.result.type)}"
+    if n == "flow.tensor.tie_shape":
+        src = op.operands[0]
+        extra = _attr_dict(p, _extra(p, op, set()))
+        return f" {p.value(src)}{extra} : {p.type(src.type)}{_dims(p, dim_group(op, 0))}"
+    if n == "hal.buffer_view.dim":
+        view = op.operands[0]
+        extra = _attr_dict(p, _extra(p, op, {"index"}))
+        index = a["index"].value  # type: ignore[attr-defined]
+        return f"<{p.value(view)} : {p.type(view.type)}>[{index}]{extra} : {p.type(op.result.type)}"
+    if n == "iree_tensor_ext.dispatch.workload.ordinal":
+        extra = _attr_dict(p, _extra(p, op, {"ordinal"}))
+        return f" {p.value(op.operands[0])}, {a['ordinal'].value}{extra} : {p.type(op.result.type)}"  # type: ignore[attr-defined]
+    if n == "util.assume.int":
+        parts = []
+        for v, rows in zip(op.operands, a["assumptions"].items, strict=True):  # type: ignore[attr-defined]
+            if isinstance(rows, DictAttr):
+                parts.append(p.value(v) + _assumption(rows))
+            else:
+                parts.append(p.value(v) + "[" + ", ".join(_assumption(r) for r in rows.items) + "]")  # type: ignore[attr-defined]
+        extra = _attr_dict(p, _extra(p, op, {"assumptions"}))
+        return f" {', '.join(parts)}{extra} : {p.types([r.type for r in op.results])}"
     if n == "hal.tensor.barrier":
         joined, fence = op.operands[:-1], op.operands[-1]
         extra = _attr_dict(p, dict(a))
@@ -160,17 +221,27 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
         extra = _attr_dict(p, _extra(p, op, {"value"}))
         return f"{extra} {p.attr(a['value'])} : {p.type(op.result.type)}"
     if n == "flow.dispatch.region":
-        attrs = f" attributes {p.dict(list(a.items()))}" if a else ""
-        s = f" -> ({p.types([r.type for r in op.results])}){attrs} {p.region(op.regions[0], indent)}"
+        extra = _extra(p, op, set())
+        attrs = f" attributes {p.dict(list(extra.items()))}" if extra else ""
+        wl = f"[{p.values(workload(op))}]" if WORKLOAD in a else ""
+        groups = dim_groups(op) or [[] for _ in op.results]
+        results = ", ".join(p.type(r.type) + _dims(p, d) for r, d in zip(op.results, groups, strict=True))
+        s = f"{wl} -> ({results}){attrs} {p.region(op.regions[0], indent)}"
         if len(op.regions) > 1:
             s += _count(p, op.regions[1], indent)
         return s
     if n == "flow.dispatch.workgroups":
-        ins_t = p.types([v.type for v in op.operands])
+        args = workgroups_arguments(op)
+        groups = dim_groups(op) or [[] for _ in [*args, *op.results]]
+        ins_t = ", ".join(p.type(v.type) + _dims(p, d) for v, d in zip(args, groups, strict=False))
+        res = [p.type(r.type) + _dims(p, d) for r, d in zip(op.results, groups[len(args) :], strict=True)]
+        res_t = res[0] if len(res) == 1 else "(" + ", ".join(res) + ")"
         entry = op.regions[0].entry
         bindings = ", ".join(f"%{v.name}: {p.type(v.type)}" for v in entry.args)
-        attrs = f" attributes {p.dict(list(a.items()))}" if a else ""
-        s = (f"({p.values(op.operands)}) : ({ins_t}) -> {p.results([r.type for r in op.results])}{attrs} =\n"
+        extra = _extra(p, op, set())
+        attrs = f" attributes {p.dict(list(extra.items()))}" if extra else ""
+        wl = f"[{p.values(workload(op))}]" if WORKLOAD in a else ""
+        s = (f"{wl}({p.values(args)}) : ({ins_t}) -> {res_t}{attrs} =\n"
              f"{indent}    ({bindings}) {p.region(op.regions[0], indent)}")  # fmt: skip
         if len(op.regions) > 1:
             s += _count(p, op.regions[1], indent)
@@ -178,11 +249,12 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
     if n in ("iree_tensor_ext.dispatch.tensor.load", "iree_tensor_ext.dispatch.tensor.store"):
         store = n.endswith("store")
         fixed = op.operands[:2] if store else op.operands[:1]
-        dyn = list(op.operands[len(fixed) :])
+        dyn = list(base_operands(op)[len(fixed) :])
         sl = ", ".join(f"{k} = {p.static(op, f'static_{k}', dyn)}" for k in ("offsets", "sizes", "strides"))
+        dims = _dims(p, dim_group(op, 0))
         if store:
-            return f" {p.values(fixed)}, {sl} : {p.type(fixed[0].type)} -> {p.type(fixed[1].type)}"
-        return f" {p.values(fixed)}, {sl} : {p.type(fixed[0].type)} -> {p.type(op.result.type)}"
+            return f" {p.values(fixed)}, {sl} : {p.type(fixed[0].type)} -> {p.type(fixed[1].type)}{dims}"
+        return f" {p.values(fixed)}, {sl} : {p.type(fixed[0].type)}{dims} -> {p.type(op.result.type)}"
     if n == "util.global":
         vis = f" {a['sym_visibility'].value}" if "sym_visibility" in a else ""  # type: ignore[attr-defined]
         mut = " mutable" if "is_mutable" in a else ""
@@ -237,6 +309,11 @@ def _tensor_op(p: Printer, op: Operation, indent: str) -> str:
         )
     extra = _attr_dict(p, _extra(p, op, {"msg"}))
     return f" {p.value(op.operands[0])}, {string_literal(a['msg'].value)}{extra}"  # type: ignore[attr-defined]
+
+
+def _assumption(row: object) -> str:
+    items = getattr(row, "items", ())
+    return "<" + ", ".join(f"{k} = {v.value}" for k, v in items) + ">"
 
 
 def _count(p: Printer, r: Region, indent: str) -> str:

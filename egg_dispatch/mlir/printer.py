@@ -62,7 +62,7 @@ class Printer:
     # ------------------------------------------------------------------------------- types
     def type(self, t: Type) -> str:
         if isinstance(t, TensorType):
-            dims = "".join(f"{d}x" for d in t.shape)
+            dims = "".join("?x" if d is None else f"{d}x" for d in t.shape)
             enc = f", {self.attr(t.encoding)}" if t.encoding is not None else ""
             return f"tensor<{dims}{t.element.name}{enc}>"
         if isinstance(t, ScalarType):

@@ -181,10 +181,14 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         vals = self.operand_list()
         if not vals:
             raise lex.error(f"expected an SSA operand for '{name}', found {describe(lex.peek())}")
-        if lex.accept("fastmath"):
-            lex.expect("<")
-            attrs["fastmath"] = StrAttr(lex.expect_kind("ident", "fastmath flags").text)
-            lex.expect(">")
+        for flag in ("fastmath", "overflow"):
+            if lex.accept(flag):
+                lex.expect("<")
+                words = [lex.expect_kind("ident", f"{flag} flags").text]
+                while lex.accept(","):
+                    words.append(lex.expect_kind("ident", f"{flag} flags").text)
+                attrs[flag] = StrAttr(",".join(words))
+                lex.expect(">")
         self._opt_attr_dict(attrs)
         lex.expect(":", f"before the type of '{name}'")
         types = self.parse_type_list()
@@ -214,12 +218,19 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
     # -------------------------------------------------------------------------------- tensor
     def _p_empty(self: Parser, name: str, start: int) -> Operation:
         lex = self.lex
+        """``tensor.empty(%d, ...) [attr-dict] : T``: one index operand per dynamic dim of T."""
         lex.expect("(")
-        if not lex.at(")"):
-            raise lex.error("tensor.empty with dynamic sizes is not supported yet (static shapes only)")
+        dims = self.operand_list()
         lex.expect(")")
         lex.expect(":")
-        return self.make_op(name, [], [self.parse_type()])
+        attrs: dict[str, Attr] = {}
+        self._opt_attr_dict(attrs)
+        t = self.parse_type()
+        n = t.num_dynamic if isinstance(t, TensorType) else 0
+        if len(dims) != n:
+            raise lex.error(f"tensor.empty of {self.type_str(t)} needs {n} dynamic size(s), found {len(dims)}", start)
+        self.check_types(dims, [ScalarType("index")] * n, start)
+        return self.make_op(name, dims, [t], attributes=attrs)
 
     def _p_extract_slice(self: Parser, name: str, start: int) -> Operation:
         lex = self.lex
@@ -282,16 +293,16 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         reassoc = self.parse_attribute()
         attrs: dict[str, Attr] = {"reassociation": reassoc}
         if name.endswith("expand_shape"):
+        dyn: list[Value] = []
             lex.expect("output_shape")
             shape, dyn = self._static_list()
-            if dyn:
-                raise lex.error("dynamic output_shape is not supported yet (static shapes only)", start)
             attrs["static_output_shape"] = make_int_list(shape)
         self._opt_attr_dict(attrs)
+            self.check_types(dyn, [ScalarType("index")] * len(dyn), start)
         lex.expect(":")
         self.check_types([src], [self.parse_type()], start)
         lex.expect("into")
-        return self.make_op(name, [src], [self.parse_type()], attributes=attrs)
+        return self.make_op(name, [src, *dyn], [self.parse_type()], attributes=attrs)
 
     def _p_extract(self: Parser, name: str, start: int) -> Operation:
         lex = self.lex
@@ -344,6 +355,11 @@ _HANDLERS: dict[str, Callable[[Parser, str, int], Operation]] = {
     "iree_encoding.unset_encoding": IreeSyntax._p_unary_typed,
     "flow.tensor.encode": IreeSyntax._p_unary_typed,
     "iree_tensor_ext.compute_barrier.start": IreeSyntax._p_unary_typed,
+    "flow.tensor.reshape": IreeSyntax._p_unary_typed,
+    "flow.tensor.tie_shape": IreeSyntax._p_tie_shape,
+    "hal.buffer_view.dim": IreeSyntax._p_buffer_view_dim,
+    "iree_tensor_ext.dispatch.workload.ordinal": IreeSyntax._p_workload_ordinal,
+    "util.assume.int": IreeSyntax._p_assume_int,
     "iree_tensor_ext.compute_barrier.end": IreeSyntax._p_unary_typed,
     "hal.tensor.import": IreeSyntax._p_hal_tensor,
     "hal.tensor.export": IreeSyntax._p_hal_tensor,

@@ -7,11 +7,15 @@ from typing import TYPE_CHECKING
 from egg_dispatch.mlir.attributes import symbol_name
 from egg_dispatch.mlir.ir import (
     ABI_SHELL_OPS,
+    ArrayAttr,
     Attr,
     DenseAttr,
+    DictAttr,
+    IntAttr,
     OpaqueType,
     Operation,
     Region,
+    ScalarType,
     StrAttr,
     SymbolRefAttr,
     Type,
@@ -19,12 +23,24 @@ from egg_dispatch.mlir.ir import (
     UnitAttr,
     Value,
 )
-from egg_dispatch.mlir.ops import make_int_list
+from egg_dispatch.mlir.lexer import int_value
+from egg_dispatch.mlir.ops import WORKLOAD, make_int_list, set_dims
 
 if TYPE_CHECKING:
     from egg_dispatch.mlir.parser import Parser
 
-__all__ = ["UNKNOWN", "IreeSyntax"]
+__all__ = ["UNARY_DIMS", "UNKNOWN", "IreeSyntax"]
+
+UNARY_DIMS: dict[str, tuple[str, ...]] = {
+    "iree_encoding.set_encoding": ("encoding",),
+    "iree_encoding.unset_encoding": ("encoding", "result"),
+    "flow.tensor.encode": ("source", "result"),
+    "flow.tensor.reshape": ("source", "result"),
+    "iree_tensor_ext.compute_barrier.start": ("source",),
+    "iree_tensor_ext.compute_barrier.end": ("source",),
+}
+"""The ``{...}`` size lists of each ``op %x : T -> T'`` op, in order (its ``DIM_SEGMENTS``):
+``encoding`` (``encoding_dims{...}``), ``source`` (after T), ``result`` (after T')."""
 
 UNKNOWN = OpaqueType("<unknown>")
 """Result type of an opaque op whose syntax does not say it; refined by the first typed use."""
@@ -33,17 +49,118 @@ UNKNOWN = OpaqueType("<unknown>")
 class IreeSyntax:
     # ------------------------------------------------------------------------- encodings, flow
     def _p_unary_typed(self: Parser, name: str, start: int) -> Operation:
-        """``op %x [attr-dict] : T -> T'`` (set/unset_encoding, flow.tensor.encode, barriers)."""
+        """``op %x [encoding_dims{...}] [attr-dict] : T[{%d}] -> T'[{%d}]`` (set/unset_encoding,
+        flow.tensor.encode / reshape, compute barriers); which lists an op has: ``UNARY_DIMS``."""
         lex = self.lex
         src = self.operand()
-        if lex.at("encoding_dims"):
-            raise lex.error("encoding_dims (dynamic sizes) are not supported yet", start)
+        lists = UNARY_DIMS[name]
+        groups: list[list[Value]] = []
+        if "encoding" in lists:
+            enc_dims: list[Value] = []
+            if lex.accept("encoding_dims"):
+                at = lex.expect("{").pos
+                enc_dims = self.operand_list()
+                lex.expect("}", "to close encoding_dims")
+                self.check_types(enc_dims, [ScalarType("index")] * len(enc_dims), at)
+            groups.append(enc_dims)
         attrs: dict[str, Attr] = {}
         self._opt_attr_dict(attrs)
         lex.expect(":")
-        self.check_types([src], [self.parse_type()], start)
+        src_t = self.parse_type()
+        self.check_types([src], [src_t], start)
+        if "source" in lists:
+            groups.append(self.parse_dims(src_t, "the source type"))
         lex.expect("->")
-        return self.make_op(name, [src], [self.parse_type()], attributes=attrs)
+        res_t = self.parse_type()
+        if "result" in lists:
+            groups.append(self.parse_dims(res_t, "the result type"))
+        return self.make_op(name, [src, *set_dims(attrs, groups)], [res_t], attributes=attrs)
+
+    def _p_tie_shape(self: Parser, name: str, start: int) -> Operation:
+        """``flow.tensor.tie_shape %x : tensor<?x..>{%d}``: %x, its dynamic sizes named."""
+        lex = self.lex
+        src = self.operand()
+        attrs: dict[str, Attr] = {}
+        self._opt_attr_dict(attrs)
+        lex.expect(":")
+        t = self.parse_type()
+        self.check_types([src], [t], start)
+        dims = self.parse_dims(t)
+        return self.make_op(name, [src, *set_dims(attrs, [dims])], [t], attributes=attrs)
+
+    def _p_buffer_view_dim(self: Parser, name: str, start: int) -> Operation:
+        """``hal.buffer_view.dim<%view : !hal.buffer_view>[i] : index``: an argument's dynamic size."""
+        lex = self.lex
+        lex.expect("<")
+        view = self.operand()
+        lex.expect(":")
+        self.check_types([view], [self.parse_type()], start)
+        lex.expect(">")
+        lex.expect("[")
+        index = int_value(lex, lex.expect_kind("int", "a dimension index"))
+        lex.expect("]")
+        attrs: dict[str, Attr] = {"index": IntAttr(index)}
+        self._opt_attr_dict(attrs)
+        lex.expect(":")
+        return self.make_op(name, [view], [self.parse_type()], attributes=attrs)
+
+    def _p_workload_ordinal(self: Parser, name: str, start: int) -> Operation:
+        """``iree_tensor_ext.dispatch.workload.ordinal %arg, N : index``: %arg, the N-th workload entry."""
+        lex = self.lex
+        v = self.operand()
+        lex.expect(",")
+        attrs: dict[str, Attr] = {"ordinal": IntAttr(int_value(lex, lex.expect_kind("int", "a workload ordinal")))}
+        self._opt_attr_dict(attrs)
+        lex.expect(":")
+        t = self.parse_type()
+        self.check_types([v], [t], start)
+        return self.make_op(name, [v], [t], attributes=attrs)
+
+    def _p_assume_int(self: Parser, name: str, start: int) -> Operation:
+        """``util.assume.int %a<umin = 1, umax = 16, udiv = 8>, %b[<...>, <...>] : index, index``: the
+        operands, with what may be assumed of them (one row, or one per call site: any may hold)."""
+        lex = self.lex
+        values: list[Value] = []
+        rows_per: list[Attr] = []
+        while True:
+            values.append(self.operand())
+            rows: list[Attr] = []
+            if lex.accept("["):
+                while not lex.at("]"):
+                    rows.append(self._assumption_row())
+                    if not lex.accept(","):
+                        break
+                lex.expect("]")
+                rows_per.append(ArrayAttr(tuple(rows)))
+            else:
+                rows_per.append(self._assumption_row())
+            if not lex.accept(","):
+                break
+        attrs: dict[str, Attr] = {"assumptions": ArrayAttr(tuple(rows_per))}
+        self._opt_attr_dict(attrs)
+        lex.expect(":")
+        types = self.parse_type_list()
+        self.check_types(values, types, start)
+        return self.make_op(name, values, types, attributes=attrs)
+
+    def _assumption_row(self: Parser) -> DictAttr:
+        lex = self.lex
+        at = lex.expect("<").pos
+        items: list[tuple[str, Attr]] = []
+        while not lex.at(">"):
+            key = lex.expect_kind("ident", "umin, umax or udiv").text
+            if key not in ("umin", "umax", "udiv"):
+                raise lex.error(f"unknown util.assume.int field '{key}' (expected umin, umax or udiv)", at)
+            lex.expect("=")
+            value = int_value(lex, lex.expect_kind("int", "an integer"))
+            if value < 0 or (key == "udiv" and value == 0):
+                need = "positive" if key == "udiv" else ">= 0"
+                raise lex.error(f"util.assume.int {key} must be {need}, not {value}", at)
+            items.append((key, IntAttr(value)))
+            if not lex.accept(","):
+                break
+        lex.expect(">", "to close the assumption")
+        return DictAttr(tuple(items))
 
     def _p_hal_tensor(self: Parser, name: str, start: int) -> Operation:
         """``hal.tensor.import [wait(%fence) =>] %src ["name"] {attrs} : !hal.buffer_view -> tensor<..>``
@@ -64,9 +181,14 @@ class IreeSyntax:
             attrs["name"] = StrAttr(lex.next().text[1:-1])
         self._opt_attr_dict(attrs)
         lex.expect(":")
-        self.check_types([src], [self.parse_type()], start)
+        src_t = self.parse_type()
+        self.check_types([src], [src_t], start)
+        dims = self.parse_dims(src_t, "the exported type") if name == "hal.tensor.export" else []
         lex.expect("->")
-        return self.make_op(name, [src, *fence], [self.parse_type()], attributes=attrs)
+        res_t = self.parse_type()
+        if name == "hal.tensor.import":
+            dims = self.parse_dims(res_t, "the imported type")
+        return self.make_op(name, [src, *fence, *set_dims(attrs, [dims])], [res_t], attributes=attrs)
 
     def _p_hal_barrier(self: Parser, name: str, start: int) -> Operation:
         """``hal.tensor.barrier join(%a, %b : T1, T2) => %fence : !hal.fence``: the tensors, once ready."""
@@ -92,19 +214,46 @@ class IreeSyntax:
         typ = self.parse_type()
         return self.make_op(name, [], [typ], attributes=attrs)
 
+    def _workload(self: Parser, attrs: dict[str, Attr]) -> list[Value]:
+        """An optional ``[%w, ...]`` workload (index values), recorded under ``WORKLOAD``."""
+        lex = self.lex
+        if not lex.at("["):
+            return []
+        at = lex.expect("[").pos
+        values = self.operand_list()
+        lex.expect("]", "to close the workload")
+        self.check_types(values, [ScalarType("index")] * len(values), at)
+        attrs[WORKLOAD] = IntAttr(len(values))
+        return values
+
+    def _types_with_dims(self: Parser) -> tuple[list[Type], list[list[Value]]]:
+        """``(T1{%d}, T2)`` or a single ``T{%d}``: the types and each one's dynamic sizes."""
+        lex = self.lex
+        types: list[Type] = []
+        dims: list[list[Value]] = []
+        paren = lex.accept("(")
+        if not (paren and lex.at(")")):
+            while True:
+                types.append(self.parse_type())
+                dims.append(self.parse_dims(types[-1]))
+                if not (paren and lex.accept(",")):
+                    break
+        if paren:
+            lex.expect(")")
+        return types, dims
+
     def _p_dispatch_region(self: Parser, name: str, start: int) -> Operation:
         lex = self.lex
-        if lex.at("["):
-            raise lex.error("flow.dispatch.region with a workload is not supported yet", start)
-        lex.expect("->")
-        results = self.parse_paren_types()
         attrs: dict[str, Attr] = {}
+        wl = self._workload(attrs)
+        lex.expect("->")
+        results, dims = self._types_with_dims()
         if lex.accept("attributes"):
             attrs.update(self.parse_dict().items)
         regions = [self.parse_region()]
         if lex.accept("count"):
             regions.append(self._count_region(isolated=False))  # IREE's count() uses values from above
-        return self.make_op(name, [], results, attributes=attrs, regions=regions)
+        return self.make_op(name, [*wl, *set_dims(attrs, dims)], results, attributes=attrs, regions=regions)
 
     def _count_region(self: Parser, isolated: bool = True) -> Region:
         lex = self.lex
@@ -123,17 +272,19 @@ class IreeSyntax:
 
     def _p_workgroups(self: Parser, name: str, start: int) -> Operation:
         lex = self.lex
-        if lex.at("["):
-            raise lex.error("flow.dispatch.workgroups with a workload is not supported yet", start)
+        attrs: dict[str, Attr] = {}
+        wl = self._workload(attrs)
         lex.expect("(")
         captured = self.operand_list()
         lex.expect(")")
         lex.expect(":")
-        in_types = self.parse_paren_types()
+        in_types, in_dims = self._types_with_dims()
         self.check_types(captured, in_types, start)
         lex.expect("->")
-        results = self.parse_result_types()
-        attrs: dict[str, Attr] = {}
+        if lex.peek().kind == "value":
+            raise lex.error("flow.dispatch.workgroups with tied results ('-> %x') is not supported", start)
+        results, res_dims = self._types_with_dims()
+        dims = set_dims(attrs, [*in_dims, *res_dims])
         if lex.accept("attributes"):
             attrs.update(self.parse_dict().items)
         lex.expect("=")
@@ -149,7 +300,7 @@ class IreeSyntax:
         regions = [self.parse_region(args, isolated=True)]
         if lex.accept("count"):
             regions.append(self._count_region())
-        return self.make_op(name, captured, results, attributes=attrs, regions=regions)
+        return self.make_op(name, [*wl, *captured, *dims], results, attributes=attrs, regions=regions)
 
     def _p_dispatch_tensor(self: Parser, name: str, start: int) -> Operation:
         lex = self.lex
@@ -168,13 +319,15 @@ class IreeSyntax:
             attrs[f"static_{key}"] = make_int_list(static)
         lex.expect(":")
         t_in = self.parse_type()
+        binding_dims = [] if name.endswith("store") else self.parse_dims(t_in, "the binding type")
         lex.expect("->")
         t_out = self.parse_type()
         if name.endswith("store"):
+            binding_dims = self.parse_dims(t_out, "the binding type")
             self.check_types(operands, [t_in, t_out], start)
-            return self.make_op(name, operands + dyn, [], attributes=attrs)
+            return self.make_op(name, operands + dyn + set_dims(attrs, [binding_dims]), [], attributes=attrs)
         self.check_types(operands, [t_in], start)
-        return self.make_op(name, operands + dyn, [t_out], attributes=attrs)
+        return self.make_op(name, operands + dyn + set_dims(attrs, [binding_dims]), [t_out], attributes=attrs)
 
     # -------------------------------------------------------------------------------- util
     def _p_global(self: Parser, name: str, start: int) -> Operation:
