@@ -217,14 +217,14 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
 
     # -------------------------------------------------------------------------------- tensor
     def _p_empty(self: Parser, name: str, start: int) -> Operation:
-        lex = self.lex
         """``tensor.empty(%d, ...) [attr-dict] : T``: one index operand per dynamic dim of T."""
+        lex = self.lex
         lex.expect("(")
         dims = self.operand_list()
         lex.expect(")")
-        lex.expect(":")
         attrs: dict[str, Attr] = {}
         self._opt_attr_dict(attrs)
+        lex.expect(":")
         t = self.parse_type()
         n = t.num_dynamic if isinstance(t, TensorType) else 0
         if len(dims) != n:
@@ -292,13 +292,13 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         src = self.operand()
         reassoc = self.parse_attribute()
         attrs: dict[str, Attr] = {"reassociation": reassoc}
-        if name.endswith("expand_shape"):
         dyn: list[Value] = []
+        if name.endswith("expand_shape"):
             lex.expect("output_shape")
             shape, dyn = self._static_list()
             attrs["static_output_shape"] = make_int_list(shape)
-        self._opt_attr_dict(attrs)
             self.check_types(dyn, [ScalarType("index")] * len(dyn), start)
+        self._opt_attr_dict(attrs)
         lex.expect(":")
         self.check_types([src], [self.parse_type()], start)
         lex.expect("into")
@@ -354,12 +354,12 @@ _HANDLERS: dict[str, Callable[[Parser, str, int], Operation]] = {
     "iree_encoding.set_encoding": IreeSyntax._p_unary_typed,
     "iree_encoding.unset_encoding": IreeSyntax._p_unary_typed,
     "flow.tensor.encode": IreeSyntax._p_unary_typed,
-    "iree_tensor_ext.compute_barrier.start": IreeSyntax._p_unary_typed,
     "flow.tensor.reshape": IreeSyntax._p_unary_typed,
     "flow.tensor.tie_shape": IreeSyntax._p_tie_shape,
     "hal.buffer_view.dim": IreeSyntax._p_buffer_view_dim,
     "iree_tensor_ext.dispatch.workload.ordinal": IreeSyntax._p_workload_ordinal,
     "util.assume.int": IreeSyntax._p_assume_int,
+    "iree_tensor_ext.compute_barrier.start": IreeSyntax._p_unary_typed,
     "iree_tensor_ext.compute_barrier.end": IreeSyntax._p_unary_typed,
     "hal.tensor.import": IreeSyntax._p_hal_tensor,
     "hal.tensor.export": IreeSyntax._p_hal_tensor,
