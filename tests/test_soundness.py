@@ -4,9 +4,15 @@ hypothesis writes small programs (slices of constants and arguments, matmuls in 
 layouts, elementwise consumers, fills); each goes through the initial plan, saturation with every
 rule family, and enumeration; every enumerated plan is emitted as MLIR and evaluated by the NumPy
 evaluator with physical encodings (pack / mmt4d / unpack) for two targets, against plain NumPy.
+Plans that drop data tiling (``rules/untile.egg``) are checked on purpose: enumeration order reaches
+them late, so they are enumerated from copies of the e-graph where the plain contraction is the only
+choice, in every contraction and in the first one alone (mixed with the others' mmt4d).
 """
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -20,11 +26,13 @@ from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.emitter import Emitter
 from egg_dispatch.evaluate import evaluate
 from egg_dispatch.mlir.parser import parse_mlir
+from egg_dispatch.result.report import untiled
 from egg_dispatch.start.initial_plan import initial_plan
 from egg_dispatch.target.profile import load_target
 
 TARGETS = [load_target("x86_64-avx2"), load_target("x86_64-avx512")]
 PLANS_PER_TARGET = 6
+UNTILED_PLANS_PER_VARIANT = 2
 TRANSPOSED_B = (
     "indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, "
     "affine_map<(d0, d1, d2) -> (d0, d1)>]"
@@ -118,6 +126,23 @@ def programs(draw: st.DrawFn) -> tuple[str, list[tuple[tuple[int, ...], str]]]:
     return text, args
 
 
+def untile_variants(g: EGraphData) -> Iterator[EGraphData]:
+    """``g`` with untile's plain contraction the only choice of its class: in every such class, then in
+    the first one alone (none when no unset_encoding survived ``noop``: identity layouts only)."""
+    sites = [
+        c for c in g.classes if g.is_term_class(c) and {"Contract", "UnsetEncoding"} <= {n.op for n in g.choices(c)}
+    ]
+    if not sites:
+        return
+    for chosen in [sites] + ([sites[:1]] if len(sites) > 1 else []):
+        nodes = dict(g.nodes)
+        for c in chosen:
+            for nid in g.classes[c]:
+                if nodes[nid].op != "Contract":
+                    nodes[nid] = dataclasses.replace(nodes[nid], subsumed=True)
+        yield dataclasses.replace(g, nodes=nodes)
+
+
 @settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_every_enumerated_plan_computes_the_input(program: tuple[str, list[tuple[tuple[int, ...], str]]]) -> None:
@@ -140,3 +165,16 @@ def test_every_enumerated_plan_computes_the_input(program: tuple[str, list[tuple
                     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
                 checked += 1
         assert checked > 0, f"no plan for {target.name}:\n{text}"
+        untiled_checked = 0
+        for variant in untile_variants(data):
+            for choice in enumerate_plans(variant, UNTILED_PLANS_PER_VARIANT):
+                assert untiled(data, choice)
+                for materialized in (False, True):
+                    term = build_term(variant, normalize_choice(variant, choice, materialized))
+                    plan = Emitter(imported).emit(term)  # type: ignore[arg-type]
+                    outputs = evaluate(plan, inputs, target=target)
+                    for got, want in zip(outputs, reference, strict=True):
+                        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+                    untiled_checked += 1
+        tiled = any(n.op == "UnsetEncoding" for c in data.classes if data.is_term_class(c) for n in data.choices(c))
+        assert untiled_checked > 0 or not tiled, f"no plan drops data tiling on {target.name}:\n{text}"

@@ -1,6 +1,7 @@
 """``explore --explain``: for every set_encoding, the alternatives the e-graph held, why the others
 were refused (the numbered legality condition, as IREE's passes give a reason per failed
-condition), and the cost difference that decided between the ones held."""
+condition), and the cost difference that decided between the ones held; then, per contraction,
+whether data tiling was kept or dropped (``rules/untile.egg``) and what the other choice costs."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from egg_dispatch.egraph.facts import (
 )
 from egg_dispatch.mlir.ir import TensorType, element_nbytes
 from egg_dispatch.plan.graph import build_plan
+from egg_dispatch.result.report import untiled
 from egg_dispatch.target.layout import packed_nbytes
 
 if TYPE_CHECKING:
@@ -28,6 +30,9 @@ __all__ = ["explain"]
 _SET = re.compile(r"^\(SetEncoding (\$v[0-9]+) (\(Enc .*\))\)$")
 _CONTRACT = re.compile(r'^\(Contract "([^"]*)" (\$v[0-9]+) (\$v[0-9]+) (\$v[0-9]+)\)$')
 _SLICE = re.compile(r"^\(Slice (\$v[0-9]+) \(vec-of ([-0-9 ]*)\) \(vec-of ([-0-9 ]*)\) \(vec-of ([-0-9 ]*)\)\)$")
+_UNSET = re.compile(r"^\(UnsetEncoding (\$v[0-9]+) ")
+_FILL = re.compile(r"^\(Fill (\$v[0-9]+) (\$v[0-9]+)\)$")
+_PLACED = re.compile(r"^\((?:Dispatch|ConstEval) (\$v[0-9]+)\)$")
 _ROLE = {0: "LHS", 1: "RHS"}
 
 
@@ -148,6 +153,8 @@ def explain(e: Exploration) -> str:
     best = e.best.choice
     lines = ["", "why each set_encoding went where it went:"]
     number: dict[str, int] = {}
+    unset_class = {m.group(1): let_class.get(let) for let, t in e.imported.lets.items() if (m := _UNSET.match(t))}
+    dropped = set(untiled(g, best))
     for contract, index, src, enc_key in _sites(e):
         enc = e.imported.encodings[enc_key]
         layout = encoding_layout(e.target, enc)
@@ -194,6 +201,9 @@ def explain(e: Exploration) -> str:
         for r in refused:
             lines.append(f"    refused  {r}")
         c = let_class.get(contract)
+        if unset_class.get(contract) in dropped:
+            lines.append("    chosen   none: data tiling dropped for this contraction (see below)")
+            continue
         if c is None or c not in best:
             continue
         chosen_node = g.nodes[best[c]]
@@ -218,4 +228,83 @@ def explain(e: Exploration) -> str:
                 f"    held     {kind}: objective {metrics.objective:.4e} ({delta:+.3e} vs chosen; "
                 f"run {metrics.run_seconds * 1e6:.2f} µs, memory {metrics.memory_bytes} B)"
             )
+    if "untile" in e.saturation.families:
+        lines += _data_tiling(e, let_class, dropped)
     return "\n".join(lines)
+
+
+def _encoded_operand(e: Exploration, let: str) -> str | None:
+    """The encoding key of an operand that is a set_encoding, fused or placed (untile's conditions 1-3)."""
+    term = e.imported.lets.get(let, "")
+    m = _PLACED.match(term)
+    s = _SET.match(e.imported.lets.get(m.group(1), "") if m else term)
+    return s.group(2) if s else None
+
+
+def _untile_refusal(e: Exploration, contract: str, unset: str) -> str:
+    """The first numbered condition of rules/untile.egg the contraction fails."""
+    m = _CONTRACT.match(e.imported.lets[contract])
+    assert m is not None
+    lhs, rhs, acc = (_encoded_operand(e, x) for x in m.groups()[1:])
+    fill = _FILL.match(e.imported.lets.get(m.group(4), ""))
+    if acc is None and fill:
+        init = _SET.match(e.imported.lets.get(fill.group(2), ""))
+        acc = init.group(2) if init and e.imported.lets.get(init.group(1), "").startswith("(Empty ") else None
+    if lhs is None:
+        return "1. the LHS is encoded by no set_encoding (no plain LHS to read)"
+    if rhs is None:
+        return "2. the RHS is encoded by no set_encoding (no plain RHS to read)"
+    if acc is None:
+        return "3. the accumulator is neither a fill of an encoded tensor.empty nor a set_encoding"
+    keys = [re.sub(r"^\(Enc -?[0-9]+ ", "", k) for k in (lhs, rhs, acc)]
+    indices = [e.imported.encodings[k].operand_index for k in (lhs, rhs, acc)]
+    if len(set(keys)) != 1 or indices != [0, 1, 2]:
+        return "4. the operands' encodings are not this contraction's own (operand indices 0, 1, 2 of one encoding)"
+    shapes = [getattr(e.imported.let_types.get(x), "shape", None) for x in (contract, unset)]
+    if shapes[0] != shapes[1]:
+        return "5. the unset_encoding does not return the whole result"
+    return "not derived (the saturation budget stopped first)"
+
+
+def _data_tiling(e: Exploration, let_class: dict[str, str], dropped: set[str]) -> list[str]:
+    """Per contraction: data tiling kept or dropped (rules/untile.egg), and the other choice's cost."""
+    g, best = e.data, e.best.choice
+    lines = ["", "data tiling per contraction (untile):"]
+    number: dict[str, int] = {}
+    for unset, term in e.imported.lets.items():
+        u = _UNSET.match(term)
+        m = _CONTRACT.match(e.imported.lets.get(u.group(1), "")) if u else None
+        c = let_class.get(unset)
+        if u is None or m is None or c is None:
+            continue
+        op_name = m.group(1).split(":")[0]
+        number[op_name] = number.get(op_name, 0) + 1
+        head = f"- {op_name} #{number[op_name]}"
+        plain = [n for n in g.choices(c) if n.op == "Contract"]
+        tiled = [n for n in g.choices(c) if n.op in ("UnsetEncoding", "Unpack")]
+        if not tiled:
+            lines.append(f"{head}: identity layout, the encodings fold away (noop)")
+            continue
+        if not plain:
+            lines.append(f"{head}: data-tiled; refused  untile: {_untile_refusal(e, u.group(1), unset)}")
+            continue
+        if c not in best:
+            lines.append(f"{head}: not on the chosen plan")
+            continue
+        if c in dropped:
+            chosen, alts, held = "data tiling dropped (plain " + op_name + ")", tiled, "data-tiled (mmt4d)"
+        else:
+            chosen, alts, held = "data-tiled (mmt4d)", plain, "data tiling dropped (plain " + op_name + ")"
+        lines.append(f"{head}: chosen {chosen}: objective {e.best.metrics.objective:.4e}")
+        for alt in alts:
+            trial = _complete(e, best | {c: alt.id})
+            if not is_acyclic(g, trial):
+                continue
+            metrics = build_plan(g, trial, e.imported, e.target, e.lam).metrics
+            delta = metrics.objective - e.best.metrics.objective
+            lines.append(
+                f"    held     {held}: objective {metrics.objective:.4e} ({delta:+.3e} vs chosen; "
+                f"run {metrics.run_seconds * 1e6:.2f} µs, memory {metrics.memory_bytes} B)"
+            )
+            break
+    return lines

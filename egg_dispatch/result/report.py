@@ -22,6 +22,7 @@ from egg_dispatch.mlir.printer import print_mlir
 from egg_dispatch.util.table import table_lines
 
 if TYPE_CHECKING:
+    from egg_dispatch.egraph.data import EGraphData
     from egg_dispatch.result.exploration import Candidate, Exploration
 
 __all__ = ["SCHEMA", "differences", "dot", "markdown", "plan_json", "text", "to_json"]
@@ -35,6 +36,7 @@ _FEATURES = {
     "noop": "set_encoding removed (identity layout)",
     "fuse": "pack fused into the contraction's dispatch",
     "clone": "slice materialized once in its own dispatch",
+    "untile": "data tiling dropped: a plain contraction (no pack, no mmt4d)",
 }
 
 
@@ -44,8 +46,20 @@ def _names(c: Candidate) -> dict[str, str]:
     }
 
 
-def features(c: Candidate) -> set[str]:
-    """Which rule families' alternatives the plan uses (read off the chosen nodes)."""
+def untiled(g: EGraphData, choice: dict[str, str]) -> list[str]:
+    """Classes where the plan computes a contraction with its encodings dropped (``rules/untile.egg``):
+    the chosen node is a Contract in the class of an unset_encoding. (With the identity layout ``noop``
+    merges the two, and the unset_encoding is then a self-loop, not a choice.)"""
+    return [
+        c
+        for c, nid in sorted(choice.items())
+        if g.nodes[nid].op == "Contract" and any(n.op == "UnsetEncoding" for n in g.choices(c))
+    ]
+
+
+def features(c: Candidate, g: EGraphData | None = None) -> set[str]:
+    """Which rule families' alternatives the plan uses (read off the chosen nodes; ``untile`` only when
+    ``g``, the e-graph the plan was chosen from, is given)."""
     out: set[str] = set()
     mlir = c.mlir
     for op in mlir.walk():
@@ -60,7 +74,9 @@ def features(c: Candidate) -> set[str]:
             out.add("fuse")
         if d.ops == ["Slice"] or d.ops == []:
             out.add("clone")
-    if not any(op.name.startswith("iree_encoding") for op in mlir.walk()):
+    if g is not None and untiled(g, c.choice):
+        out.add("untile")
+    if "untile" not in out and not any(op.name.startswith("iree_encoding") for op in mlir.walk()):
         out.add("noop")
     return out
 
@@ -68,7 +84,8 @@ def features(c: Candidate) -> set[str]:
 def differences(e: Exploration) -> list[str]:
     if e.baseline is None:
         return []
-    ours, theirs = features(e.best), features(e.baseline)
+    # The baseline is IREE's plan (data tiling on), possibly chosen from another e-graph: no ``untile``.
+    ours, theirs = features(e.best, e.data), features(e.baseline)
     lines = [f"+ {k}: {_FEATURES[k]}" for k in sorted(ours - theirs)]
     lines += [f"- {k}: {_FEATURES[k]} (baseline only)" for k in sorted(theirs - ours)]
     return lines
