@@ -1,4 +1,3 @@
-# ruff: noqa: E402  (imports follow the sys.path set-up for running from a checkout)
 """Memory per e-node: the e-node budget (``--budget enodes=N``) is what bounds explore's memory.
 
 Each size runs in a fresh child process: generate a transformer of L layers (``generate.py``), parse
@@ -94,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows = []
     mib = 2**20
-    print(f"{'layers':>6} {'e-nodes':>8} {'stop':<16} {'RSS before':>10} {'+saturate':>10} {'+all':>10} {'B/e-node':>9}")
+    head = ("layers", "e-nodes", "stop", "RSS before", "+saturate", "+all", "B/e-node")
+    print("{:>6} {:>8} {:<16} {:>10} {:>10} {:>10} {:>9}".format(*head))
     for layers in args.layers:
         cmd = [sys.executable, __file__, "--child", str(layers), "--target", args.target]
         if args.enodes:
