@@ -41,6 +41,11 @@ Per dynamic model (attention_dyn, mlp_dyn; sequence dimension ``Dim("seq")``): t
 ``dispatch_creation.avx2.mlir`` (the haswell flags above with ``--compile-to=dispatch-creation``), and
 ``inputs_s<N>.npz`` / ``expected_torch_s<N>.npz`` / ``expected_iree_s<N>.npz`` for N in 1, 16, 13.
 
+Per model with symbolic shapes (mlp_sym: batch ``Dim("batch", 1..8)`` and seq ``8 * Dim("seq8", 1..64)``,
+exported with ``import_symbolic_shape_expressions=True``, so torch.mlir has ``torch.symbolic_int`` /
+``torch.bind_symbolic_shape`` and input.mlir IREE's ``util.assume.int`` / ``flow.tensor.tie_shape``): the same
+files, with ``inputs_<b>x<s>.npz`` / ``expected_torch_<b>x<s>.npz`` / ``expected_iree_<b>x<s>.npz`` per size.
+
 Deterministic: fixed seeds, .npz written with fixed zip timestamps, and the compiler is run inside the model
 folder on relative paths; running the script twice gives byte-identical files.
 """
@@ -423,6 +428,54 @@ SPECS = [
 ]
 
 
+@dataclass
+class SymSpec:
+    """A model exported with several dynamic dims and ``import_symbolic_shape_expressions=True``: the torch
+    dialect keeps ``torch.symbolic_int`` / ``torch.bind_symbolic_shape``, which IREE's input phase turns
+    into ``util.assume.int`` (ranges, divisibility) and ``flow.tensor.tie_shape``."""
+
+    name: str
+    what: str
+    build: Callable[[], nn.Module]
+    example: Callable[[torch.Generator], tuple[torch.Tensor, ...]]
+    dynamic_shapes: Callable[[], dict]
+    sizes: tuple[tuple[int, ...], ...]
+    """The dynamic sizes of each recorded call (inputs_<b>x<s>.npz ...)."""
+    inputs: Callable[[torch.Generator, tuple[int, ...]], tuple[torch.Tensor, ...]]
+    dims: str
+    """How the inputs read in the README (``?x?x32xfloat32``)."""
+
+
+def _mlp_sym_shapes() -> dict:
+    batch = torch.export.Dim("batch", min=1, max=8)
+    seq8 = torch.export.Dim("seq8", min=1, max=64)
+    return {"x": {0: batch, 1: 8 * seq8}}
+
+
+SYM_SPECS = [
+    SymSpec(
+        "mlp_sym",
+        "Llama SiLU-gated MLP d=32->96->32 (Linears without bias) + residual on [batch, seq, 32], batch = "
+        "Dim('batch', 1..8) and seq = 8 * Dim('seq8', 1..64), exported with symbolic shape expressions",
+        _seeded(9, lambda: LlamaMLPResidual(32, 96)),
+        lambda g: (torch.randn(2, 16, 32, generator=g),),
+        _mlp_sym_shapes,
+        ((1, 8), (3, 16), (2, 24)),
+        lambda g, bs: (torch.randn(bs[0], bs[1], 32, generator=g),),
+        "?x?x32xfloat32",
+    ),
+]
+
+
+class LlamaMLPResidual(nn.Module):
+    def __init__(self, d: int, d_ff: int):
+        super().__init__()
+        self.mlp = LlamaMLP(d, d_ff)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.mlp(x)
+
+
 # ------------------------------------------------------------------------------------ helpers
 
 
@@ -600,6 +653,41 @@ def export_dynamic(spec: Spec, folder: Path, tmp: Path) -> dict:
     }
 
 
+def export_symbolic(spec: SymSpec, folder: Path, tmp: Path) -> dict:
+    model = spec.build()
+    args = spec.example(torch.Generator().manual_seed(100))
+    exported = aot.export(
+        model, args=args, dynamic_shapes=spec.dynamic_shapes(), import_symbolic_shape_expressions=True
+    )
+    exported.save_mlir(str(folder / "torch.mlir"))
+    iree_compile("torch.mlir", "input.mlir", ["--compile-to=input"], folder)
+    iree_compile("input.mlir", "dispatch_creation.avx2.mlir", [*AVX2, "--compile-to=dispatch-creation"], folder)
+    iree_compile("torch.mlir", str(tmp / f"{spec.name}.vmfb"), HOST, folder)
+    diffs = {}
+    for k, sizes in enumerate(spec.sizes):
+        tag = "x".join(map(str, sizes))
+        dargs = spec.inputs(torch.Generator().manual_seed(300 + k), sizes)
+        inputs = [a.numpy() for a in dargs]
+        expected = torch_outputs(model, dargs)
+        got = run_iree(tmp / f"{spec.name}.vmfb", inputs)
+        save_npz(folder / f"inputs_{tag}.npz", {f"arg{i}": a for i, a in enumerate(inputs)})
+        save_npz(folder / f"expected_torch_{tag}.npz", {f"out{i}": o for i, o in enumerate(expected)})
+        save_npz(folder / f"expected_iree_{tag}.npz", {f"out{i}": o for i, o in enumerate(got)})
+        diffs[tag] = max_rel(got, expected)
+        if diffs[tag] > 1e-4:
+            raise RuntimeError(f"{spec.name} {tag}: IREE vs torch {diffs[tag]:.2e}")
+    return {
+        "name": spec.name,
+        "kind": "symbolic",
+        "what": spec.what,
+        "inputs": [spec.dims],
+        "outputs": [spec.dims],
+        "sizes": [list(t) for t in spec.sizes],
+        "param_count": unique_param_count(model),
+        "max_rel_iree_vs_torch": {k: float(f"{d:.3g}") for k, d in diffs.items()},
+    }
+
+
 # ------------------------------------------------------------------------------------ README
 
 
@@ -659,6 +747,11 @@ def write_readme(metas: list[dict], notes: dict[str, list[str]]) -> None:
             )
             forms += ", global_opt.avx2, ext.global_opt.avx2"
             rel = f"{m['max_rel_iree_vs_torch']:.1e}"
+        elif m["kind"] == "symbolic":
+            forms = "torch (symbolic shapes), input, dispatch_creation.avx2; sizes = " + ", ".join(
+                "x".join(map(str, t)) for t in m["sizes"]
+            )
+            rel = ", ".join(f"{k}: {v:.1e}" for k, v in m["max_rel_iree_vs_torch"].items())
         else:
             forms = "torch, input, dispatch_creation.avx2; s = " + ", ".join(map(str, m["seq_sizes"]))
             rel = ", ".join(f"{k}: {v:.1e}" for k, v in m["max_rel_iree_vs_torch"].items())
@@ -686,6 +779,10 @@ def write_readme(metas: list[dict], notes: dict[str, list[str]]) -> None:
         "```sh",
         COMMANDS_DYNAMIC.rstrip(),
         "```",
+        "",
+        "Models with symbolic shapes (`aot.export(..., dynamic_shapes={'x': {0: Dim('batch', min=1, max=8), "
+        "1: 8 * Dim('seq8', min=1, max=64)}}, import_symbolic_shape_expressions=True)`): the same commands; "
+        "`inputs_<b>x<s>.npz` / `expected_*_<b>x<s>.npz` per recorded size.",
         "",
         "## Notes",
         "",
@@ -757,7 +854,7 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     metas = []
     with tempfile.TemporaryDirectory() as tmp:
-        for spec in SPECS:
+        for spec in [*SPECS, *SYM_SPECS]:
             folder = OUT / spec.name
             if opts.only and spec.name not in opts.only:
                 if (folder / "meta.json").exists():
@@ -767,7 +864,12 @@ def main() -> None:
             if folder.exists():
                 shutil.rmtree(folder)
             folder.mkdir(parents=True)
-            meta = export_dynamic(spec, folder, Path(tmp)) if spec.dynamic else export_static(spec, folder, Path(tmp))
+            if isinstance(spec, SymSpec):
+                meta = export_symbolic(spec, folder, Path(tmp))
+            elif spec.dynamic:
+                meta = export_dynamic(spec, folder, Path(tmp))
+            else:
+                meta = export_static(spec, folder, Path(tmp))
             (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
             metas.append(meta)
             print(f"{spec.name}: {time.time() - t0:.1f}s {json.dumps({k: v for k, v in meta.items() if 'max' in k})}")

@@ -38,6 +38,8 @@ import pytest
 MODELS = Path(__file__).parent / "fixtures" / "models"
 STATIC = ("gpt2_block", "bert_block", "llama_block", "tiny_lm", "int8_mlp", "f16_mlp")
 DYNAMIC = ("attention_dyn", "mlp_dyn")
+SYMBOLIC = {"mlp_sym": ((1, 8), (3, 16), (2, 24))}
+"""Models exported with symbolic shape expressions (util.assume.int in input.mlir): name -> recorded sizes."""
 SAFETENSORS = ("gpt2_block", "int8_mlp")
 SEQ_SIZES = (1, 16, 13)
 STATIC_FILES = (
@@ -100,9 +102,9 @@ def ext_tolerance(name: str) -> float:
 
 def test_model_list_matches_folders():
     on_disk = {p.name for p in MODELS.iterdir() if p.is_dir()}
-    assert on_disk == set(STATIC) | set(DYNAMIC)
+    assert on_disk == set(STATIC) | set(DYNAMIC) | set(SYMBOLIC)
     readme = (MODELS / "README.md").read_text()
-    for name in (*STATIC, *DYNAMIC):
+    for name in (*STATIC, *DYNAMIC, *SYMBOLIC):
         assert f"| `{name}` |" in readme
 
 
@@ -128,6 +130,23 @@ def test_dynamic_files(name: str):
     for s in SEQ_SIZES:
         (x,) = load_npz(folder / f"inputs_s{s}.npz")
         assert x.shape == (1, s, 32)
+
+
+@pytest.mark.parametrize("name", SYMBOLIC)
+def test_symbolic_files(name: str):
+    folder = MODELS / name
+    tags = ["x".join(map(str, t)) for t in SYMBOLIC[name]]
+    expected = {"torch.mlir", "input.mlir", "dispatch_creation.avx2.mlir", "meta.json"}
+    expected |= {f"{k}_{t}.npz" for k in ("inputs", "expected_torch", "expected_iree") for t in tags}
+    assert {p.name for p in folder.iterdir()} == expected
+    assert "torch.bind_symbolic_shape" in (folder / "torch.mlir").read_text()
+    text = (folder / "input.mlir").read_text()
+    assert "util.assume.int" in text and "flow.tensor.tie_shape" in text
+    for sizes, tag in zip(SYMBOLIC[name], tags, strict=True):
+        (x,) = load_npz(folder / f"inputs_{tag}.npz")
+        assert x.shape == (*sizes, 32)
+        want = load_npz(folder / f"expected_torch_{tag}.npz")
+        assert max_rel(load_npz(folder / f"expected_iree_{tag}.npz"), want) <= torch_tolerance(name)
 
 
 # ------------------------------------------------------------------------------------ recorded outputs

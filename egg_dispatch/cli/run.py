@@ -40,6 +40,7 @@ from egg_dispatch.cli.args import (
 from egg_dispatch.evaluate import EvaluationError, evaluate, function_input_types, select_function
 from egg_dispatch.evaluate.check import type_of_array
 from egg_dispatch.evaluate.core import function_type, type_str
+from egg_dispatch.evaluate.dynamic import shape_fits
 from egg_dispatch.mlir.ir import ScalarType, TensorType, Type, is_known_element, numpy_dtype
 from egg_dispatch.target.profile import TargetError, load_target
 from egg_dispatch.util.files import atomic_write
@@ -186,12 +187,12 @@ def _check_inputs(
     out = []
     for i, (a, t, src) in enumerate(zip(arrays, types, srcs, strict=True)):
         want = t.without_encoding() if isinstance(t, TensorType) else t
-        shape = want.shape if isinstance(want, TensorType) else ()
         elem = want.element if isinstance(want, TensorType) else want
         if not isinstance(elem, ScalarType):
             raise InputError(f"{where}: error: input {i} of @{fname} has type {type_str(t)}, which run cannot pass")
         dtype = numpy_dtype(elem)
-        if a.shape != shape or a.dtype != dtype:
+        fits = shape_fits(a.shape, want) if isinstance(want, TensorType) else a.shape == ()  # any size for '?'
+        if not fits or a.dtype != dtype:
             raise InputError(
                 f"{where}: error: input {i} of @{fname}: expected {type_str(want)}, "
                 f"got {type_of_array(a)} (from --input={src})"

@@ -30,6 +30,7 @@ the same way.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,6 +39,7 @@ from egg_dispatch.evaluate import EvaluationError, evaluate, function_input_type
 from egg_dispatch.evaluate.core import type_str
 from egg_dispatch.evaluate.index_ranges import index_bounds
 from egg_dispatch.evaluate.ops_linalg import NAMED_CONTRACTIONS
+from egg_dispatch.evaluate.sizes import check_sizes, input_types_at, label, shapes_at
 from egg_dispatch.evaluate.structured import loop_sizes, perm_map
 from egg_dispatch.mlir.ir import (
     AffineMapAttr,
@@ -51,6 +53,7 @@ from egg_dispatch.mlir.ir import (
     numpy_dtype,
 )
 from egg_dispatch.mlir.ops import iterator_types
+from egg_dispatch.mlir.shapes import Domain, function_shapes
 from egg_dispatch.target.profile import Target, load_target
 
 __all__ = [
@@ -78,6 +81,8 @@ class ResultCheck:
     max_abs_error: float
     max_rel_error: float
     tolerance: float
+    sizes: str = ""
+    """The dynamic sizes of this run (``arg0.d1=13``; empty for a static function)."""
 
     @property
     def passed(self) -> bool:
@@ -114,8 +119,9 @@ class CheckReport:
             lines.append("no set_encoding in the input: the physical run equals the plain one by construction")
         for r in self.results:
             status = "ok" if r.passed else "FAILED"
+            at = f" at {r.sizes}" if r.sizes else ""
             lines.append(
-                f"result[{r.index}] {r.type}: max abs error {r.max_abs_error:.3g}, max rel error "
+                f"result[{r.index}]{at} {r.type}: max abs error {r.max_abs_error:.3g}, max rel error "
                 f"{r.max_rel_error:.3g} (tolerance {r.tolerance:.3g}): {status}"
             )
         lines.append("PASS" if self.passed else "FAIL")
@@ -147,21 +153,34 @@ def random_inputs(types: list[Type], seed: int, bounds: dict[int, int] | None = 
     return out
 
 
-def function_inputs(func: Operation, seed: int) -> list[np.ndarray]:
-    """Seeded inputs for ``func``: :func:`random_inputs` with the index ranges its uses imply."""
-    return random_inputs(function_input_types(func), seed, index_bounds(func))
+def function_inputs(func: Operation, seed: int, sizes: Mapping[str, int] | None = None) -> list[np.ndarray]:
+    """Seeded inputs for ``func``: :func:`random_inputs` with the index ranges its uses imply; ``sizes``
+    gives its dynamic dims their values (``arg0.d1``; see ``evaluate.sizes``)."""
+    types = function_input_types(func)
+    if sizes:
+        types = input_types_at(func, types, sizes)
+    return random_inputs(types, seed, index_bounds(func))
 
 
 def _shape(t: Type) -> tuple[int, ...]:
-    return t.shape if isinstance(t, TensorType) else ()
+    return t.shape if isinstance(t, TensorType) else ()  # type: ignore[return-value]
 
 
-def reduction_length(op: Operation) -> int:
-    """Product of the sizes of ``op``'s reduction loops (1 when it has none or they are unknown)."""
+def reduction_length(op: Operation, shape_of: Callable[[Value], tuple[int, ...] | None] | None = None) -> int:
+    """Product of the sizes of ``op``'s reduction loops (1 when it has none or they are unknown);
+    ``shape_of`` gives operand shapes at concrete sizes (``evaluate.sizes.shapes_at``) for dynamic ones."""
+    get = (lambda v: shape_of(v) or _shape(v.type)) if shape_of is not None else (lambda v: _shape(v.type))
+    try:
+        return _reduction_length(op, get)
+    except TypeError:  # a dynamic size (None) not given
+        return 1
+
+
+def _reduction_length(op: Operation, _shape_of: Callable[[Value], tuple[int, ...]]) -> int:
     maps_attr = op.attributes.get("indexing_maps")
     maps = [m for m in maps_attr.items if isinstance(m, AffineMapAttr)] if isinstance(maps_attr, ArrayAttr) else []
     if op.name in ("linalg.mmt4d", "linalg.batch_mmt4d"):
-        lhs = _shape(op.operands[0].type)
+        lhs = _shape_of(op.operands[0])
         return lhs[-3] * lhs[-1] if len(lhs) >= 4 else 1
     if not maps and op.name in NAMED_CONTRACTIONS:
         n, dims = NAMED_CONTRACTIONS[op.name]
@@ -169,7 +188,7 @@ def reduction_length(op: Operation) -> int:
     if not maps or len(maps) != len(op.operands):
         return 1
     try:
-        sizes = loop_sizes(maps, [_shape(v.type) for v in op.operands])
+        sizes = loop_sizes(maps, [_shape_of(v) for v in op.operands])
     except EvaluationError:
         return 1
     iters = iterator_types(op)
@@ -190,26 +209,39 @@ def tolerance(t: Type, k: int) -> float:
     return 4.0 * _EPS[name] * math.sqrt(max(k, 1))
 
 
-def check_module(module: Module, target: Target | str, seed: int = 0, function: str | None = None) -> CheckReport:
-    """Evaluate ``function`` with plain semantics and with physical encodings for ``target``; compare."""
+def check_module(
+    module: Module,
+    target: Target | str,
+    seed: int = 0,
+    function: str | None = None,
+    assume: Mapping[str, Domain] | None = None,
+) -> CheckReport:
+    """Evaluate ``function`` with plain semantics and with physical encodings for ``target``; compare.
+    A function with dynamic dims runs at every assignment of ``evaluate.sizes.check_sizes`` (at least
+    two sizes per dim; ``assume`` narrows what each dim may be)."""
     tgt = load_target(target) if isinstance(target, str) else target
     func = select_function(module, function)
     fname = func.attributes["sym_name"].value  # type: ignore[attr-defined]
-    inputs = function_inputs(func, seed)
-    plain = evaluate(module, inputs, fname, None)
-    physical = evaluate(module, inputs, fname, tgt)
-    k = sum(reduction_length(op) for op in func.walk() if op is not func and reduction_length(op) > 1)
-    encodings = sum(1 for op in module.walk() if op.name in _ENCODING_OPS)
-    result_types = [v.type for v in _returned(func)]
+    shapes = function_shapes(func)
     checks = []
-    for i, (a, b) in enumerate(zip(plain, physical, strict=True)):
-        t = result_types[i] if i < len(result_types) else None
-        if a.shape != b.shape:
-            checks.append(ResultCheck(i, f"{a.shape} vs {b.shape}", math.inf, math.inf, 0.0))
-            continue
-        abs_err, rel = _errors(a.astype(np.float64), b.astype(np.float64))
-        tol = tolerance(t, k) if t is not None and a.dtype.kind == "f" else 0.0
-        checks.append(ResultCheck(i, type_of_array(a), abs_err, rel, tol))
+    k = 1
+    for env in check_sizes(func, assume, shapes):  # one run per size assignment (one, {}, when static)
+        inputs = function_inputs(func, seed, env)
+        plain = evaluate(module, inputs, fname, None)
+        physical = evaluate(module, inputs, fname, tgt)
+        at = shapes_at(shapes, env) if env else None
+        lengths = [reduction_length(op, at) for op in func.walk() if op is not func]
+        k = max(k, sum(n for n in lengths if n > 1))
+        result_types = [v.type for v in _returned(func)]
+        for i, (a, b) in enumerate(zip(plain, physical, strict=True)):
+            t = result_types[i] if i < len(result_types) else None
+            if a.shape != b.shape:
+                checks.append(ResultCheck(i, f"{a.shape} vs {b.shape}", math.inf, math.inf, 0.0, label(env)))
+                continue
+            abs_err, rel = _errors(a.astype(np.float64), b.astype(np.float64))
+            tol = tolerance(t, sum(n for n in lengths if n > 1)) if t is not None and a.dtype.kind == "f" else 0.0
+            checks.append(ResultCheck(i, type_of_array(a), abs_err, rel, tol, label(env)))
+    encodings = sum(1 for op in module.walk() if op.name in _ENCODING_OPS)
     return CheckReport(fname, tgt.name, seed, encodings, k, checks)
 
 

@@ -151,7 +151,7 @@ class Interpreter:
         if handler is None:
             raise EvaluationError("the evaluator has no semantics for this op", op.loc, op.name)
         try:
-            results = handler(self, op, frame)
+            results = handler(self, dynamic.specialize(self, op, frame), frame)  # ``?`` sizes of this call
         except EvaluationError as e:
             if e.loc is None:
                 raise EvaluationError(e.message, op.loc, op.name) from e
@@ -252,14 +252,14 @@ class Interpreter:
         if not isinstance(t, TensorType):
             raise EvaluationError(f"input {i}: cannot pass a value of type {type_str(t)}", func.loc)
         arr = np.asarray(x)
-        if arr.shape != t.shape or arr.dtype != dtype_of(t):
+        if not dynamic.shape_fits(arr.shape, t) or arr.dtype != dtype_of(t):
             shape = "x".join(map(str, arr.shape))
             raise EvaluationError(
                 f"input {i}: expected {type_str(t.without_encoding())}, "
                 f"got an array of shape [{shape}] and dtype {arr.dtype}",
                 func.loc,
             )
-        return encode(arr, t, self.target) if t.encoding is not None else arr
+        return encode(arr, dynamic.concrete_type(t, arr), self.target) if t.encoding is not None else arr  # type: ignore[arg-type]
 
 
 def function_type(func: Operation) -> FunctionType:
@@ -269,4 +269,4 @@ def function_type(func: Operation) -> FunctionType:
     return t.type
 
 
-from egg_dispatch.evaluate import ops_export, ops_linalg, ops_tensor  # noqa: E402, F401  (fill HANDLERS)
+from egg_dispatch.evaluate import dynamic, ops_export, ops_linalg, ops_tensor  # noqa: E402, F401  (fill HANDLERS)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from egg_dispatch.evaluate.core import Frame, Interpreter, handles
+from egg_dispatch.evaluate.dynamic import concrete_type, runtime_shape
 from egg_dispatch.evaluate.encoding import encode, logical, slice_packed, zeros
 from egg_dispatch.evaluate.scalar import ELEMENTWISE, apply_elementwise
 from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, element_type, to_type
@@ -22,7 +23,7 @@ from egg_dispatch.mlir.ir import (
     TensorType,
     Value,
 )
-from egg_dispatch.mlir.ops import DYNAMIC, static_slice, tensor_type
+from egg_dispatch.mlir.ops import DYNAMIC, base_operands, static_slice, tensor_type, workgroups_arguments
 
 __all__: list[str] = []
 
@@ -51,7 +52,7 @@ def _constant(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
 
 def _resolved_slice(op: Operation, frame: Frame, it: Interpreter, first_dynamic: int) -> tuple[list[int], ...]:
     """(offsets, sizes, strides) with SSA entries read from the operands after ``first_dynamic``."""
-    dyn = iter(op.operands[first_dynamic:])
+    dyn = iter(base_operands(op)[first_dynamic:])
     out: list[list[int]] = []
     for static in static_slice(op):
         vals = []
@@ -134,8 +135,17 @@ def _unset(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     return [x]
 
 
+@handles("hal.tensor.import")
+def _import(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    x = frame.get(op.operands[0])
+    t = tensor_type(op.result)
+    shape = runtime_shape(x)
+    if shape != t.shape:
+        raise EvaluationError(f"the buffer view has shape {list(shape)}, the import says {list(t.shape)}")
+    return [x]
+
+
 @handles(
-    "hal.tensor.import",
     "hal.tensor.export",
     "iree_tensor_ext.compute_barrier.start",
     "iree_tensor_ext.compute_barrier.end",
@@ -179,12 +189,13 @@ class _Binding:
 @handles("flow.dispatch.workgroups")
 def _workgroups(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     block = op.regions[0].entry
-    if len(block.args) != len(op.operands) + len(op.results):
+    captured = workgroups_arguments(op)
+    if len(block.args) != len(captured) + len(op.results):
         raise EvaluationError("dispatch results tied to operands are not supported")
     args: list[object] = []
-    for v in op.operands:
+    for v in captured:
         x = frame.get(v)
-        args.append(_Binding(tensor_type(v), x) if isinstance(v.type, TensorType) else x)
+        args.append(_Binding(concrete_type(tensor_type(v), x), x) if isinstance(v.type, TensorType) else x)
     outs = [_Binding(tensor_type(r)) for r in op.results]
     it.run_block(block, [*args, *outs], None)
     for i, b in enumerate(outs):

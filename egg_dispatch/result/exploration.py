@@ -16,7 +16,9 @@ from egg_dispatch.egraph.rules import SaturationReport
 from egg_dispatch.evaluate import EvaluationError, evaluate, select_function
 from egg_dispatch.evaluate.check import function_inputs, reduction_length, relative_error, tolerance
 from egg_dispatch.evaluate.parameters import Parameters
+from egg_dispatch.evaluate.sizes import check_sizes, label, shapes_at
 from egg_dispatch.mlir.ir import Module
+from egg_dispatch.mlir.shapes import function_shapes
 from egg_dispatch.plan.graph import Plan
 from egg_dispatch.target.profile import Target
 
@@ -115,25 +117,33 @@ class Exploration:
         ``parameters`` gives named parameters their values (default: a deterministic fill)."""
         params = parameters if parameters is not None else Parameters()
         func = select_function(self.module, self.imported.function)
-        inputs = function_inputs(func, seed)
-        reference = evaluate(self.module, inputs, function=self.imported.function, parameters=params)
-        k = max([reduction_length(op) for op in func.walk()] + [1])
-        results = []
-        for cand in self.candidates():
-            try:
-                got = evaluate(cand.mlir, inputs, target=self.target, parameters=params)
-            except EvaluationError as e:
-                if cand is not self.baseline or "iree-compile" not in cand.label:
-                    results.append(CheckResult(cand.label, math.inf, 0.0, error=str(e)))
-                else:
-                    results.append(CheckResult(cand.label, math.nan, math.nan, skipped=str(e)))
-                continue
-            worst, tol = 0.0, 0.0
-            for a, b, t in zip(got, reference, self.imported.result_types, strict=True):
-                worst = max(worst, relative_error(a, b))  # NaN / inf where the input has them are equal
-                tol = max(tol, tolerance(t, k))
-            results.append(CheckResult(cand.label, worst, tol))
-        return results
+        shapes = function_shapes(func)
+        cands = self.candidates()
+        worst = {id(c): 0.0 for c in cands}
+        tol = {id(c): 0.0 for c in cands}
+        failed: dict[int, CheckResult] = {}
+        # A dynamic program is checked at several sizes per dim (evaluate.sizes), each plan at each.
+        for env in check_sizes(func, getattr(self, "assume", None) or None, shapes):
+            inputs = function_inputs(func, seed, env)
+            reference = evaluate(self.module, inputs, function=self.imported.function, parameters=params)
+            at = shapes_at(shapes, env) if env else None
+            k = max([reduction_length(op, at) for op in func.walk()] + [1])
+            where = f" (at {label(env)})" if env else ""
+            for cand in cands:
+                if id(cand) in failed:
+                    continue
+                try:
+                    got = evaluate(cand.mlir, inputs, target=self.target, parameters=params)
+                except EvaluationError as e:
+                    if cand is not self.baseline or "iree-compile" not in cand.label:
+                        failed[id(cand)] = CheckResult(cand.label, math.inf, 0.0, error=str(e) + where)
+                    else:
+                        failed[id(cand)] = CheckResult(cand.label, math.nan, math.nan, skipped=str(e))
+                    continue
+                for a, b, t in zip(got, reference, self.imported.result_types, strict=True):
+                    worst[id(cand)] = max(worst[id(cand)], relative_error(a, b))  # NaN/inf where the input has them
+                    tol[id(cand)] = max(tol[id(cand)], tolerance(t, k))
+        return [failed.get(id(c)) or CheckResult(c.label, worst[id(c)], tol[id(c)]) for c in cands]
 
     def _repr_markdown_(self) -> str:
         from egg_dispatch.result.report import markdown
