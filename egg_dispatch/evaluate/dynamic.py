@@ -98,7 +98,7 @@ def _shape_of(frame: Frame, v: Value) -> tuple[int, ...]:
     return runtime_shape(frame.get(v))
 
 
-def _result_shapes(it: Interpreter, op: Operation, frame: Frame) -> list[list[int] | None]:  # noqa: C901
+def _result_shapes(it: Interpreter, op: Operation, frame: Frame) -> list[list[int] | None]:
     """The run-time sizes of each result (None for a result that is not a dynamic tensor)."""
     n = op.name
     res = op.results
@@ -217,6 +217,18 @@ def dim_name(it: Interpreter, v: Value) -> str:
             d = shapes.scalars[v]
             return str(d) if shapes.is_symbolic(d) else f"%{v.name}"
     return f"%{v.name}"
+
+
+@handles("flow.tensor.reshape")
+def _flow_reshape(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    """A row-major reshape between dispatches (its result sizes from its ``{%d}`` list)."""
+    x = frame.get(op.operands[0])
+    if isinstance(x, PackedTensor):
+        raise EvaluationError("its source is a packed (encoded) tensor, which IREE cannot reshape")
+    shape = op.results[0].type.shape  # type: ignore[union-attr]
+    if int(np.prod(shape, dtype=np.int64)) != np.size(x):
+        raise EvaluationError(f"cannot reshape {np.size(x)} elements into {list(shape)}")
+    return [np.asarray(x).reshape(shape)]
 
 
 @handles("util.assume.int")
