@@ -59,8 +59,10 @@ def _interrupt(path: Path, delay: float) -> tuple[int, list[str], list[str]]:
     argv = [sys.executable, "-m", "egg_dispatch", "explore", str(path), "--from", "input", "--check", "--pareto"]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stderr is not None
-    before = [proc.stderr.readline()]
-    assert before[0].startswith("egg-dispatch: "), before  # the progress line (runs over 2 s print one)
+    before: list[str] = []
+    while not (before and before[-1].startswith("egg-dispatch: ")):  # the progress line (runs over 2 s)
+        before.append(proc.stderr.readline())
+        assert before[-1], f"explore ended before its progress line: {before}"
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)  # type: ignore[arg-type]
     reader.start()
@@ -175,7 +177,7 @@ def _write_mode(call: ast.Call) -> bool:
         return False
     if isinstance(mode_arg, ast.Constant) and isinstance(mode_arg.value, str):
         return any(ch in mode_arg.value for ch in "wax+")
-    return True  # a computed mode: assume it writes
+    return not is_method  # open(p, mode) with a computed mode: assume it writes (x.open(a, b) is anyone's)
 
 
 def _allowed_context(node: ast.With | ast.AsyncWith) -> bool:
