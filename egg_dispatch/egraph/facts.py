@@ -19,7 +19,13 @@ from dataclasses import dataclass
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.terms import ivec, quote
 from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, TensorType, element_nbytes
-from egg_dispatch.target.layout import Layout, packed_nbytes, resolve_layout, swaps_operands
+from egg_dispatch.target.layout import (
+    Layout,
+    LayoutError,
+    encoding_attr_layout,
+    packed_nbytes,
+    swaps_operands,
+)
 from egg_dispatch.target.profile import Target
 
 __all__ = [
@@ -54,16 +60,19 @@ def encoding_maps(e: EncodingAttr) -> tuple[tuple[int, ...], ...] | None:
 
 
 def encoding_layout(target: Target, e: EncodingAttr) -> Layout | None:
-    """What the target resolves ``e`` to; None is the identity layout (no tile, no resolver)."""
-    maps = encoding_maps(e)
-    if maps is None or e.iteration_sizes is None or e.op_type != "matmul" or len(maps) != 3:
+    """What the target resolves ``e`` to; None is the identity layout (no tile, no resolver). A bubbled
+    encoding (IREE's plan: a bias broadcast into the encoded accumulator) resolves to the dims it has
+    (``target.layout.encoding_attr_layout``)."""
+    if e.user_indexing_maps is None or e.iteration_sizes is None or e.op_type != "matmul":
         return None
-    if e.operand_index not in (0, 1, 2) or any(s is None for s in e.iteration_sizes):
+    if len(e.user_indexing_maps) != 3 or e.operand_index not in (0, 1, 2) or any(s is None for s in e.iteration_sizes):
         return None
-    types = tuple(t.name for t in e.element_types)
-    if len(types) != 3:
+    if len(e.element_types) != 3:
         return None
-    return resolve_layout(target, e.operand_index, types, maps, e.iteration_sizes)  # type: ignore[arg-type]
+    try:
+        return encoding_attr_layout(target, e)
+    except LayoutError:  # maps that are not projected permutations: never tiled
+        return None
 
 
 def slice_is_flow_mappable(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from egg_dispatch.evaluate import kernels
@@ -23,7 +25,7 @@ from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, element_
 from egg_dispatch.mlir.ir import AffineMapAttr, ArrayAttr, Block, Operation, ScalarType, Value
 from egg_dispatch.mlir.ops import ins, int_list, iterator_types, outs, tensor_type
 
-__all__ = ["NAMED_CONTRACTIONS"]
+__all__ = ["NAMED_CONTRACTIONS", "PackedGeneric"]
 
 NAMED_CONTRACTIONS: dict[str, tuple[int, tuple[tuple[int, ...], ...]]] = {
     "linalg.matmul": (3, ((0, 2), (2, 1), (0, 1))),
@@ -214,33 +216,108 @@ def _generic_packed(
     iters: list[str],
     block: Block,
 ) -> list[object]:
-    """A generic on packed operands: a contraction runs mmt4d; an elementwise op runs on the tiles."""
+    """A generic on packed operands: a contraction runs mmt4d; a parallel op runs on the tiles
+    (``PackedGeneric``)."""
     if len(in_vals) == 2 and len(out_vals) == 1 and "reduction" in iters and _contraction_body(block):
         return _contraction_packed(it, op, in_vals, out_vals)
-    tensors = [x for x in [*in_vals, *out_vals] if not (isinstance(x, np.ndarray) and x.ndim == 0)]
-    first = tensors[0]
-    same = all(isinstance(x, PackedTensor) and x.layout == first.layout and x.shape == first.shape for x in tensors)  # type: ignore[union-attr]
-    elementwise = all(i == "parallel" for i in iters) and all(
-        m == identity_map(len(first.shape)) or not m.results  # type: ignore[union-attr]
-        for m in maps
-    )
-    if not (same and elementwise) or any(o.name == "linalg.index" for o in block.ops):
-        raise EvaluationError(
-            "a linalg.generic on packed (encoded) operands must be a contraction or elementwise on one layout"
-        )
-    assert isinstance(first, PackedTensor)
-    rank = first.packed.ndim
-    pmaps = [identity_map(rank) if m.results else AffineMapAttr(rank, 0, ()) for m in maps]
+    packed = PackedGeneric.of([*in_vals, *out_vals], maps, iters, len(out_vals))
     arrays = [x.packed if isinstance(x, PackedTensor) else x for x in [*in_vals, *out_vals]]
     n_in = len(in_vals)
 
     def body(args: list[np.ndarray], space: LoopSpace) -> list[np.ndarray]:
-        return it.run_block(block, args, frame, space)  # type: ignore[return-value]
+        return it.run_block(block, args, frame, _LogicalIndices(space, packed))  # type: ignore[arg-type, return-value]
 
-    results = run_generic(pmaps, ["parallel"] * rank, arrays[:n_in], arrays[n_in:], body)  # type: ignore[arg-type]
+    results = run_generic(packed.maps, ["parallel"] * packed.rank, arrays[:n_in], arrays[n_in:], body)  # type: ignore[arg-type]
     return [
-        PackedTensor(to_type(r, t), first.layout, first.shape) for r, t in zip(results, _out_types(op), strict=True)
+        PackedTensor(to_type(r, t), o.layout, o.shape)  # type: ignore[union-attr]
+        for r, t, o in zip(results, _out_types(op), out_vals, strict=True)
     ]
+
+
+@dataclass(frozen=True)
+class PackedGeneric:
+    """An all-parallel generic rewritten for its packed operands, as IREE's
+    ``lowerGenericOpWithResolvedLayouts`` materializes an encoded generic.
+
+    The first output is the anchor: its map is made the identity by interchanging the loops
+    (``loop_of``: original loop -> anchor dim), and its packed dims are the new iteration space (its
+    outer dims in ``outer_dims_perm`` order, then its inner tiles). Every other operand's packed dims map
+    onto that space: its outer dims (in its own ``outer_dims_perm`` order) through its map to the anchor's
+    outer loops, its inner tiles to the anchor's tile of the same dim. So a bias ``[N]`` packed
+    ``[N1, N0]`` reads ``(n1, n0)`` of an accumulator packed ``[M1, N1, M0, N0]``. Every operand of rank > 0
+    must be packed (IREE's rewrite fails on a mix) with the anchor's tile on each tiled dim; scalars keep
+    the empty map. ``linalg.index d`` in the body becomes the logical index, ``outer * tile + inner`` on a
+    tiled dim (``computePackedIndex``).
+    """
+
+    maps: list[AffineMapAttr]
+    rank: int
+    loop_of: dict[int, int]
+    outer_of: dict[int, int]
+    """Anchor dim -> its packed outer loop."""
+    tile_of: dict[int, tuple[int, int]]
+    """Tiled anchor dim -> (tile, its packed inner loop)."""
+
+    @staticmethod
+    def of(values: list[object], maps: list[AffineMapAttr], iters: list[str], n_out: int) -> PackedGeneric:
+        if any(i != "parallel" for i in iters):
+            raise EvaluationError("a linalg.generic on packed (encoded) operands must be all-parallel")
+        anchor = values[len(values) - n_out]
+        if not isinstance(anchor, PackedTensor):
+            raise EvaluationError("a linalg.generic whose first output is plain cannot read packed (encoded) operands")
+        dims = [m.dim_positions() for m in maps]
+        out_dims = dims[len(values) - n_out]
+        if out_dims is None or sorted(out_dims) != list(range(maps[0].num_dims)):
+            raise EvaluationError("the first output map of a generic on packed operands must be a permutation")
+        loop_of = {old: new for new, old in enumerate(out_dims)}
+        lay = anchor.layout
+        rank_out = len(anchor.shape)
+        outer_of = {d: i for i, d in enumerate(lay.outer_dims_perm)}
+        tiles = zip(lay.inner_dims_pos, lay.inner_tiles, strict=True)
+        tile_of = {d: (t, rank_out + i) for i, (d, t) in enumerate(tiles)}
+        rank = rank_out + len(lay.inner_tiles)
+        out: list[AffineMapAttr] = []
+        for x, m, ds in zip(values, maps, dims, strict=True):
+            if not m.results:
+                out.append(AffineMapAttr(rank, 0, ()))
+                continue
+            if ds is None:
+                raise EvaluationError("the maps of a generic on packed operands must be projected permutations")
+            if not isinstance(x, PackedTensor):
+                raise EvaluationError("a linalg.generic mixes packed (encoded) and plain operands")
+            loops = [loop_of[d] for d in ds]
+            olay = x.layout
+            packed = [outer_of[loops[p]] for p in olay.outer_dims_perm]
+            for pos, tile in zip(olay.inner_dims_pos, olay.inner_tiles, strict=True):
+                want = tile_of.get(loops[pos])
+                if want is None or want[0] != tile:
+                    raise EvaluationError(
+                        f"a packed operand tiled {tile} on loop d{loops[pos]} does not match the first output's tiles"
+                    )
+                packed.append(want[1])
+            out.append(AffineMapAttr(rank, 0, tuple(("d", d) for d in packed)))
+        return PackedGeneric(out, rank, loop_of, outer_of, tile_of)
+
+
+@dataclass(frozen=True)
+class _LogicalIndices:
+    """The loop space of a packed generic as its body's ``linalg.index`` sees it: logical indices."""
+
+    space: LoopSpace
+    packed: PackedGeneric
+
+    def index(self, dim: int) -> np.ndarray:
+        d = self.packed.loop_of.get(dim)
+        if d is None:
+            raise EvaluationError(f"linalg.index {dim}: no such loop here")
+        outer = self.space.index(self.packed.outer_of[d])
+        if d not in self.packed.tile_of:
+            return outer
+        tile, inner = self.packed.tile_of[d]
+        return outer * tile + self.space.index(inner)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.space, name)
 
 
 # ---------------------------------------------------------------------------- contractions

@@ -23,6 +23,8 @@ __all__ = [
     "check_relayout",
     "choose_matmul_tile",
     "contraction_dims",
+    "encoded_operand_dims",
+    "encoding_attr_layout",
     "encoding_layout",
     "encoding_matmul_setup",
     "matmul_narrow_dim",
@@ -146,6 +148,7 @@ def resolve_layout(
     element_types: ElementTypes | str,
     maps: Maps,
     iteration_sizes: Sequence[int | None],
+    own_dims: Sequence[int] | None = None,
 ) -> Layout | None:
     """Layout of operand ``operand_index`` (LHS=0, RHS=1, RESULT=2) of a matmul-like contraction.
 
@@ -154,6 +157,8 @@ def resolve_layout(
     dims, inner dims/tiles are its [M?, N?, K?] dims with tiles (M0, N0, K0); for a narrow-N RESULT
     the last two entries of each are swapped and the mmt4d runs on swapped operands
     (:func:`swaps_operands`). None means the identity layout (no tile, no resolver, not a matmul).
+    ``own_dims`` (default ``maps[operand_index]``) are the loop dims of the encoded tensor's dims when
+    they differ from the contraction's operand (a bubbled encoding, :func:`encoded_operand_dims`).
     """
     if operand_index not in (LHS, RHS, RESULT):
         raise ValueError(f"operand_index must be 0 (LHS), 1 (RHS) or 2 (RESULT), got {operand_index}")
@@ -161,7 +166,7 @@ def resolve_layout(
     if setup is None:
         return None
     cd, tile, narrow = setup
-    own = list(maps[operand_index])
+    own = list(maps[operand_index] if own_dims is None else own_dims)
     perm: list[int] = []
     pos: list[int] = []
     tiles: list[int] = []
@@ -236,22 +241,30 @@ def packed_outer_shape(
     return tuple(outer[p] for p in perm) + tiles
 
 
+def _map_dims(m: AffineMapAttr) -> tuple[int, ...]:
+    pos = m.dim_positions()
+    if pos is None:
+        raise LayoutError("an encoding's user_indexing_maps must be projected permutations")
+    return pos
+
+
 def encoding_matmul_setup(enc: EncodingAttr) -> tuple[tuple[str, str, str], list[tuple[int, ...]], list[int | None]]:
-    """(element type names, per-operand loop dims, iteration sizes) of a matmul encoding."""
+    """(element type names, per-operand loop dims, iteration sizes) of a matmul encoding.
+
+    The loop dims are those of the *root* maps (the first map of a bubbled entry): they describe the
+    contraction the encoding was set for, as IREE's ``getRootMaps`` does; an operand's own dims are
+    :func:`encoded_operand_dims`."""
     types = tuple(t.name for t in enc.element_types)
     if len(types) != 3:
         raise LayoutError(f"encoding has {len(types)} element types; a matmul encoding has 3")
     maps: list[tuple[int, ...]] = []
     for m in enc.user_indexing_maps or ():
         if isinstance(m, tuple):
-            if len(m) != 1:
-                raise LayoutError("bubbled encodings (a tuple of user_indexing_maps) are not supported")
+            if not m:
+                raise LayoutError("an encoding's user_indexing_maps entry is an empty list")
             m = m[0]
         assert isinstance(m, AffineMapAttr)
-        pos = m.dim_positions()
-        if pos is None:
-            raise LayoutError("an encoding's user_indexing_maps must be projected permutations")
-        maps.append(pos)
+        maps.append(_map_dims(m))
     if len(maps) != 3:
         raise LayoutError("a matmul encoding needs user_indexing_maps for its 3 operands")
     num_loops = max((max(p) + 1 for p in maps if p), default=0)
@@ -259,16 +272,50 @@ def encoding_matmul_setup(enc: EncodingAttr) -> tuple[tuple[str, str, str], list
     return (types[0], types[1], types[2]), maps, sizes
 
 
+def encoded_operand_dims(enc: EncodingAttr) -> tuple[int, ...]:
+    """The contraction loop dim of each dim of the tensor ``enc`` encodes: its ``user_indexing_maps``
+    entry, composed when encoding propagation bubbled it through generics (IREE's
+    ``getMapForOperandIndex``). A bubbled entry ``[m0, m1, ..., mk]`` holds the contraction's map m0
+    and, for each generic it was bubbled through, the map from the previous tensor's dims to this
+    operand's dims; so dim j reads loop dim ``m0[m1[...mk[j]]]`` (a bias ``[N]`` of a matmul result:
+    ``[(d0,d1,d2)->(d0,d1), (d0,d1)->(d1)]`` gives ``(1,)``, the N loop)."""
+    maps = enc.user_indexing_maps or ()
+    if not 0 <= enc.operand_index < len(maps):
+        raise LayoutError(f"encoding operand_index {enc.operand_index} has no user_indexing_maps entry")
+    entry = maps[enc.operand_index]
+    chain = entry if isinstance(entry, tuple) else (entry,)
+    if not chain:
+        raise LayoutError("an encoding's user_indexing_maps entry is an empty list")
+    dims = _map_dims(chain[-1])
+    for m in reversed(chain[:-1]):
+        outer = _map_dims(m)
+        if any(not 0 <= d < len(outer) for d in dims):
+            raise LayoutError("a bubbled encoding's maps do not compose (a result outside the previous map's range)")
+        dims = tuple(outer[d] for d in dims)
+    return dims
+
+
+def encoding_attr_layout(target: Target, enc: EncodingAttr) -> Layout | None:
+    """The packed layout of a tensor encoded with matmul encoding ``enc`` on ``target`` (None: identity).
+
+    Mirrors ``getEncodingInfoForMatmul``: the contraction's dims come from the root maps, the operand's
+    own dims from its composed map, so a bubbled encoding (a bias broadcast along M, a transposed
+    operand) gets the dims of the accumulator it is bubbled from that it has: a bias ``[N]`` of a
+    result is packed ``[N1, N0]`` (no narrow-N swap for a vector, as IREE's ``transposeInPlace``)."""
+    if enc.op_type != "matmul" or enc.operand_index not in (0, 1, 2):
+        return None
+    types, maps, sizes = encoding_matmul_setup(enc)
+    return resolve_layout(target, enc.operand_index, types, maps, sizes, encoded_operand_dims(enc))
+
+
 def encoding_layout(target: Target | None, t: TensorType) -> Layout | None:
     """The packed layout of encoded type ``t`` on ``target``; None is the identity (a plain array)."""
     enc = t.encoding
     if target is None or not isinstance(enc, EncodingAttr) or enc.op_type != "matmul":
         return None
-    types, maps, sizes = encoding_matmul_setup(enc)
     if enc.operand_index not in (0, 1, 2):
         return None
-    if len(maps[enc.operand_index]) != t.rank:
-        raise LayoutError(
-            f"encoding map of operand {enc.operand_index} has rank {len(maps[enc.operand_index])}, the tensor {t.rank}"
-        )
-    return resolve_layout(target, enc.operand_index, types, maps, sizes)
+    own = encoded_operand_dims(enc)
+    if len(own) != t.rank:
+        raise LayoutError(f"encoding map of operand {enc.operand_index} has rank {len(own)}, the tensor {t.rank}")
+    return encoding_attr_layout(target, enc)
