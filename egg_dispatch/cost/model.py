@@ -393,7 +393,8 @@ def _node_cost(
     return NodeCost(run_seconds=seconds, load_seconds=seconds)
 
 
-RESHAPE_OPS = frozenset({"tensor.collapse_shape", "tensor.expand_shape"})
+RESHAPE_OPS = frozenset({"tensor.collapse_shape", "tensor.expand_shape", "flow.tensor.reshape"})
+"""Reshapes: views of their input's bytes (``flow.tensor.reshape`` is what IREE prints between dispatches)."""
 
 
 def is_reshape(g: EGraphData, imported: ImportedProgram, c: str) -> bool:

@@ -3,8 +3,11 @@
 What the importer recognises (design.md §2.2): function arguments (also through
 ``hal.tensor.import``), constants, slices, fills, the matmul family, generics, encodings, existing
 ``flow.dispatch.region`` / ``flow.dispatch.workgroups`` (as ``Dispatch`` markers),
-``flow.tensor.encode`` (a run-time encode dispatch) and globals filled by ``util.initializer``
-(as ``ConstEval``). Every other op becomes ``(Op key inputs i)``: a barrier no rule looks inside.
+``flow.tensor.encode`` (a run-time encode dispatch), ``flow.tensor.slice`` (the copy IREE makes of a
+hoisted slice of an argument: ``Dispatch(Slice ...)``, the term the clone family builds for a slice
+materialized on its own) and globals filled by ``util.initializer`` (as ``ConstEval``). Every other op
+becomes ``(Op key inputs i)``: a barrier no rule looks inside; ``flow.tensor.reshape``, which only
+exists between dispatches, is ``Dispatch(Op ...)``, a dispatch input priced as the view it is.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from egg_dispatch.egraph.import_util import _captures, _digest, _head, _is_const
 from egg_dispatch.egraph.imported import ImportedProgram, ImportError_, Parameter
 from egg_dispatch.egraph.terms import ivec, quote, tlist
 from egg_dispatch.mlir.abi import argument_tensor_types
+from egg_dispatch.mlir.flow_ops import FLOW_SLICE, slice_operands
 from egg_dispatch.mlir.ir import (
     DenseAttr,
     EncodingAttr,
@@ -242,6 +246,13 @@ class _Importer:
             else:
                 self.generic_op(op, unique=False)
             return
+        if n == FLOW_SLICE and self.flow_slice(op):
+            return
+        if n == "flow.tensor.reshape":  # only ever between dispatches: its result is read from outside them
+            key = self.op_key(op, unique=False)
+            inner = self.let(None, f"(Op {quote(key)} {tlist([self.t(v) for v in op.operands])} 0)", op.result.type)
+            self.let(op.result, f"(Dispatch {inner})", op.result.type)
+            return
         if n == "flow.dispatch.region":
             self.in_region += 1
             returned = self.import_block_ops(op.regions[0].entry.ops) or []
@@ -256,6 +267,19 @@ class _Importer:
             self.terms[op.result] = self.global_term(a["global"].name, op)  # type: ignore[attr-defined]
             return
         self.generic_op(op, unique=False)
+
+    def flow_slice(self, op: Operation) -> bool:
+        """``flow.tensor.slice`` with constant starts and lengths: the slice, copied by its own
+        command (``Dispatch(Slice ...)``); False (an opaque op) when an index is not a constant."""
+        src, starts, lengths = slice_operands(op)
+        offs = [_index_constant(v) for v in starts]
+        sizes = [_index_constant(v) for v in lengths]
+        if None in offs or None in sizes:
+            return False
+        sl = f"{ivec(offs)} {ivec(sizes)} {ivec([1] * len(sizes))}"  # type: ignore[arg-type]
+        inner = self.let(None, f"(Slice {self.t(src)} {sl})", op.result.type)
+        self.let(op.result, f"(Dispatch {inner})", op.result.type)
+        return True
 
     def generic_op(self, op: Operation, unique: bool) -> None:
         key = self.op_key(op, unique)
@@ -327,6 +351,14 @@ class _Importer:
                     self.terms = saved
                     return values[0] if values else None
         return None
+
+
+def _index_constant(v: Value) -> int | None:
+    """The value of an ``index`` defined by ``arith.constant``, else None."""
+    op = v.owner
+    if isinstance(op, Operation) and op.name == "arith.constant" and isinstance(op.attributes.get("value"), IntAttr):
+        return int(op.attributes["value"].value)  # type: ignore[attr-defined]
+    return None
 
 
 def import_function(module: Module, function: str | None = None) -> ImportedProgram:

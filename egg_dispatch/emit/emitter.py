@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from egg_dispatch.cost.model import RESHAPE_OPS
 from egg_dispatch.egraph.data import Term
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
 from egg_dispatch.egraph.terms import enc as enc_text
@@ -185,7 +186,7 @@ class Emitter:
         inner = t.args[0]
         if ctx.at_load:  # inside an initializer placement does not matter: compute in place
             return self.value(inner, ctx)
-        if inner.op == "Op" and self.imp.ops[inner.args[0]].name in ("tensor.collapse_shape", "tensor.expand_shape"):
+        if inner.op == "Op" and self.imp.ops[inner.args[0]].name in RESHAPE_OPS:
             return self.value(inner, self.top)  # a reshape between dispatches: metadata, no dispatch
         if inner.op == "SetEncoding" and inner.args[0].op in BOUNDARY_OPS and inner.args[0].op != "Const":
             src = self.value(inner.args[0], self.top)

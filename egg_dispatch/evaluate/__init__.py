@@ -8,8 +8,9 @@ unpacks; so a wrong layout, a wrong slice of a packed tensor or a wrong rewrite 
 
 Modules: ``values`` (PackedTensor, EvaluationError, casts), ``scalar`` (arith/math), ``structured``
 (generic, contractions, attention, gather on arrays), ``encoding`` (layouts, packed ops), ``core``
-(the interpreter), ``ops_tensor``/``ops_linalg``/``ops_export`` (op handlers; ``ops_export``: concat,
-pad, softmax, cf.assert), ``index_ranges`` (which integer inputs are indices, for valid random inputs),
+(the interpreter), ``ops_tensor``/``ops_linalg``/``ops_export``/``ops_flow`` (op handlers; ``ops_export``:
+concat, pad, softmax, cf.assert; ``ops_flow``: flow.tensor.slice between dispatches), ``index_ranges``
+(which integer inputs are indices, for valid random inputs),
 ``check`` (seeded inputs, tolerances, plain vs physical).
 """
 

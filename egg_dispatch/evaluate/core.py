@@ -269,4 +269,5 @@ def function_type(func: Operation) -> FunctionType:
     return t.type
 
 
-from egg_dispatch.evaluate import dynamic, ops_export, ops_linalg, ops_tensor  # noqa: E402, F401  (fill HANDLERS)
+# The handler modules fill HANDLERS.
+from egg_dispatch.evaluate import dynamic, ops_export, ops_flow, ops_linalg, ops_tensor  # noqa: E402, F401

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from egg_dispatch.mlir.flow_ops import FLOW_SLICE, print_flow_slice
 from egg_dispatch.mlir.ir import DenseAttr, DictAttr, Operation, Region, TensorType
 from egg_dispatch.mlir.ops import (
     CAST_OPS,
@@ -57,7 +58,7 @@ _UNARY_DIMS = {
 
 def has_custom_printer(name: str) -> bool:
     """Whether ``print_op_body`` writes ``name`` in a custom syntax (which needs the op's structure)."""
-    return name in _CUSTOM or name.startswith(("arith.", "math.", "linalg.", "iree_linalg_ext."))
+    return name in _CUSTOM or name == FLOW_SLICE or name.startswith(("arith.", "math.", "linalg.", "iree_linalg_ext."))
 
 
 def _extra(p: Printer, op: Operation, skip: set[str]) -> dict:
@@ -81,6 +82,8 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
     a = op.attributes
     if op.opaque_text is not None:
         return f" {op.opaque_text}" if op.opaque_text else ""
+    if n == FLOW_SLICE:
+        return print_flow_slice(p, op)
     if n in ("func.func", "util.func"):
         ft = a["function_type"].type  # type: ignore[attr-defined]
         vis = f" {a['sym_visibility'].value}" if "sym_visibility" in a else ""  # type: ignore[attr-defined]

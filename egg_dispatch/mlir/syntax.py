@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from egg_dispatch.mlir.attributes import symbol_name
+from egg_dispatch.mlir.flow_ops import FLOW_SLICE, parse_flow_slice
 from egg_dispatch.mlir.ir import (
     ArrayAttr,
     Attr,
@@ -365,6 +366,7 @@ _HANDLERS: dict[str, Callable[[Parser, str, int], Operation]] = {
     "hal.tensor.export": IreeSyntax._p_hal_tensor,
     "hal.tensor.barrier": IreeSyntax._p_hal_barrier,
     "flow.tensor.constant": IreeSyntax._p_tensor_constant,
+    FLOW_SLICE: parse_flow_slice,
     "flow.dispatch.region": IreeSyntax._p_dispatch_region,
     "flow.dispatch.workgroups": IreeSyntax._p_workgroups,
     "iree_tensor_ext.dispatch.tensor.load": IreeSyntax._p_dispatch_tensor,

@@ -12,8 +12,10 @@ __all__ = ["DispatchConverter"]
 _KEEP_TOP = frozenset(
     {"arith.constant", "flow.tensor.constant", "util.global.load", "util.global.store", "flow.tensor.encode",
      "tensor.empty", "hal.tensor.import", "hal.tensor.export", "hal.tensor.barrier",
-     "iree_tensor_ext.compute_barrier.start", "iree_tensor_ext.compute_barrier.end"}
+     "iree_tensor_ext.compute_barrier.start", "iree_tensor_ext.compute_barrier.end", "flow.tensor.reshape"}
 )  # fmt: skip
+"""Top-level ops kept as they are (``flow.tensor.reshape``: IREE's own reshape between dispatches, in a plan
+imported from IREE's output)."""
 _RESHAPES = frozenset({"tensor.expand_shape", "tensor.collapse_shape"})
 
 
