@@ -22,6 +22,7 @@ costs it here with no rule families, so that IREE's plan and ours are priced ali
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +35,13 @@ from egg_dispatch.egraph.rules import FAMILIES, Budget, saturate
 from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.emitter import Emitter
 from egg_dispatch.extract import exact_ilp, greedy_dag
-from egg_dispatch.iree.dispatch_creation import count_printed, dispatch_creation_text, first_error_line
+from egg_dispatch.iree.dispatch_creation import (
+    IREE_PLAN,
+    count_printed,
+    dispatch_creation_text,
+    first_error_line,
+    iree_output_warnings,
+)
 from egg_dispatch.iree.lowering import iree_compiler_available, lower, lowering_command, start_state
 from egg_dispatch.iree.tools import IreeError
 from egg_dispatch.mlir.forms import PAST_GLOBAL_OPTIMIZATION, file_form, input_form
@@ -173,7 +180,7 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
         info.explored_form = "set-encoding"
         info.iree_plan = state.plan
         module = parse_mlir(state.text, f"{name} after IREE's SetEncoding")
-        module.warnings[:0] = warnings
+        module.warnings = [*warnings, *iree_output_warnings(module, f"IREE's start state for {name}")]
         return module, info
     if start == "auto":
         info.notes.append(
@@ -195,7 +202,7 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
     info.steps.append(lowered.command)
     info.explored_form = phase  # what IREE just wrote (no need to scan a model-sized text for it)
     module = parse_mlir(lowered.text, f"{name} after IREE's {phase} phase")
-    module.warnings[:0] = warnings
+    module.warnings = [*warnings, *iree_output_warnings(module, f"IREE's {phase} output for {name}")]
     return module, info
 
 
@@ -311,7 +318,9 @@ class IreePlan:
     printed_encodes: int
     """Run-time ``flow.tensor.encode`` in the function (each a dispatch once Stream materializes it)."""
     printed_slices: int
-    """Run-time ``flow.tensor.slice`` in the function (a copy each)."""
+    """Run-time ``flow.tensor.slice`` in the function: a copy each, imported as the ``Dispatch(Slice ...)``
+    the clone family builds for a slice materialized on its own, so priced (launch, bytes, its buffer) and
+    counted as a dispatch like the modelled baseline's copy of a hoisted argument slice."""
     printed_globals: int
     """``util.global``s other than the device."""
     candidate: Candidate | None = None
@@ -329,11 +338,16 @@ class IreePlan:
 
     @property
     def dispatch_count_sane(self) -> bool:
-        """The model counts what becomes a dispatch in IREE: each workgroups op and each run-time encode
-        (Stream materializes it as an encoding dispatch); a ``flow.tensor.slice`` is a copy, not a dispatch."""
+        """The model counts what IREE launches: each workgroups op, each run-time encode (Stream
+        materializes it as an encoding dispatch) and each run-time ``flow.tensor.slice`` (a copy)."""
         if self.candidate is None:
             return False
-        return self.metrics.dispatches == self.printed_dispatches + self.printed_encodes
+        return self.metrics.dispatches == self.printed_dispatches + self.printed_encodes + self.printed_slices
+
+
+def _naming_iree_plan(warning: str) -> str:
+    """``warning: msg`` about IREE's plan as ``warning: in IREE's own plan (...): msg``."""
+    return re.sub(r"^(\w+: )?", rf"\g<1>in {IREE_PLAN}: ", warning, count=1)
 
 
 def iree_plan(
@@ -355,16 +369,17 @@ def iree_plan(
     dispatches, encodes, slices, n_globals = count_printed(text)
     plan = IreePlan(tgt.name, text, dispatches, encodes, slices, n_globals)
     try:
-        own = parse_mlir(text, "<IREE's own plan (iree-compile --compile-to=dispatch-creation)>")
+        own = parse_mlir(text, f"<{IREE_PLAN}>")
+        own.warnings = iree_output_warnings(own, IREE_PLAN)
         result = explore(own, tgt, families=(), baseline=False, function=function)
     except (ValueError, KeyError) as e:  # the model rejects a form IREE compiled (e.g. a fused pack it calls illegal)
         plan.error = str(e.args[0] if e.args else e)
         return plan
     plan.candidate = result.best
-    plan.warnings = [w for w in result.warnings if "workgroup_count_from_slice" not in w]
+    plan.warnings = [w if IREE_PLAN in w else _naming_iree_plan(w) for w in result.warnings]
     if not plan.dispatch_count_sane:
         plan.warnings.append(
-            f"warning: the model counts {plan.metrics.dispatches} dispatches in IREE's plan, IREE printed "
-            f"{dispatches} workgroups + {encodes} run-time encodes"
+            f"warning: the model counts {plan.metrics.dispatches} dispatches in {IREE_PLAN}, IREE printed "
+            f"{dispatches} workgroups + {encodes} run-time encodes + {slices} run-time slices"
         )
     return plan

@@ -8,13 +8,25 @@ on for every target with an encoding resolver. Costing that plan with our model 
 from __future__ import annotations
 
 import os
+import re
 
 from egg_dispatch.emit.iree.module import iree_cpu
 from egg_dispatch.iree.tools import compile_module
+from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.target.profile import Target, load_target
 
-__all__ = ["count_printed", "dispatch_creation_text", "first_error_line", "iree_compile_flags"]
+__all__ = [
+    "IREE_PLAN",
+    "count_printed",
+    "dispatch_creation_text",
+    "first_error_line",
+    "iree_compile_flags",
+    "iree_output_warnings",
+]
+
+IREE_PLAN = "IREE's own plan (iree-compile --compile-to=dispatch-creation)"
+"""How messages about IREE's dispatch-creation output name it (it is no file of the user's)."""
 
 
 def iree_compile_flags(target: str | Target) -> tuple[bool, str, list[str]]:
@@ -51,6 +63,31 @@ def count_printed(text: str) -> tuple[int, int, int, int]:
         top.count("flow.tensor.slice"),
         n_globals,
     )
+
+
+def iree_output_warnings(module: Module, what: str) -> list[str]:
+    """The reader's warnings on ``module``, a text IREE printed, named after what it is: ``FILE:L:C:
+    warning: msg`` becomes ``warning: in WHAT, line L: msg`` (the user has no such file, and a warning
+    about IREE's output must not read as one about their input). Warnings about ops of a workgroup count
+    region are dropped: that region only says how many workgroups to launch, which IREE derives itself
+    later, and no stage reads it."""
+    counted = {
+        (o.loc.line, o.loc.col)
+        for op in module.walk()
+        if op.name in ("flow.dispatch.workgroups", "flow.dispatch.region") and len(op.regions) > 1
+        for block in op.regions[1].blocks
+        for inner in block.ops
+        for o in inner.walk()
+        if o.loc is not None
+    }
+    out = []
+    for w in module.warnings:
+        m = re.match(rf"^{re.escape(module.file)}:(\d+):(\d+): warning: (.*)$", w, re.S)
+        if m is None:
+            out.append(w)
+        elif (int(m[1]), int(m[2])) not in counted:
+            out.append(f"warning: in {what}, line {m[1]}: {m[3]}")
+    return out
 
 
 def first_error_line(stderr: str) -> str:

@@ -17,7 +17,8 @@ dispatch formation and producer cloning) with every contraction's encodings set.
 state IREE's data-tiling decisions (hoisting, propagation, fusion of encodings) start from, which our
 e-graph explores instead; the same run's output is IREE's own plan. MLIR prints that module once per
 function-like op the pass runs on, so this is for inputs whose module is small (external parameters,
-or small inline weights).
+or small inline weights). A target without data tiling (``none``) has no SetEncoding pass: its start
+state is taken at the same point, after the last dispatch-formation pass (``NO_DATA_TILING_PASS``).
 """
 
 from __future__ import annotations
@@ -29,10 +30,22 @@ from egg_dispatch.iree.dispatch_creation import iree_compile_flags
 from egg_dispatch.iree.tools import IreeError, compile_text, compile_text_and_stderr, find_tool
 from egg_dispatch.target.profile import Target
 
-__all__ = ["LOWERING_PHASES", "SET_ENCODING_PASS", "Lowered", "StartState", "lower", "lowering_command", "start_state"]
+__all__ = [
+    "LOWERING_PHASES",
+    "NO_DATA_TILING_PASS",
+    "SET_ENCODING_PASS",
+    "Lowered",
+    "StartState",
+    "lower",
+    "lowering_command",
+    "start_state",
+]
 
 SET_ENCODING_PASS = "iree-dispatch-creation-set-encoding"
 """The DispatchCreation pass after which IREE's data-tiling start state is taken (IREE 3.13 name)."""
+NO_DATA_TILING_PASS = "iree-dispatch-creation-hoist-uniform-scalar-compute"
+"""The pass right before where SetEncoding would run (``DispatchCreation/Passes.cpp``): the start state
+of a target without data tiling, where IREE's pipeline has no SetEncoding."""
 _DUMP = "// -----// IR Dump After "
 
 LOWERING_PHASES = ("input", "global-optimization")
@@ -95,8 +108,9 @@ def start_state(source: str | os.PathLike[str], target: Target, *, name: str | N
     data_tiling, cpu, others = iree_compile_flags(target)
     if name is None:
         name = str(source) if isinstance(source, os.PathLike) or "\n" not in str(source) else "FILE"
+    after = SET_ENCODING_PASS if data_tiling else NO_DATA_TILING_PASS
     dump = [
-        f"--mlir-print-ir-after={SET_ENCODING_PASS}",
+        f"--mlir-print-ir-after={after}",
         "--mlir-print-ir-module-scope",
         "--mlir-disable-threading",
     ]
@@ -108,7 +122,7 @@ def start_state(source: str | os.PathLike[str], target: Target, *, name: str | N
     )
     last = err.rfind(_DUMP)
     if last < 0:
-        raise IreeError(f"iree-compile printed no module after {SET_ENCODING_PASS}", stderr=err[-2000:])
+        raise IreeError(f"iree-compile printed no module after {after}", stderr=err[-2000:])
     body = err[err.index("\n", last) + 1 :]
     end = body.find(_DUMP)
     return StartState(body if end < 0 else body[:end], plan, command)
