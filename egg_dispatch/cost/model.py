@@ -229,7 +229,7 @@ def _mmt4d_flops(operands: Sequence[TensorInfo]) -> int:
     return 2 * lhs[0] * lhs[2] * rhs[0] * rhs[2] * lhs[1] * lhs[3]
 
 
-_BOUNDARY = frozenset({"Arg", "Const", "Scalar", "Dispatch", "ConstEval"})
+_BOUNDARY = frozenset({"Arg", "Const", "Scalar", "Size", "Dispatch", "ConstEval"})
 
 
 def _is_boundary(g: EGraphData, c: str) -> bool:
@@ -355,6 +355,7 @@ def node_seconds(
         "Arg",
         "Const",
         "Scalar",
+        "Size",
         "Empty",
         "Slice",
         "EncodedSlice",

@@ -17,8 +17,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from egg_dispatch.egraph.imported import ImportedProgram
+from egg_dispatch.egraph.size_facts import (
+    const_eval_refusal,
+    divides_refusal,
+    fused_pack_refusal,
+    is_static,
+    mappable,
+    packed_bytes,
+    tile_alignment_refusal,
+)
 from egg_dispatch.egraph.terms import ivec, quote
 from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, TensorType, element_nbytes
+from egg_dispatch.mlir.shapes import Dim
 from egg_dispatch.target.layout import (
     Layout,
     LayoutError,
@@ -65,8 +75,8 @@ def encoding_layout(target: Target, e: EncodingAttr) -> Layout | None:
     (``target.layout.encoding_attr_layout``)."""
     if e.user_indexing_maps is None or e.iteration_sizes is None or e.op_type != "matmul":
         return None
-    if len(e.user_indexing_maps) != 3 or e.operand_index not in (0, 1, 2) or any(s is None for s in e.iteration_sizes):
-        return None
+    if len(e.user_indexing_maps) != 3 or e.operand_index not in (0, 1, 2):
+        return None  # a dynamic iteration size ('?') resolves as IREE's resolver does (target.layout)
     if len(e.element_types) != 3:
         return None
     try:
@@ -129,9 +139,7 @@ def fused_footprint_legal(target: Target, packed: Sequence[int], acc_bytes: int)
     return total + acc_bytes <= target.max_stack_allocation_size and total < target.max_vector_bytes
 
 
-def fused_pack_legal(
-    target: Target, layout: Layout, shape: Sequence[int], elem_bytes: int, acc_bytes: int = 0
-) -> bool:
+def fused_pack_legal(target: Target, layout: Layout, shape: Sequence[int], elem_bytes: int, acc_bytes: int = 0) -> bool:
     """A pack fused as producer into the mmt4d dispatch compiles only when the inner tiles divide the
     shape (no padding inside the tiled loops; domain.md §5.3, issue #20723) and the dispatch's footprint
     fits (``fused_footprint_legal``, with the accumulator of the contraction it feeds)."""
@@ -156,6 +164,18 @@ class FactReport:
     text: str
     layouts: dict[str, Layout | None]
     """Encoding term text -> its layout on the target (None = identity)."""
+    refusals: dict[tuple[str, ...], str] = dataclasses.field(default_factory=dict)
+    """Why a size-dependent fact was not asserted for a dynamic shape (``egraph.size_facts``):
+    ``("tile-aligned", slice let, enc)``, ``("fused-pack", shape, enc)``, ``("const-eval", shape, enc)``,
+    ``("bubble", generic key, enc)`` -> the numbered condition that could not be proved."""
+
+
+def _dims(imported: ImportedProgram, let: str) -> tuple[int, ...] | None:
+    """A let's shape as its term vector (size codes for dynamic dims), or None for a non-tensor."""
+    if let in imported.let_dims:
+        return imported.let_dims[let]
+    t = imported.let_types.get(let)
+    return tuple(t.shape) if isinstance(t, TensorType) and t.is_static else None  # type: ignore[return-value]
 
 
 def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
@@ -178,55 +198,117 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
             lines.append(f"(swapped-result {key})")
         elif e.operand_index == 2:
             lines.append(f"(plain-result {key})")
+    refusals: dict[tuple[str, ...], str] = {}
+    domains = imported.domains
+    sym = imported.shape
     # Sources a set_encoding can have: the imported ones, and (after propagation) their slices' sources.
     sources: set[tuple[tuple[int, ...], str, str]] = set()
     for name, term in imported.lets.items():
         if term.startswith("(Slice "):
             m = _SLICE.match(term)
-            src_t = imported.let_types.get(m.group(1)) if m else None
-            if m and isinstance(src_t, TensorType):
+            src_dims = _dims(imported, m.group(1)) if m else None
+            if m and src_dims is not None:
                 offs, sizes, strides = (tuple(int(x) for x in g.split()) for g in m.groups()[1:])
-                if slice_is_flow_mappable(src_t.shape, offs, sizes, strides):
+                if mappable(sym(src_dims), sym(offs), sym(sizes), sym(strides)):
                     lines.append(f"(mappable-slice {name})")
         m = _SET_ENCODING.match(term)
         if not m:
             continue
         src, enc_key = m.group(1), m.group(2)
-        src_t = imported.let_types.get(src)
-        if not isinstance(src_t, TensorType):
+        src_t, src_dims = imported.let_types.get(src), _dims(imported, src)
+        if not isinstance(src_t, TensorType) or src_dims is None:
             continue
-        sources.add((src_t.shape, src_t.element.name, enc_key))
+        sources.add((src_dims, src_t.element.name, enc_key))
         src_term = imported.lets.get(src, "")
         sm = _SLICE.match(src_term)
         whole_t = imported.let_types.get(sm.group(1)) if sm else None
+        whole_dims = _dims(imported, sm.group(1)) if sm else None
         layout = layouts.get(enc_key)
-        if sm and isinstance(whole_t, TensorType):
-            sources.add((whole_t.shape, whole_t.element.name, enc_key))
+        if sm and isinstance(whole_t, TensorType) and whole_dims is not None:
+            sources.add((whole_dims, whole_t.element.name, enc_key))
             offs, sizes, strides = (tuple(int(x) for x in g.split()) for g in sm.groups()[1:])
-            if layout is not None and tile_aligned(layout, whole_t.shape, offs, sizes, strides):
-                lines.append(f"(tile-aligned {src} {enc_key})")
-    for shape, elem, enc_key in sorted(sources):
+            if layout is not None:
+                why = tile_alignment_refusal(layout, sym(whole_dims), sym(offs), sym(sizes), sym(strides), domains)
+                if why is None:
+                    lines.append(f"(tile-aligned {src} {enc_key})")
+                else:
+                    refusals[("tile-aligned", src, enc_key)] = why
+    accs = _accumulators(imported)
+    for dims, elem, enc_key in sorted(sources):
         layout = layouts.get(enc_key)
-        nbytes = math.prod(shape) * element_nbytes(_scalar(elem))
-        if layout is None:
-            lines.append(f"(const-eval-size-ok {ivec(shape)} {enc_key})")
+        shape = sym(dims)
+        eb = element_nbytes(_scalar(elem))
+        if not is_static(shape):
+            refusals[("const-eval", ivec(dims), enc_key)] = const_eval_refusal(shape, None, 0) or ""
+            if layout is None:
+                continue
+            enc = imported.encodings[enc_key]
+            worst = None
+            for acc in accs.get((dims, enc_key)) or [None]:
+                why = fused_pack_refusal(target, layout, shape, eb, _acc_bytes(target, enc, acc, imported), domains)
+                worst = worst or why
+            if worst:
+                lines.append(f"(fused-pack-illegal {ivec(dims)} {enc_key})")
+                refusals[("fused-pack", ivec(dims), enc_key)] = worst
             continue
-        packed = packed_nbytes(shape, element_nbytes(_scalar(elem)), layout)
+        nbytes = math.prod(dims) * eb
+        if layout is None:
+            lines.append(f"(const-eval-size-ok {ivec(dims)} {enc_key})")
+            continue
+        packed = packed_nbytes(dims, eb, layout)
         if packed - nbytes <= CONST_EXPR_MAX_SIZE_INCREASE:
-            lines.append(f"(const-eval-size-ok {ivec(shape)} {enc_key})")
+            lines.append(f"(const-eval-size-ok {ivec(dims)} {enc_key})")
         enc = imported.encodings[enc_key]
+        acc_shapes = [a for a in accs.get((dims, enc_key), []) if not all(v >= 0 for v in a)]
+        if acc_shapes:  # a static pack feeding a contraction with a dynamic accumulator (a weight)
+            worst = None
+            for a in acc_shapes:
+                why = fused_pack_refusal(target, layout, shape, eb, _acc_bytes(target, enc, a, imported), domains)
+                worst = worst or why
+            if worst:
+                lines.append(f"(fused-pack-illegal {ivec(dims)} {enc_key})")
+                refusals[("fused-pack", ivec(dims), enc_key)] = worst
+            continue
         acc = accumulator_nbytes(target, enc)
-        if not fused_pack_legal(target, layout, shape, element_nbytes(_scalar(elem)), acc):
-            lines.append(f"(fused-pack-illegal {ivec(shape)} {enc_key})")
+        if not fused_pack_legal(target, layout, dims, eb, acc):
+            lines.append(f"(fused-pack-illegal {ivec(dims)} {enc_key})")
     lines += _pair_facts(imported, target, layouts)
-    lines += _bubble_facts(imported, layouts)
+    lines += _bubble_facts(imported, layouts, refusals)
     for key, op in imported.ops.items():
         if op.name == "linalg.generic":
             its = op.attributes.get("iterator_types")
             names = [getattr(a, "value", "") for a in getattr(its, "items", ())]
             if names and all(n == "parallel" for n in names):
                 lines.append(f"(elementwise {quote(key)})")
-    return FactReport("\n".join(lines), layouts)
+    return FactReport("\n".join(lines), layouts, refusals)
+
+
+def _accumulators(imported: ImportedProgram) -> dict[tuple[tuple[int, ...], str], list[tuple[int, ...]]]:
+    """(pack source shape, encoding) -> the shapes of the results of the contractions it feeds (the
+    accumulator a fused unpack reads next to the fused pack)."""
+    out: dict[tuple[tuple[int, ...], str], list[tuple[int, ...]]] = {}
+    for let, term in imported.lets.items():
+        m = _CONTRACT.match(term)
+        res = _dims(imported, let) if m else None
+        if m is None or res is None:
+            continue
+        for operand in (m.group(1), m.group(2)):
+            for dims, _elem, enc_key in _pack_candidates(imported, operand):
+                out.setdefault((dims, enc_key), [])
+                if res not in out[(dims, enc_key)]:
+                    out[(dims, enc_key)].append(res)
+    return out
+
+
+def _acc_bytes(target: Target, e: EncodingAttr, acc: tuple[int, ...] | None, imported: ImportedProgram):
+    """The packed accumulator's bytes (a symbolic size) of the contraction with result shape ``acc``;
+    unknown (no such contraction: an unbounded size) when None."""
+    if acc is None:
+        if e.iteration_sizes is not None and all(s is not None for s in e.iteration_sizes):
+            return Dim.const(accumulator_nbytes(target, e))
+        return Dim.sym("%accumulator")  # no domain: unbounded, so a fused pack is refused
+    layout = encoding_layout(target, dataclasses.replace(e, operand_index=2))
+    return packed_bytes(imported.shape(acc), element_nbytes(e.element_types[2]), layout)
 
 
 _GENERIC = re.compile(r'^\(Generic "([^"]+)" (.*)\)$')
@@ -240,14 +322,15 @@ def _pack_candidates(imported: ImportedProgram, let: str) -> list[tuple[tuple[in
     if not m:
         return []
     src, enc_key = m.group(1), m.group(2)
-    src_t = imported.let_types.get(src)
-    if not isinstance(src_t, TensorType):
+    src_t, src_dims = imported.let_types.get(src), _dims(imported, src)
+    if not isinstance(src_t, TensorType) or src_dims is None:
         return []
-    out = [(src_t.shape, src_t.element.name, enc_key)]
+    out = [(src_dims, src_t.element.name, enc_key)]
     sm = _SLICE.match(imported.lets.get(src, ""))
     whole_t = imported.let_types.get(sm.group(1)) if sm else None
-    if isinstance(whole_t, TensorType):
-        out.append((whole_t.shape, whole_t.element.name, enc_key))
+    whole_dims = _dims(imported, sm.group(1)) if sm else None
+    if isinstance(whole_t, TensorType) and whole_dims is not None:
+        out.append((whole_dims, whole_t.element.name, enc_key))
     return out
 
 
@@ -256,7 +339,7 @@ def _pair_facts(imported: ImportedProgram, target: Target, layouts: dict[str, La
     fit (``fused_footprint_legal`` with both packs and the accumulator); asserted in both orders (a
     narrow-N mmt4d takes the RHS first)."""
     out: set[str] = set()
-    for term in imported.lets.values():
+    for let, term in imported.lets.items():
         m = _CONTRACT.match(term)
         if not m:
             continue
@@ -264,6 +347,23 @@ def _pair_facts(imported: ImportedProgram, target: Target, layouts: dict[str, La
             for rhs in _pack_candidates(imported, m.group(2)):
                 la, lb = layouts.get(lhs[2]), layouts.get(rhs[2])
                 if la is None or lb is None:
+                    continue
+                res = _dims(imported, let)
+                if not all(v >= 0 for v in (*lhs[0], *rhs[0], *(res or ()))):  # a dynamic size: for every size
+                    enc = imported.encodings[lhs[2]]
+                    why = fused_pack_refusal(
+                        target,
+                        la,
+                        imported.shape(lhs[0]),
+                        element_nbytes(_scalar(lhs[1])),
+                        _acc_bytes(target, enc, res, imported),
+                        imported.domains,
+                        [packed_bytes(imported.shape(rhs[0]), element_nbytes(_scalar(rhs[1])), lb)],
+                    )
+                    if why and not why.startswith("1."):  # tiles that do not divide: the single-pack fact
+                        a, b = f"{ivec(lhs[0])} {lhs[2]}", f"{ivec(rhs[0])} {rhs[2]}"
+                        out.add(f"(fused-pair-illegal {a} {b})")
+                        out.add(f"(fused-pair-illegal {b} {a})")
                     continue
                 packed = [
                     packed_nbytes(lhs[0], element_nbytes(_scalar(lhs[1])), la),
@@ -277,7 +377,9 @@ def _pair_facts(imported: ImportedProgram, target: Target, layouts: dict[str, La
     return sorted(out)
 
 
-def _bubble_facts(imported: ImportedProgram, layouts: dict[str, Layout | None]) -> list[str]:
+def _bubble_facts(
+    imported: ImportedProgram, layouts: dict[str, Layout | None], refusals: dict[tuple[str, ...], str] | None = None
+) -> list[str]:
     """``(bubble-legal key enc)``: set_encoding(generic(x)) may become generic(set_encoding(x)).
 
     HoistEncodingOps' BubbleUpSetEncodingOp, restricted to what stays exact on packed data:
@@ -309,7 +411,14 @@ def _bubble_facts(imported: ImportedProgram, layouts: dict[str, Layout | None]) 
             continue
         if getattr(init, "name", "") != "tensor.empty" or tensors[0].type.shape != out_t.shape:
             continue
-        if any(out_t.shape[d] % t for d, t in zip(layout.inner_dims_pos, layout.inner_tiles, strict=True)):
+        out_dims = _dims(imported, m.group(1))
+        if out_dims is None:
+            continue
+        shape = imported.shape(out_dims)
+        why = divides_refusal(layout, shape, imported.domains, "3. tiles that do not divide the shape")
+        if why:
+            if refusals is not None:
+                refusals[("bubble", g.group(1), m.group(2))] = why
             continue
         out.append(f"(bubble-legal {quote(g.group(1))} {m.group(2)})")
     return out

@@ -6,8 +6,17 @@ import re
 from dataclasses import dataclass, field
 
 from egg_dispatch.mlir.ir import DenseAttr, EncodingAttr, Operation, ParameterAttr, TensorType, Type, Value
+from egg_dispatch.mlir.shapes import Dim, Domain
 
-__all__ = ["ImportError_", "ImportedProgram", "Parameter"]
+__all__ = ["SIZE_CODE_BASE", "ImportError_", "ImportedProgram", "Parameter", "is_size_code"]
+
+SIZE_CODE_BASE = -1000
+"""Size codes are ``SIZE_CODE_BASE - i`` (far from IREE's ``-1`` for ``?`` in encodings)."""
+
+
+def is_size_code(v: int) -> bool:
+    return v <= SIZE_CODE_BASE
+
 
 _LET = re.compile(r"\$v[0-9]+")
 
@@ -48,6 +57,43 @@ class ImportedProgram:
     arg_types: list[Type] = field(default_factory=list)
     result_types: list[Type] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    dims: dict[int, Dim] = field(default_factory=dict)
+    """Size code (a negative number in a shape or slice vector) -> the symbolic size it stands for."""
+    let_dims: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Let name -> its shape as the term language writes it (static sizes, size codes for ``?``)."""
+    domains: dict[str, Domain] = field(default_factory=dict)
+    """Argument size (``arg0.d1``) -> the values the program allows (``util.assume.int``, ``--assume``):
+    what the legality facts must hold for."""
+    arguments: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """The function's dynamic dimensions: name -> (data argument, dim)."""
+    op_dims: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
+    """Key of a ``Generic`` / ``Op`` term with a dynamic result -> each result's shape vector."""
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether any shape has a dynamic size."""
+        return bool(self.dims)
+
+    def code(self, d: Dim | int) -> int:
+        """The integer a shape vector holds for ``d``: its value when constant, else its size code."""
+        if isinstance(d, int):
+            return d
+        if d.is_const:
+            return d.value
+        for c, known in self.dims.items():
+            if known == d:
+                return c
+        c = SIZE_CODE_BASE - len(self.dims)
+        self.dims[c] = d
+        return c
+
+    def dim(self, v: int) -> Dim:
+        """The size a shape-vector entry stands for (a constant, or the size a code names)."""
+        return self.dims[v] if v in self.dims else Dim.const(v)
+
+    def shape(self, values: tuple[int, ...] | list[int]) -> tuple[Dim, ...]:
+        """A shape vector's sizes."""
+        return tuple(self.dim(v) for v in values)
 
     def text(self) -> str:
         return "\n".join(self.program)

@@ -12,6 +12,8 @@ exists between dispatches, is ``Dispatch(Op ...)``, a dispatch input priced as t
 
 from __future__ import annotations
 
+import re
+
 from egg_dispatch.egraph.import_util import _captures, _digest, _head, _is_constant, encoding_key, maps_key
 from egg_dispatch.egraph.imported import ImportedProgram, ImportError_, Parameter
 from egg_dispatch.egraph.terms import ivec, quote, tlist
@@ -30,12 +32,13 @@ from egg_dispatch.mlir.ir import (
     Type,
     Value,
 )
-from egg_dispatch.mlir.ops import CONTRACTION_OPS, DYNAMIC, ins, outs, static_slice
+from egg_dispatch.mlir.ops import CONTRACTION_OPS, DYNAMIC, base_operands, ins, outs, static_slice, workgroups_arguments
 from egg_dispatch.mlir.printer import Printer, float_str
+from egg_dispatch.mlir.shapes import function_shapes
 
 __all__ = ["encoding_key", "import_function", "maps_key"]
 
-_BOUNDARY_HEADS = {"Arg", "Const", "Scalar", "Dispatch", "ConstEval"}
+_BOUNDARY_HEADS = {"Arg", "Const", "Scalar", "Size", "Dispatch", "ConstEval"}
 _PLACED = {
     "flow.dispatch.region",
     "flow.dispatch.workgroups",
@@ -68,12 +71,20 @@ class _Importer:
         self.top_level: set[Value] = set()
         """Values the function body computes outside any dispatch region."""
         self.outside: dict[Value, str] = {}
+        self.shapes = function_shapes(function)
+        """Symbolic sizes of every value (``mlir.shapes``): a ``?`` dim becomes a size code."""
+        self.sizes: dict[Value, str] = {}
+        """The ``(Size code)`` let of each index value used as an operand."""
+        self.out.domains = dict(self.shapes.domains)
+        self.out.arguments = dict(self.shapes.arguments)
         entry = function.regions[0].entry
         if any(o.name in ("flow.dispatch.region", "flow.dispatch.workgroups") for o in entry.ops):
             self.top_level = {r for o in entry.ops if o.name not in _PLACED for r in o.results}
 
     # -- helpers ---------------------------------------------------------------------------------
-    def let(self, value: Value | None, term: str, typ: Type | None) -> str:
+    def let(self, value: Value | None, term: str, typ: Type | None, like: Value | None = None) -> str:
+        """``(let $vN term)`` with its shape and dtype facts; a dynamic shape's sizes are those of
+        ``like`` (default: ``value``)."""
         name = f"$v{self.n}"
         self.n += 1
         self.out.program.append(f"(let {name} {term})")
@@ -81,7 +92,9 @@ class _Importer:
         if typ is not None:
             self.out.let_types[name] = typ
             if isinstance(typ, TensorType):
-                self.out.program.append(f"(set (shape {name}) {ivec(typ.shape)})")
+                dims = self.dims(like or value or (term if term.startswith("(Op ") else None), typ)  # type: ignore[arg-type]
+                self.out.let_dims[name] = dims
+                self.out.program.append(f"(set (shape {name}) {ivec(dims)})")
                 self.out.program.append(f"(set (dtype {name}) {quote(typ.element.name)})")
             elif isinstance(typ, ScalarType):
                 self.out.program.append(f"(set (shape {name}) (vec-empty))")
@@ -90,7 +103,45 @@ class _Importer:
             self.terms[value] = name
         return name
 
+    def dims(self, v: Value | None, typ: TensorType) -> tuple[int, ...]:
+        """``typ``'s shape as a term vector: static sizes, size codes for its ``?`` (those of ``v``)."""
+        if typ.is_static:
+            return tuple(typ.shape)  # type: ignore[arg-type]
+        if v is None:
+            raise ImportError_("a dynamic shape with no value to take its sizes from")
+        if isinstance(v, str):  # an (Op "key" ... i) term: the sizes of that op's result
+            m = re.match(r'^\(Op "([^"]+)" .* ([0-9]+)\)$', v)
+            dims = self.out.op_dims.get(m.group(1)) if m else None
+            if not dims:
+                raise ImportError_("a dynamic shape with no value to take its sizes from")
+            return tuple(dims[int(m.group(2))])  # type: ignore[union-attr]
+        sym = self.shapes.shape(v)
+        if len(sym) != typ.rank:  # a buffer view never imported: its declared type's sizes are unknown
+            sym = self.shapes._fresh_shape(v, typ)
+        return tuple(s if s is not None else self.out.code(d) for s, d in zip(typ.shape, sym, strict=True))
+
+    def size(self, v: Value) -> int | None:
+        """The term-vector entry of an index value: its constant, its size code, or None (not a size)."""
+        d = self.shapes.scalars.get(v)
+        if d is None or not self.shapes.is_symbolic(d):
+            return None
+        return self.out.code(d)
+
+    def is_size_only(self, op: Operation) -> bool:
+        """An op that only computes sizes (``tensor.dim``, index arithmetic, ``util.assume.int``...):
+        its results are read through ``(Size code)`` where used, so it has no term of its own."""
+        if not op.results or op.regions or op.name == "arith.constant" or op.opaque_text is not None:
+            return False
+        return all(
+            isinstance(r.type, ScalarType) and r.type.is_int and self.size(r) is not None and r not in self.terms
+            for r in op.results
+        )
+
     def t(self, v: Value) -> str:
+        if v not in self.terms and isinstance(v.type, ScalarType) and (code := self.size(v)) is not None:
+            if v not in self.sizes:
+                self.sizes[v] = self.let(None, f"(Size {code})", v.type) if code < 0 else self._const_index(code)
+            return self.sizes[v]
         try:
             term = self.terms[v]
         except KeyError:
@@ -99,9 +150,12 @@ class _Importer:
             # Computed between dispatches (a transpose, a reshape): IREE runs it on its own, before
             # the dispatch that reads it, so here it is a dispatch input.
             if v not in self.outside:
-                self.outside[v] = self.let(None, f"(Dispatch {term})", v.type)
+                self.outside[v] = self.let(None, f"(Dispatch {term})", v.type, like=v)
             return self.outside[v]
         return term
+
+    def _const_index(self, value: int) -> str:
+        return self.let(None, f"(Scalar {quote(str(value))} {quote('index')})", ScalarType("index"))
 
     def encoding(self, e: EncodingAttr) -> str:
         key = encoding_key(e)
@@ -111,7 +165,7 @@ class _Importer:
     def with_encoding(self, term: str, typ: Type, value: Value | None) -> str:
         """A term of an encoded tensor type that IREE builds directly (an encoded empty)."""
         if isinstance(typ, TensorType) and isinstance(typ.encoding, EncodingAttr):
-            plain = self.let(None, term, typ.without_encoding())
+            plain = self.let(None, term, typ.without_encoding(), like=value)
             return self.let(value, f"(SetEncoding {plain} {self.encoding(typ.encoding)})", typ)
         return self.let(value, term, typ)
 
@@ -121,7 +175,7 @@ class _Importer:
             key = f"param_{value.scope + '::' if value.scope else ''}{value.key}"
             self.out.constants[key] = Parameter(value, typ)
             return key
-        key = f"cst_{'x'.join(map(str, typ.shape))}x{typ.element}_{value.digest()[:10]}"
+        key = f"cst_{'x'.join('?' if d is None else str(d) for d in typ.shape)}x{typ.element}_{value.digest()[:10]}"
         self.out.constants[key] = value
         return key
 
@@ -134,8 +188,13 @@ class _Importer:
             body = "\n".join(self.printer.region(r, "") for r in op.regions)
         types = [self.printer.type(r.type) for r in op.results]
         where = str(op.loc) if unique else ""
-        key = f"{op.name}#{_digest(op.name, attrs, body, types, op.opaque_text, where)}"
+        dims = [self.dims(r, r.type) if isinstance(r.type, TensorType) else () for r in op.results]
+        dynamic = [d for d in dims if any(v < 0 for v in d)]
+        parts = [op.name, attrs, body, types, op.opaque_text, where, *([dynamic] if dynamic else [])]
+        key = f"{op.name}#{_digest(*parts)}"
         self.out.ops[key] = op
+        if dynamic:
+            self.out.op_dims[key] = dims  # the sizes of its results (an op's key says which expression)
         return key
 
     # -- ops -------------------------------------------------------------------------------------
@@ -150,6 +209,8 @@ class _Importer:
     def import_op(self, op: Operation) -> None:
         n = op.name
         a = op.attributes
+        if self.is_size_only(op):
+            return
         if op.opaque_text is not None:
             self.generic_op(op, unique=True)
             return
@@ -186,18 +247,21 @@ class _Importer:
         if n == "tensor.empty":
             t = op.result.type
             assert isinstance(t, TensorType)
-            self.with_encoding(f"(Empty {ivec(t.shape)} {quote(t.element.name)})", t, op.result)
+            self.with_encoding(f"(Empty {ivec(self.dims(op.result, t))} {quote(t.element.name)})", t, op.result)
             return
         if n == "linalg.fill":
             v, init = ins(op)[0], outs(op)[0]
             self.let(op.result, f"(Fill {self.t(v)} {self.t(init)})", op.result.type)
             return
         if n in ("tensor.extract_slice", "tensor.insert_slice"):
-            offs, sizes, strides = static_slice(op)
-            reduced = n == "tensor.extract_slice" and tuple(sizes) != getattr(op.result.type, "shape", ())
-            if DYNAMIC in (*offs, *sizes, *strides) or reduced:  # rank-reducing slices stay opaque
+            entries = self.slice_entries(op, 1 if n == "tensor.extract_slice" else 2)
+            reduced = n == "tensor.extract_slice" and (
+                entries is None or len(entries[1]) != getattr(op.result.type, "rank", -1)
+            )
+            if entries is None or reduced:  # rank-reducing slices, and data-dependent offsets, stay opaque
                 self.generic_op(op, unique=False)
                 return
+            offs, sizes, strides = entries
             sl = f"{ivec(offs)} {ivec(sizes)} {ivec(strides)}"
             if n == "tensor.extract_slice":
                 self.let(op.result, f"(Slice {self.t(op.operands[0])} {sl})", op.result.type)
@@ -231,7 +295,7 @@ class _Importer:
         if n == "iree_encoding.unset_encoding":
             t = op.result.type
             assert isinstance(t, TensorType)
-            self.let(op.result, f"(UnsetEncoding {self.t(op.operands[0])} {ivec(t.shape)})", t)
+            self.let(op.result, f"(UnsetEncoding {self.t(op.operands[0])} {ivec(self.dims(op.result, t))})", t)
             return
         if n == "flow.tensor.encode":
             t = op.result.type
@@ -241,7 +305,9 @@ class _Importer:
                 and isinstance(t.encoding, EncodingAttr)
                 and (isinstance(src_t, TensorType) and src_t.encoding is None)
             ):
-                inner = self.let(None, f"(SetEncoding {self.t(op.operands[0])} {self.encoding(t.encoding)})", t)
+                inner = self.let(
+                    None, f"(SetEncoding {self.t(op.operands[0])} {self.encoding(t.encoding)})", t, like=op.result
+                )
                 self.let(op.result, f"(Dispatch {inner})", t)
             else:
                 self.generic_op(op, unique=False)
@@ -281,6 +347,26 @@ class _Importer:
         self.let(op.result, f"(Dispatch {inner})", op.result.type)
         return True
 
+    def slice_entries(self, op: Operation, first: int) -> tuple[list[int], list[int], list[int]] | None:
+        """(offsets, sizes, strides) of a slice-like op as term vectors (size codes for SSA entries that
+        are sizes); None when an entry is a value that is not (a data-dependent offset)."""
+        dyn = iter(base_operands(op)[first:])
+        out: list[list[int]] = []
+        for static in static_slice(op):
+            vals = []
+            for s in static:
+                if s != DYNAMIC:
+                    vals.append(s)
+                    continue
+                code = self.size(next(dyn))
+                if code is None:
+                    return None
+                vals.append(code)
+            out.append(vals)
+        if any(s <= 0 for s in out[2]):  # a stride is a size code: keep it opaque
+            return None
+        return out[0], out[1], out[2]
+
     def generic_op(self, op: Operation, unique: bool) -> None:
         key = self.op_key(op, unique)
         captured = [v for v in _captures(op) if not _is_constant(v)]
@@ -293,16 +379,24 @@ class _Importer:
     def import_workgroups(self, op: Operation) -> None:
         """Bindings map to the captured operands; a full-size load is the operand itself."""
         body = op.regions[0].entry
-        n_in = len(op.operands)
-        for arg, captured in zip(body.args[:n_in], op.operands, strict=True):
+        captured_values = workgroups_arguments(op)
+        n_in = len(captured_values)
+        for arg, captured in zip(body.args[:n_in], captured_values, strict=True):
+            if isinstance(captured.type, ScalarType) and self.size(captured) is not None:
+                continue  # a size: read through (Size code) where the body uses it
             self.terms[arg] = self.t(captured)
         stored: dict[int, str] = {}
         for inner in body.ops:
             if inner.name == "iree_tensor_ext.dispatch.tensor.load":
                 src = inner.operands[0]
-                offs, sizes, strides = static_slice(inner)
-                full = src.type.tensor.shape if hasattr(src.type, "tensor") else ()  # type: ignore[union-attr]
-                if tuple(sizes) == tuple(full) and not any(offs) and set(strides) <= {1}:
+                entries = self.slice_entries(inner, 1)
+                if entries is None:
+                    self.generic_op(inner, unique=False)
+                    continue
+                offs, sizes, strides = entries
+                full = self.shapes.shape(src)
+                whole = [self.out.code(d) for d in full]
+                if sizes == whole and not any(offs) and set(strides) <= {1}:
                     self.terms[inner.result] = self.t(src)
                 else:
                     sl = f"{ivec(offs)} {ivec(sizes)} {ivec(strides)}"

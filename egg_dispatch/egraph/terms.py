@@ -10,6 +10,9 @@ Sorts (names are stable: rules, tests and the extractor depend on them):
   ``(Arg i)``                       i-th function argument
   ``(Const key)``                   a constant; its data lives in the import's constant table
   ``(Scalar literal type)``         a scalar ``arith.constant``
+  ``(Size code)``                   a dynamic size (an ``index`` the function computes from its
+                                    arguments' sizes; ``code`` keys ``ImportedProgram.dims``): a dispatch
+                                    input like an argument, never a const-expr
   ``(Empty shape type)``            ``tensor.empty``
   ``(Fill value init)``             ``linalg.fill``
   ``(Slice src offsets sizes strides)``           ``tensor.extract_slice``
@@ -31,6 +34,11 @@ Sorts (names are stable: rules, tests and the extractor depend on them):
 
 Analyses (functions the importer seeds and ``rules/analysis.egg`` extends): ``(shape t)``,
 ``(dtype t)``, ``(layout-of enc)``.
+
+Dynamic sizes: a ``?`` dim of a shape (and a dynamic slice offset or size) is a negative *size code*
+(``ImportedProgram.dims`` maps it to its symbolic ``mlir.shapes.Dim``), so two tensors are the same
+shape exactly when their sizes are the same expression of the arguments' sizes; encodings keep IREE's
+``-1`` for ``?`` in their iteration sizes.
 
 Never ``union`` t with ``(Dispatch t)``: the marker would become a self-loop and extraction would
 drop it (egglog-notes.md pitfall 4). A placement choice is a union at the consumer instead.
@@ -76,6 +84,7 @@ SCHEMA = """
 (constructor Op (String TList i64) Tensor)
 (constructor Dispatch (Tensor) Tensor)
 (constructor ConstEval (Tensor) Tensor)
+(constructor Size (i64) Tensor)
 (function shape (Tensor) IVec :merge old)
 (function dtype (Tensor) String :merge old)
 (function layout-of (Encoding) Layout :merge old)
@@ -84,6 +93,7 @@ SCHEMA = """
 CONSTRUCTORS = (
     "Arg", "Const", "Scalar", "Empty", "Fill", "Slice", "InsertSlice", "Contract", "Generic",
     "SetEncoding", "UnsetEncoding", "Pack", "Unpack", "Mmt4d", "EncodedSlice", "Op", "Dispatch", "ConstEval",
+    "Size",
 )  # fmt: skip
 """Every ``Tensor`` constructor, in declaration order."""
 

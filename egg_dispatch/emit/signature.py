@@ -7,6 +7,9 @@ from egg_dispatch.mlir.ir import Module
 __all__ = ["plan_signature"]
 
 _QUIET = {"arith.constant", "tensor.empty", "flow.return", "util.return", "util.global.store"}
+_SIZES = {"tensor.dim", "util.assume.int", "arith.muli", "arith.addi", "arith.subi", "arith.divui", "arith.ceildivui",
+          "arith.remui", "hal.buffer_view.dim", "iree_tensor_ext.dispatch.workload.ordinal"}  # fmt: skip
+"""Ops that compute dynamic sizes (an ``index`` result) between dispatches: left out too."""
 
 
 def plan_signature(plan: Module) -> str:
@@ -27,6 +30,8 @@ def plan_signature(plan: Module) -> str:
             parts.append("dispatch{" + ", ".join(inner) + "}")
         elif op.name == "flow.tensor.encode":
             parts.append("encode")
+        elif op.name in _SIZES and all(getattr(r.type, "name", "") == "index" for r in op.results):
+            continue
         elif op.name not in _QUIET | {"func.return", "util.global.load"}:
             parts.append(op.name)
     return " ".join(parts)

@@ -33,7 +33,7 @@ from egg_dispatch.util.deep import allow_deep_recursion
 
 __all__ = ["DispatchInfo", "Plan", "PlanMetrics", "build_plan"]
 
-_VIEWS = {"Slice", "EncodedSlice", "Empty", "Scalar", "Results", "TCons", "TNil"}
+_VIEWS = {"Slice", "EncodedSlice", "Empty", "Scalar", "Size", "Results", "TCons", "TNil"}
 
 
 @dataclass
