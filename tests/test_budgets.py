@@ -147,3 +147,39 @@ def test_opt_with_minimal_budgets_prints_the_start_state(spec: str, capsys: pyte
     assert header.startswith("// ===== plans for @hoist_failure_repro: ") and not header.endswith(": 0;")
     assert int(header.split(": ")[1].split(";")[0]) >= 1
     assert "// ----- plan 0 of @hoist_failure_repro" in out
+
+
+def _graph(spec: dict[str, list[tuple[str, list[str], bool]]]):
+    """EGraphData from ``class -> [(node id, child classes, subsumed)]`` (root "R")."""
+    from egg_dispatch.egraph.data import EGraphData, Node
+
+    nodes = {
+        nid: Node(nid, nid, c, tuple(kids), tuple(spec[k][0][0] for k in kids), sub)
+        for c, ns in spec.items()
+        for nid, kids, sub in ns
+    }
+    classes = {c: sorted(n[0] for n in ns) for c, ns in spec.items()}
+    return EGraphData(nodes, classes, {c: "Root" if c == "R" else "Tensor" for c in classes}, "R")
+
+
+def test_refused_nodes_are_kept_only_where_no_plan_exists_without_them() -> None:
+    """The start-state fallback in isolation: a class legality emptied gets its nodes back only when the
+    root has no plan otherwise, and then only that class (a class with a legal way to build it does not)."""
+    from egg_dispatch.extract import greedy_dag
+
+    # A's only node is refused: without it there is no plan at all.
+    g = _graph({"R": [("r", ["A", "B"], False)], "A": [("a", ["C"], True)], "B": [("b", [], False)],
+                "C": [("c", [], False), ("c2", [], True)]})  # fmt: skip
+    g.keep_refused_without_alternative()
+    assert g.kept_refused == ("a",) and not g.nodes["a"].subsumed and g.nodes["c2"].subsumed
+    assert greedy_dag(g, {}, 0.0).choice["A"] == "a"
+    # R can be built through r2 (legal) instead: nothing is given back.
+    g = _graph({"R": [("r", ["A"], False), ("r2", ["B"], False)], "A": [("a", [], True)], "B": [("b", [], False)]})
+    g.keep_refused_without_alternative()
+    assert g.kept_refused == () and g.nodes["a"].subsumed
+    # Two layers: the refused node of D must come back before C's (legal) node can be built.
+    g = _graph({"R": [("r", ["C"], False)], "C": [("c", ["D"], False), ("c_refused", [], True)],
+                "D": [("d", [], True)]})  # fmt: skip
+    g.keep_refused_without_alternative()
+    assert g.kept_refused == ("d",)  # C has a legal node once D is back: its refused one stays out
+    assert greedy_dag(g, {}, 0.0).choice == {"R": "r", "C": "c", "D": "d"}

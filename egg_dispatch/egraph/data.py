@@ -114,8 +114,9 @@ class EGraphData:
         saturation early (or a selection of families that derives none) leaves the class with no node at
         all, though the start state, which is where its only node came from, is a plan. So, only when no
         plan exists otherwise: derive bottom-up through unsubsumed nodes, and whenever that is stuck short
-        of the root, release the subsumed nodes whose children are all derivable, in classes that are not,
-        one layer at a time. Released nodes are listed in ``kept_refused`` (the pipeline warns about them).
+        of the root, release the subsumed nodes whose children are all derivable, in classes that are not
+        (those left with no unsubsumed node first), one layer at a time. Released nodes are listed in
+        ``kept_refused`` (the pipeline warns about them).
         """
         kids = {
             nid: tuple(dict.fromkeys(d for d in n.children if self.is_term_class(d)))
@@ -145,10 +146,14 @@ class EGraphData:
                         ready.append(p)
             if self.root in derivable:
                 break
-            layer = sorted(n for n in refused if self.nodes[n].eclass not in derivable)
+            stuck = sorted(n for n in refused if self.nodes[n].eclass not in derivable)
+            # Classes legality left no node at all first: giving theirs back may be enough for classes
+            # that still have an unsubsumed node to be built with it.
+            bare = [n for n in stuck if all(self.nodes[m].subsumed for m in self.classes[self.nodes[n].eclass])]
+            layer = bare or stuck
             if not layer:
                 break  # no plan even so: the extractors say why
-            refused.clear()
+            refused.difference_update(layer)
             released += layer
             ready += layer
         if self.root not in derivable or not released:
