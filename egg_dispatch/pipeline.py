@@ -24,11 +24,12 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from egg_dispatch.cost.model import DEFAULT_LAMBDA, cost_table
+from egg_dispatch.cost.sizes import Assumption, cost_at_sizes, size_plan
 from egg_dispatch.egraph.data import EGraphData, build_term
 from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.egraph.rules import FAMILIES, Budget, saturate
@@ -47,9 +48,11 @@ from egg_dispatch.iree.tools import IreeError
 from egg_dispatch.mlir.forms import PAST_GLOBAL_OPTIMIZATION, file_form, input_form
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.parser import parse_file, parse_mlir
+from egg_dispatch.mlir.torch_symbols import torch_aliases
 from egg_dispatch.mlir.printer import print_mlir
 from egg_dispatch.plan.baseline import BaselineError, iree_baseline_choice
 from egg_dispatch.plan.graph import build_plan
+from egg_dispatch.plan.sized import plan_at_sizes
 from egg_dispatch.result.exploration import Candidate, Exploration, InputInfo
 from egg_dispatch.start.initial_plan import initial_plan
 from egg_dispatch.target.profile import Target, load_target
@@ -220,11 +223,14 @@ def explore(
     baseline: bool = True,
     progress: Callable[[str], None] | None = None,
     start: str = "auto",
+    assume: Mapping[str, Assumption] | Sequence[str] | None = None,
 ) -> Exploration:
     """Run the pipeline on MLIR text, a file, or a parsed module; see ``Exploration``.
 
     ``start`` says where to begin (``START_CHOICES``): by default torch-dialect input is lowered and
-    IREE's global optimization runs first when IREE is installed (``prepare_input``).
+    IREE's global optimization runs first when IREE is installed (``prepare_input``). ``assume``: the sizes
+    of dynamic dimensions (``{"arg0.d1": ((128, 1.0),)}`` or ``["arg0.d1=128,512"]``; ``cost.sizes``): what
+    the cost averages over, and the only sizes the legality facts must hold for.
     """
     allow_deep_recursion()
     timings: dict[str, float] = {}
@@ -235,13 +241,14 @@ def explore(
     timings["input"] = time.perf_counter() - t0
     prepared = initial_plan(module, function)
     imported = import_function(prepared, function)
+    sizes = size_plan(imported, assume, torch_aliases(source))  # before facts: --assume narrows the domains
     timings["import"] = time.perf_counter() - t0
     say(f"imported @{imported.function}: {len(imported.lets)} terms")
     graph, report = saturate(imported, tgt, families, budget)
     say(f"saturated: {report.enodes} e-nodes, {report.stop_reason}")
     t1 = time.perf_counter()
     data = EGraphData.from_serialized(graph.serialized(), keep_refused=True)  # the start state is always a plan
-    costs = cost_table(data, imported, tgt)
+    costs = cost_at_sizes(data, imported, sizes, lambda g: cost_table(g, imported, tgt))
     timings["cost_table"] = time.perf_counter() - t1
 
     def extract(weight: float):
@@ -252,7 +259,7 @@ def explore(
 
     def candidate(label: str, choice: dict[str, str], result: object | None = None) -> Candidate:
         spelled = normalize_choice(data, choice, False)  # report and emit at the encoding level
-        plan = build_plan(data, spelled, imported, tgt, lam)
+        plan = plan_at_sizes(data, imported, sizes, lambda g: build_plan(g, spelled, imported, tgt, lam))
         mlir = Emitter(imported).emit(build_term(data, spelled))  # type: ignore[arg-type]
         return Candidate(label, choice, plan, mlir, result)
 
@@ -289,7 +296,21 @@ def explore(
         front = _non_dominated(list(seen.values()))
     timings["total"] = time.perf_counter() - t0
     return Exploration(
-        module, prepared, imported, tgt, lam, report, data, costs, best, base, front, timings, warnings, input_info
+        module,
+        prepared,
+        imported,
+        tgt,
+        lam,
+        report,
+        data,
+        costs,
+        best,
+        base,
+        front,
+        timings,
+        warnings,
+        input_info,
+        sizes=sizes,
     )
 
 
@@ -351,9 +372,13 @@ def _naming_iree_plan(warning: str) -> str:
 
 
 def iree_plan(
-    module_text_or_path: str | os.PathLike[str], target: str | Target, function: str | None = None
+    module_text_or_path: str | os.PathLike[str],
+    target: str | Target,
+    function: str | None = None,
+    assume: Mapping[str, Assumption] | Sequence[str] | None = None,
 ) -> IreePlan:
-    """IREE's own plan for a linalg-level program (text or path), costed by our model for ``target``.
+    """IREE's own plan for a linalg-level program (text or path), costed by our model for ``target``
+    (a dynamic program at the sizes ``assume`` gives, as ``explore`` costs ours).
 
     Input already in the post-dispatch-creation form (``flow.dispatch.workgroups`` present) is taken as
     IREE's plan as it is, without running IREE again.
@@ -371,7 +396,7 @@ def iree_plan(
     try:
         own = parse_mlir(text, f"<{IREE_PLAN}>")
         own.warnings = iree_output_warnings(own, IREE_PLAN)
-        result = explore(own, tgt, families=(), baseline=False, function=function)
+        result = explore(own, tgt, families=(), baseline=False, function=function, assume=assume)
     except (ValueError, KeyError) as e:  # the model rejects a form IREE compiled (e.g. a fused pack it calls illegal)
         plan.error = str(e.args[0] if e.args else e)
         return plan

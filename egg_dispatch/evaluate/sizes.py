@@ -120,3 +120,35 @@ def shapes_at(shapes: FunctionShapes, env: Mapping[str, int]):
 def label(env: Mapping[str, int]) -> str:
     """``arg0.d1=13`` (empty for a static function)."""
     return ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
+
+
+def assumed_domains(func: Operation, specs: list[str]) -> dict[str, Domain]:
+    """``--assume`` values (``cost.sizes.parse_assume`` syntax) as domains of ``func``'s dynamic dims;
+    a name that is not one of them is a ValueError listing those it has."""
+    from egg_dispatch.cost.sizes import AssumeError, parse_assume
+    from egg_dispatch.mlir.shapes import parse_symbol
+
+    known = sorted(set(function_shapes(func).arguments) | set(input_dims(func)))
+    out: dict[str, Domain] = {}
+    for spec in specs:
+        raw, values = parse_assume(spec)
+        name = parse_symbol(raw) or raw
+        if name not in known:
+            listed = ", ".join(known) if known else "none: the function has no dynamic dimension"
+            raise AssumeError(f"--assume {raw}: no such dynamic dimension (the function's are: {listed})")
+        out[name] = Domain(values=tuple(v for v, _ in values))
+    return out
+
+
+def check_assumed(func: Operation, inputs: list, domains: Mapping[str, Domain]) -> None:
+    """Inputs whose sizes contradict an ``--assume``: a ``SizeError`` naming the dim and the value."""
+    from egg_dispatch.evaluate.dynamic import SizeError, runtime_shape
+
+    for name, dom in sorted(domains.items()):
+        k, d = (int(x) for x in name[3:].split(".d"))
+        if k < len(inputs):
+            shape = runtime_shape(inputs[k])
+            if d < len(shape) and not dom.allows(shape[d]):
+                raise SizeError(
+                    f"{name} = {shape[d]} contradicts --assume {name}={','.join(map(str, dom.values or ()))}"
+                )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from egg_dispatch.cost.sizes import SizePlan
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.rules import SaturationReport
@@ -94,6 +95,8 @@ class Exploration:
     warnings: list[str] = field(default_factory=list)
     input: InputInfo | None = None
     """How the input was brought to the form explored (None: taken as given, from a parsed module)."""
+    sizes: SizePlan | None = None
+    """The sizes a dynamic program's costs are the weighted mean over (``cost.sizes``; None: static)."""
 
     @property
     def stats(self) -> dict[str, object]:
@@ -123,7 +126,7 @@ class Exploration:
         tol = {id(c): 0.0 for c in cands}
         failed: dict[int, CheckResult] = {}
         # A dynamic program is checked at several sizes per dim (evaluate.sizes), each plan at each.
-        for env in check_sizes(func, getattr(self, "assume", None) or None, shapes):
+        for env in check_sizes(func, self.imported.domains, shapes):
             inputs = function_inputs(func, seed, env)
             reference = evaluate(self.module, inputs, function=self.imported.function, parameters=params)
             at = shapes_at(shapes, env) if env else None
