@@ -127,6 +127,7 @@ def test_json_report_schema() -> None:
         "target",
         "lambda",
         "input",
+        "costs",
         "egraph",
         "best",
         "baseline",
@@ -135,6 +136,14 @@ def test_json_report_schema() -> None:
     }
     assert set(data["egraph"]) == {"enodes", "eclasses", "iterations", "stop_reason", "rule_matches"}
     assert set(data["input"]) == {"form", "explored_form", "steps", "notes"} and data["input"]["form"] == "linalg"
+    assert data["costs"] == {
+        "profile": "x86_64-avx2",
+        "calibrated": False,
+        "measured_on": None,
+        "warning": None,
+        "measured_nodes": 0,
+        "measurement_cache": None,
+    }
     for plan in [data["best"], data["baseline"], *data["pareto"]]:
         assert set(plan) == {
             "label",

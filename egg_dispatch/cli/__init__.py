@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from egg_dispatch.cli import bench, calibrate, check, explore, iree_baseline, opt, run
+from egg_dispatch.cli import bench, calibrate, check, explore, iree_baseline, opt, run, tune
 from egg_dispatch.cli.args import BUILTIN_EXAMPLE, InputError, Parser, builtin_example_text
 from egg_dispatch.mlir.lexer import MLIRSyntaxError
 
@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     _add_explore(sub)
-    for command in (run, check, opt, iree_baseline, bench, calibrate):
+    for command in (run, check, opt, iree_baseline, bench, calibrate, tune):
         command.register(sub)
     return parser
 

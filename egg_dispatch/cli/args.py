@@ -20,10 +20,13 @@ from egg_dispatch.egraph.rules import FAMILIES, Budget
 from egg_dispatch.evaluate.parameters import ParameterError, ParameterFile, Parameters
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.parser import parse_file, parse_mlir
+from egg_dispatch.target.host import HOST
+from egg_dispatch.target.profile import Target
 
 __all__ = [
     "BUILTIN_EXAMPLE",
     "MALFORMED",
+    "TARGET_HELP",
     "InputError",
     "Parser",
     "add_budget_arguments",
@@ -36,6 +39,7 @@ __all__ = [
     "input_path",
     "input_source",
     "load_input",
+    "load_target_arg",
     "non_negative_float",
     "non_negative_int",
     "output_file",
@@ -235,6 +239,25 @@ def _target(text: str) -> str:
     return text
 
 
+TARGET_HELP = (
+    "a built-in target name, 'host' (default: this CPU's profile written by 'egg-dispatch calibrate', else the "
+    "built-in profile of its ISA, with a warning) or a target profile JSON file"
+)
+
+def load_target_arg(spec: str) -> Target:
+    """The target a ``--target`` / ``--target-file`` value names; the profile's warning (an uncalibrated
+    ``host``) is printed on stderr (each command calls this once). A bad one is an InputError (exit 2)."""
+    from egg_dispatch.target.profile import TargetError, load_target
+
+    try:
+        target = load_target(spec)
+    except TargetError as e:
+        raise InputError(f"--target: error: {e}") from None
+    if warning := target.provenance.get("warning"):
+        print(warning, file=sys.stderr)
+    return target
+
+
 @refuses("", "-1", "nan", "nope", "{missing}", "{dir}", "{garbage}")
 def target_spec(text: str) -> str:
     """A built-in target name or a target profile JSON file, loaded once to check it."""
@@ -417,9 +440,9 @@ def add_budget_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--target",
         type=target_spec,
-        default="x86_64-avx512",
+        default=HOST,
         metavar="T",
-        help="built-in target name or a target JSON file (default: x86_64-avx512)",
+        help=TARGET_HELP,
     )
     p.add_argument(
         "--max-iterations",

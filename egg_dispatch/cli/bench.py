@@ -8,13 +8,22 @@ computes different numbers, 2 bad input.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
-from egg_dispatch.cli.args import InputError, input_path, positive_float, positive_int, target_spec
+from egg_dispatch.cli.args import (
+    TARGET_HELP,
+    InputError,
+    input_path,
+    load_target_arg,
+    positive_float,
+    positive_int,
+    target_spec,
+)
 from egg_dispatch.iree.dispatch_creation import first_error_line
 from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, find_tool
-from egg_dispatch.measure.bench import DEFAULT_REPEATS, bench, render
-from egg_dispatch.target.profile import TargetError, load_target
+from egg_dispatch.measure.bench import DEFAULT_REPEATS, bench, render, report_json
+from egg_dispatch.target.host import HOST
 
 __all__ = ["register", "run"]
 
@@ -28,9 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "check they compute the same numbers, time them interleaved and compare with our model's predictions.",
     )
     p.add_argument("file", metavar="FILE", help="linalg-level MLIR input")
-    p.add_argument(
-        "--target", type=target_spec, default="x86_64-avx2", metavar="T", help="target profile (default x86_64-avx2)"
-    )
+    p.add_argument("--target", type=target_spec, default=HOST, metavar="T", help=TARGET_HELP)
     p.add_argument("--pareto", action="store_true", help="also time every plan of the time/memory frontier")
     p.add_argument(
         "--repeats", type=positive_int, default=DEFAULT_REPEATS, metavar="N", help="interleaved repeats (default 5)"
@@ -42,6 +49,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="S",
         help=f"seconds per measurement (default {DEFAULT_MIN_TIME:g})",
     )
+    p.add_argument(
+        "--emit",
+        choices=("text", "json"),
+        default="text",
+        help="text table (default) or JSON: one object per plan (label, predicted_us, measured_us, is_iree, chosen)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -52,10 +65,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--repeats: error: must be at least 1, got {args.repeats}")
     if args.min_time <= 0:
         raise InputError(f"--min-time: error: must be positive, got {args.min_time:g}")
-    try:
-        target = load_target(args.target)
-    except TargetError as e:
-        raise InputError(f"--target: error: {e}") from None
+    target = load_target_arg(args.target)
     path = input_path(args.file)  # missing, or a directory: one line, exit 2
     for tool in ("iree-compile", "iree-benchmark-module"):
         if find_tool(tool) is None:
@@ -72,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     except IreeError as e:
         detail = f": {first_error_line(e.stderr)}" if e.stderr else ""
         raise InputError(f"{args.file}: {str(e).splitlines()[0]}{detail}") from None
-    print(render(report))
+    print(json.dumps(report_json(report), indent=2) if args.emit == "json" else render(report))
     if not report.numbers_ok:
         bad = [p.label for p in report.plans if p.max_rel_error is not None and p.max_rel_error > report.tolerance]
         print(f"error: {', '.join(bad)} compute different numbers than the input program", file=sys.stderr)

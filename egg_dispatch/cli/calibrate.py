@@ -10,11 +10,11 @@ Exit codes: 0 written, 2 bad input (IREE not installed, unknown CPU, bad flags).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 from egg_dispatch.cli.args import InputError, output_file, positive_float
+from egg_dispatch.cli.progress import ProgressBar
 from egg_dispatch.target.host import calibrated_profile_path, host_cpu, host_isa_target
 from egg_dispatch.target.profile import TargetError, builtin_target_names, load_target
 
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
     budget = args.max_seconds or (QUICK_SECONDS if args.quick else DEFAULT_SECONDS)
     start = time.monotonic()
-    bar = _ProgressBar()
+    bar = ProgressBar("calibrate")
     try:
         cal = calibrate(base, quick=args.quick, progress=bar, deadline=start + budget * 0.9)
     finally:
@@ -102,29 +102,3 @@ def run(args: argparse.Namespace) -> int:
     if f32 is not None:
         print(f"  mmt4d f32 {f32.rate_g:.1f} GFLOP/s; launch {k.launch_us:.2f} us; call {k.call_us:.2f} us")
     return 0
-
-
-class _ProgressBar:
-    """tqdm on stderr when available and stderr is a terminal; one line per step otherwise."""
-
-    def __init__(self) -> None:
-        self.bar = None
-        try:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=1, file=sys.stderr, disable=not sys.stderr.isatty(), unit="step")
-        except ImportError:  # pragma: no cover - tqdm is a dependency
-            pass
-
-    def __call__(self, message: str, done: int, total: int) -> None:
-        if self.bar is not None and not self.bar.disable:
-            self.bar.total = total
-            self.bar.set_description(message[:40])
-            self.bar.n = done
-            self.bar.refresh()
-        else:
-            print(f"egg-dispatch: calibrate [{done}/{total}] {message}", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()

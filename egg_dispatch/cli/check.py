@@ -11,9 +11,10 @@ import argparse
 import sys
 
 from egg_dispatch.cli.args import (
-    InputError,
+    TARGET_HELP,
     add_input_arguments,
     function_name,
+    load_target_arg,
     non_negative_int,
     parameters_from_args,
     program,
@@ -22,11 +23,11 @@ from egg_dispatch.cli.args import (
 from egg_dispatch.cli.run import evaluation_input_error
 from egg_dispatch.evaluate import EvaluationError
 from egg_dispatch.evaluate.check import check_module
-from egg_dispatch.target.profile import TargetError, load_target
+from egg_dispatch.target.host import HOST
 
 __all__ = ["register", "run"]
 
-DEFAULT_TARGET = "x86_64-avx512"
+DEFAULT_TARGET = HOST
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=target_spec,
         default=DEFAULT_TARGET,
         metavar="T",
-        help=f"target profile (default {DEFAULT_TARGET})",
+        help=TARGET_HELP,
     )
     p.add_argument(
         "--function", type=function_name, metavar="NAME", help="function to check (default: the first public one)"
@@ -63,10 +64,7 @@ def run(args: argparse.Namespace) -> int:
     for w in module.warnings:
         print(w, file=sys.stderr)
     parameters = parameters_from_args(args)
-    try:
-        target = load_target(args.target)
-    except TargetError as e:
-        raise InputError(f"--target: error: {e}") from None
+    target = load_target_arg(args.target)
     try:
         report = check_module(module, target, args.seed, args.function, parameters)
     except EvaluationError as e:

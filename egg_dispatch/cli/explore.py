@@ -22,16 +22,17 @@ from egg_dispatch.cli.args import (
     add_input_arguments,
     budget_from_args,
     input_source,
+    load_target_arg,
     non_negative_float,
     parameters_from_args,
     parse_families,
     target_file,
 )
+from egg_dispatch.cli.cache import add_cache_arguments, measurement_cache
 from egg_dispatch.cost.model import DEFAULT_LAMBDA
 from egg_dispatch.egraph.imported import ImportError_
 from egg_dispatch.evaluate.values import EvaluationError
 from egg_dispatch.mlir.ir import Module
-from egg_dispatch.target.profile import TargetError, load_target
 
 if TYPE_CHECKING:
     from egg_dispatch.result.exploration import Exploration
@@ -45,6 +46,7 @@ PROGRESS_AFTER_SECONDS = 2.0
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_budget_arguments(p)
     add_input_arguments(p)
+    add_cache_arguments(p)
     p.add_argument(
         "--target-file",
         type=target_file,
@@ -170,10 +172,7 @@ def run(args: argparse.Namespace) -> int:
     from egg_dispatch.result import report
 
     families = parse_families(args.rules)
-    try:
-        target = load_target(args.target_file or args.target)
-    except TargetError as e:
-        raise InputError(f"error: {e}") from None
+    target = load_target_arg(args.target_file or args.target)
     source = input_source(args.file)
     parameters = parameters_from_args(args)
     budget = budget_from_args(args)
@@ -191,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
             pareto=args.pareto,
             progress=progress,
             start=args.start,
+            measured=measurement_cache(args, target),
         )
     except UnsupportedInput as e:
         raise InputError(str(e)) from None

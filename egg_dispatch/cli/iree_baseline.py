@@ -18,10 +18,10 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from egg_dispatch.cli.args import InputError, input_path, target_spec
+from egg_dispatch.cli.args import TARGET_HELP, InputError, input_path, load_target_arg, target_spec
 from egg_dispatch.iree.dispatch_creation import first_error_line
 from egg_dispatch.pipeline import iree_plan
-from egg_dispatch.target.profile import TargetError, load_target
+from egg_dispatch.target.host import HOST
 from egg_dispatch.util.table import table_lines
 
 __all__ = [
@@ -86,9 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "CPU), import IREE's plan, cost it with our model and print it next to the plan explore chooses.",
     )
     p.add_argument("file", metavar="FILE", help="linalg-level MLIR input")
-    p.add_argument(
-        "--target", type=target_spec, default="x86_64-avx2", metavar="T", help="target profile (default x86_64-avx2)"
-    )
+    p.add_argument("--target", type=target_spec, default=HOST, metavar="T", help=TARGET_HELP)
     p.add_argument("--show-iree", action="store_true", help="also print IREE's post-dispatch-creation MLIR")
     p.set_defaults(handler=run)
 
@@ -105,10 +103,7 @@ def run(args: argparse.Namespace) -> int:
     from egg_dispatch.iree.tools import IreeError
     from egg_dispatch.pipeline import explore
 
-    try:
-        target = load_target(args.target)
-    except TargetError as e:
-        raise InputError(f"--target: error: {e}") from None
+    target = load_target_arg(args.target)
     path = input_path(args.file)  # missing, or a directory: one line, exit 2
     _require_iree()
     try:

@@ -16,6 +16,7 @@ from egg_dispatch.cli.args import (
     budget_from_args,
     input_path,
     load_input,
+    load_target_arg,
     parse_families,
     positive_int,
 )
@@ -29,7 +30,7 @@ from egg_dispatch.emit.emitter import Emitter
 from egg_dispatch.emit.signature import plan_signature
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.printer import print_mlir
-from egg_dispatch.target.profile import TargetError, load_target
+from egg_dispatch.target.profile import load_target
 
 __all__ = ["plans_for_function", "register", "run"]
 
@@ -121,10 +122,7 @@ def run(args: argparse.Namespace) -> int:
 
     allow_deep_recursion()
     families = parse_families(args.rules)
-    try:
-        load_target(args.target)
-    except TargetError as e:
-        raise InputError(f"error: {e}") from None
+    load_target_arg(args.target)
     out = sys.stdout
     for index, module in enumerate(_chunks(args)):
         if index:

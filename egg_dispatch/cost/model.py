@@ -35,9 +35,11 @@ objective = run time + λ · (persistent + transient bytes).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from egg_dispatch.cost.measured import MeasuredTimes
 from egg_dispatch.cost.table import CostTable, NodeCost
 from egg_dispatch.egraph.data import EGraphData, Term
 from egg_dispatch.egraph.imported import ImportedProgram
@@ -56,6 +58,7 @@ __all__ = [
     "exclusive_nodes",
     "launch_seconds",
     "node_seconds",
+    "node_signature",
     "op_seconds",
 ]
 
@@ -296,8 +299,11 @@ def _strip_class(t: Term) -> Term:
     return Term(t.op, t.args, "")
 
 
-def cost_table(g: EGraphData, imported: ImportedProgram, target: Target) -> CostTable:
-    """``NodeCost`` of every extractable node in the root's cone (see ``table.py``)."""
+def cost_table(
+    g: EGraphData, imported: ImportedProgram, target: Target, measured: MeasuredTimes | None = None
+) -> CostTable:
+    """``NodeCost`` of every extractable node in the root's cone (see ``table.py``); a node whose
+    signature ``measured`` holds is priced by that measurement instead of the formulas."""
     facts = _Facts(g)
     launch = launch_seconds(target)
     table = CostTable(exclusive=exclusive_nodes(g))
@@ -306,15 +312,108 @@ def cost_table(g: EGraphData, imported: ImportedProgram, target: Target) -> Cost
             continue
         out = facts.info(c)
         for node in g.choices(c):
-            table[node.id] = _node_cost(c, node.op, node.children, out, facts, imported, target, launch, g)
+            table[node.id] = _node_cost(c, node.op, node.children, out, facts, imported, target, launch, g, measured)
     return table
 
 
+_TIMELESS = frozenset(
+    {
+        "Arg",
+        "Const",
+        "Scalar",
+        "Size",
+        "Empty",
+        "Slice",
+        "EncodedSlice",
+        "Results",
+        "TCons",
+        "TNil",
+        "Dispatch",
+        "ConstEval",
+    }
+)
+_SSA = re.compile(r"%[A-Za-z0-9_$.#-]+|\^[A-Za-z0-9_$.-]+")
+
+
+def _tensor_key(t: TensorInfo) -> str:
+    dims = "x".join(map(str, t.shape)) or "scalar"
+    if t.layout is None:
+        return f"{dims}x{t.element}"
+    lay = t.layout
+    return f"{dims}x{t.element}@{list(lay.inner_dims_pos)}:{list(lay.inner_tiles)}:{list(lay.outer_dims_perm)}"
+
+
+def _op_key(proto: object) -> str:
+    """An imported op, printed without its SSA names (the same computation in any program)."""
+    if proto is None:
+        return "?"
+    from egg_dispatch.mlir.printer import Printer
+
+    try:
+        text = Printer(use_aliases=False).op(proto, "")  # type: ignore[arg-type]
+    except Exception:
+        return f"{getattr(proto, 'name', '?')}#unprintable"
+    return " ".join(_SSA.sub("%", text).split())
+
+
+def node_signature(
+    g: EGraphData, c: str, op: str, kids: tuple[str, ...], facts: _Facts, imported: ImportedProgram
+) -> str | None:
+    """What a node computes, in terms that do not depend on the program it is in: the op, its kind or
+    printed body, its operands' and result's shapes, element types and layouts, and what shapes its
+    cost inside a dispatch (operands packed in the dispatch, a decode of a dispatch's own result).
+    The key of the measurement cache (``cost.measured``); None for nodes that take no time."""
+    if op in _TIMELESS:
+        return None
+    info = facts.info
+    if op in ("SetEncoding", "Pack") and any(n.op == "Empty" for n in g.choices(kids[0])):
+        return None
+    parts = [op]
+    if op in ("Contract", "Mmt4d"):
+        kind_class, operand_classes = (kids[0], kids[1:]) if op == "Contract" else _contract_twin(g, c, kids)
+        parts.append(str(g.leaf_value(kind_class)))
+        for k in operand_classes:
+            packed_here = k in operand_classes[:2] and _fused_pack_bytes(g, k, info) is not None
+            parts.append(_tensor_key(info(k)) + ("+pack-in-dispatch" if packed_here else ""))
+    elif op in ("SetEncoding", "Pack"):
+        parts.append(_tensor_key(info(kids[0], packed=False)))
+    elif op in ("UnsetEncoding", "Unpack"):
+        parts.append(_tensor_key(info(kids[0])) + ("" if _is_boundary(g, kids[0]) else "+in-dispatch"))
+    elif op in ("Generic", "Op"):
+        if op == "Op" and is_reshape(g, imported, c):
+            return None
+        parts.append(_op_key(imported.ops.get(str(g.leaf_value(kids[0])))))
+        inputs = _list_classes(g, kids[1]) + (_list_classes(g, kids[2]) if op == "Generic" else [])
+        parts += [_tensor_key(info(k)) for k in inputs]
+    else:
+        parts += [_tensor_key(info(k)) for k in kids if g.is_term_class(k)]
+    parts.append("-> " + _tensor_key(info(c)))
+    return " | ".join(parts)
+
+
 def node_seconds(
-    g: EGraphData, c: str, op: str, kids: tuple[str, ...], facts: _Facts, imported: ImportedProgram, target: Target
+    g: EGraphData,
+    c: str,
+    op: str,
+    kids: tuple[str, ...],
+    facts: _Facts,
+    imported: ImportedProgram,
+    target: Target,
+    measured: MeasuredTimes | None = None,
 ) -> float:
     """Time of the computation a node stands for (0 for views, boundaries and placements); shared by
-    the cost table and the plan graph so both price a node the same way."""
+    the cost table and the plan graph so both price a node the same way. A measured time of its
+    signature, when ``measured`` has one, replaces the model's."""
+    if measured is not None and len(measured):
+        seconds = measured.seconds(node_signature(g, c, op, kids, facts, imported))
+        if seconds is not None:
+            return seconds
+    return _model_seconds(g, c, op, kids, facts, imported, target)
+
+
+def _model_seconds(
+    g: EGraphData, c: str, op: str, kids: tuple[str, ...], facts: _Facts, imported: ImportedProgram, target: Target
+) -> float:
     info = facts.info
     out = info(c)
     if op in ("SetEncoding", "Pack") and any(n.op == "Empty" for n in g.choices(kids[0])):
@@ -351,20 +450,7 @@ def node_seconds(
             inputs += [info(k) for k in _list_classes(g, kids[2])]
         kind = "attention" if proto is not None and proto.name == "iree_linalg_ext.attention" else "generic"
         return op_seconds(kind, inputs, out, target, body_op_count(proto), _has_reduction(proto))
-    if op in (
-        "Arg",
-        "Const",
-        "Scalar",
-        "Size",
-        "Empty",
-        "Slice",
-        "EncodedSlice",
-        "Results",
-        "TCons",
-        "TNil",
-        "Dispatch",
-        "ConstEval",
-    ):
+    if op in _TIMELESS:
         return 0.0
     return op_seconds("copy", [info(k) for k in kids if g.is_term_class(k)], out, target)
 
@@ -379,6 +465,7 @@ def _node_cost(
     target: Target,
     launch: float,
     g: EGraphData,
+    measured: MeasuredTimes | None = None,
 ) -> NodeCost:
     if op == "Const":
         return NodeCost(memory_bytes=out.logical_bytes)
@@ -390,7 +477,7 @@ def _node_cost(
         return NodeCost(run_seconds=call_seconds(target))
     if op == "ConstEval":
         return NodeCost(memory_bytes=out.stored_bytes)
-    seconds = node_seconds(g, c, op, kids, facts, imported, target)
+    seconds = node_seconds(g, c, op, kids, facts, imported, target, measured)
     return NodeCost(run_seconds=seconds, load_seconds=seconds)
 
 

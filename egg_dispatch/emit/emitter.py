@@ -67,6 +67,11 @@ class Emitter:
         self.global_cache: dict[int, str] = {}
         self.opaque: list[tuple[Operation, list[str]]] = []
         """Cloned opaque ops and their operands' names in the source text, renamed after numbering."""
+        self.dispatch_order: list[tuple[str, str]] = []
+        """("dispatch" | "encode", e-class of the Dispatch term) of every ``flow.dispatch.region`` and
+        ``flow.tensor.encode`` of the function, in program order: IREE numbers its executables in this
+        order (``<func>_dispatch_<N>_...``, ``_encoding_<N>_...``), which is how a profiled kernel time
+        finds the plan dispatch it belongs to."""
 
     # ------------------------------------------------------------------------------- types
     def encoding_attr(self, e: Term):
@@ -190,13 +195,17 @@ class Emitter:
             return self.value(inner, self.top)  # a reshape between dispatches: metadata, no dispatch
         if inner.op == "SetEncoding" and inner.args[0].op in BOUNDARY_OPS and inner.args[0].op != "Const":
             src = self.value(inner.args[0], self.top)
-            return self.add(self.top, "flow.tensor.encode", [src], [self.type_of(inner)]).result
+            encoded = self.add(self.top, "flow.tensor.encode", [src], [self.type_of(inner)]).result
+            self.dispatch_order.append(("encode", t.eclass))
+            return encoded
         typ = self.type_of(inner)
         body = Block()
         inner_ctx = _Ctx(body, in_dispatch=True)
         v = self.value(inner, inner_ctx)
         body.ops.append(Operation("flow.return", [v]))
-        return self.add(self.top, "flow.dispatch.region", [], [typ], regions=[Region([body])]).result
+        region = self.add(self.top, "flow.dispatch.region", [], [typ], regions=[Region([body])]).result
+        self.dispatch_order.append(("dispatch", t.eclass))
+        return region
 
     def const_eval(self, t: Term, ctx: _Ctx) -> Value:
         typ = self.type_of(t)
@@ -246,10 +255,12 @@ class Emitter:
             else:
                 attrs = _slice_attrs(a[1], a[2], (1,) * len(a[2]))
             return self.add(ctx, "tensor.extract_slice", [v(a[0])], [typ], attributes=attrs).result
-        if op == "SetEncoding":
-            return self.add(ctx, "iree_encoding.set_encoding", [v(a[0])], [typ]).result
-        if op == "UnsetEncoding":
-            return self.add(ctx, "iree_encoding.unset_encoding", [v(a[0])], [typ]).result
+        if op in ("SetEncoding", "UnsetEncoding"):
+            name = "iree_encoding.set_encoding" if op == "SetEncoding" else "iree_encoding.unset_encoding"
+            encoded = self.add(ctx, name, [v(a[0])], [typ]).result
+            if ctx is self.top:  # outside any dispatch: IREE runs it as an encoding dispatch of its own
+                self.dispatch_order.append(("encode", t.eclass))
+            return encoded
         if op == "Contract":
             proto = self.imp.ops[f"contract:{a[0]}"]
             return self._clone(proto, [v(a[1]), v(a[2]), v(a[3])], [typ], ctx)

@@ -11,6 +11,7 @@ launch overhead, which ``call_seconds`` (the whole call, benchmarked without pro
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, benchmark_module, find_tool
+from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, benchmark_module, find_tool, parameter_flags
 
 __all__ = ["DispatchTimes", "dispatch_times", "profile_module"]
 
@@ -84,9 +85,10 @@ def profile_module(
     min_time: float = DEFAULT_MIN_TIME,
     call_time: bool = True,
     timeout: float = 600.0,
+    parameters: Sequence[tuple[str | None, str | os.PathLike[str]]] = (),
 ) -> DispatchTimes:
     """Benchmark ``function`` with profiling on (per-dispatch means) and, with ``call_time``, without it
-    (the whole call's median seconds)."""
+    (the whole call's seconds); ``parameters``: (scope, file) pairs for a module with named parameters."""
     tool = _tool("iree-benchmark-module")
     with tempfile.TemporaryDirectory(prefix="egg_dispatch_profile_") as tmp:
         module = Path(tmp) / "module.vmfb"
@@ -102,6 +104,7 @@ def profile_module(
             f"--function={function}",
             "--device=local-sync",
             *[f"--input=@{p}" for p in paths],
+            *parameter_flags(parameters),
             f"--benchmark_min_time={min_time:g}s",
             "--device_profiling_mode=host-execution",
             f"--device_profiling_output={bundle}",
@@ -110,5 +113,7 @@ def profile_module(
         if proc.returncode != 0 or not bundle.is_file():
             raise IreeError("iree-benchmark-module (profiling) failed", stderr=proc.stderr.decode(errors="replace"))
         seconds, samples, calls = dispatch_times(bundle)
-        call = benchmark_module(module, function, paths, min_time=min_time) if call_time else None
+        call = None
+        if call_time:
+            call = benchmark_module(module, function, paths, min_time=min_time, parameters=parameters)
     return DispatchTimes(seconds, samples, calls, call)

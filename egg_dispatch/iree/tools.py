@@ -44,6 +44,7 @@ __all__ = [
     "find_tool",
     "iree_available",
     "iree_opt_parses",
+    "parameter_flags",
     "run_module",
 ]
 
@@ -296,8 +297,10 @@ def benchmark_module(
     min_time: float = DEFAULT_MIN_TIME,
     device: str = "local-sync",
     timeout: float = 300.0,
+    parameters: Sequence[tuple[str | None, str | os.PathLike[str]]] = (),
 ) -> float:
-    """Seconds per call of ``function``, as ``iree-benchmark-module`` measures it (real time)."""
+    """Seconds per call of ``function``, as ``iree-benchmark-module`` measures it (real time);
+    ``parameters``: (scope, file) pairs, as ``run_module`` takes them."""
     tool = find_tool("iree-benchmark-module")
     if tool is None:
         raise IreeError("iree-benchmark-module not found next to the interpreter or on PATH")
@@ -307,6 +310,7 @@ def benchmark_module(
         f"--function={function}",
         f"--device={device}",
         *[f"--input=@{p}" for p in inputs],
+        *parameter_flags(parameters),
         f"--benchmark_min_time={min_time:g}s",
         "--benchmark_format=json",
     ]
@@ -317,3 +321,8 @@ def benchmark_module(
     runs = [b for b in data["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
     scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
     return float(runs[0]["real_time"]) * scale[runs[0].get("time_unit", "ns")]
+
+
+def parameter_flags(parameters: Sequence[tuple[str | None, str | os.PathLike[str]]]) -> list[str]:
+    """``--parameters=[scope=]FILE`` flags of the IREE runtime tools."""
+    return [f"--parameters={scope + '=' if scope else ''}{path}" for scope, path in parameters]

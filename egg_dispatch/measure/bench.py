@@ -40,6 +40,7 @@ __all__ = [
     "bench",
     "ranks",
     "render",
+    "report_json",
     "spearman",
 ]
 
@@ -203,6 +204,33 @@ def bench(
             for p, f in zip(timed, files, strict=True):
                 p.measured.append(benchmark_module(f, fname, paths, min_time=min_time))
     return report
+
+
+def report_json(report: BenchReport) -> dict:
+    """``bench --emit json``: one object per plan; ``chosen`` marks the plan ``explore`` chooses."""
+    return {
+        "function": report.function,
+        "target": report.target,
+        "repeats": report.repeats,
+        "timed": report.ran,
+        "reason": report.reason or None,
+        "spearman": report.spearman,
+        "plans": [
+            {
+                "label": p.label,
+                "predicted_us": None if p.predicted_seconds is None else p.predicted_seconds * 1e6,
+                "measured_us": None if p.median is None else p.median * 1e6,
+                "is_iree": p.kind == "iree",
+                "chosen": p.label == "ours: best",
+                "max_rel_error": p.max_rel_error,
+                "error": p.error,
+                "materialized": p.materialized,
+                "rounds_us": [t * 1e6 for t in p.measured],
+            }
+            for p in report.plans
+        ],
+        "notes": report.notes,
+    }
 
 
 def _us(x: float | None) -> str:

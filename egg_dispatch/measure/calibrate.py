@@ -27,6 +27,7 @@ import dataclasses
 import datetime
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -72,11 +73,13 @@ def plan_programs(quick: bool, target: Target) -> Plan:
     types = tuple(t for t in ("f32,f32,f32", "f16,f16,f32", "i8,i8,i32") if target.tile(t) is not None) or (
         "f32,f32,f32",
     )
+    # N != K and M not in {N, K}: the LHS [M, K], RHS [N, K] and result [M, N] of a case never share a
+    # shape, so IREE's encode names tell them apart (``unique_encode_groups``).
     if quick:
-        return Plan(types[:2], ((1, 64, 64), (16, 256, 256), (128, 512, 512)), ((8, 32, 32), (32, 64, 64)),
+        return Plan(types[:2], ((1, 64, 96), (16, 256, 384), (128, 512, 768)), ((8, 32, 48), (32, 64, 48)),
                     ((16, 256), (256, 1024)), (1, 16), 3, 0.05)  # fmt: skip
-    grid = tuple((m, nk, nk) for m in (1, 8, 32, 128, 512) for nk in (64, 256, 1024))
-    small = ((1, 32, 32), (4, 64, 32), (16, 64, 32), (16, 32, 64), (32, 32, 32), (8, 64, 64), (32, 64, 64))
+    grid = tuple((m, n, n + n // 2) for m in (1, 8, 32, 128, 512) for n in (64, 256, 1024))
+    small = ((1, 32, 48), (4, 64, 32), (16, 64, 32), (16, 32, 64), (32, 48, 64), (8, 64, 48), (32, 64, 48))
     gen = ((1, 64), (16, 256), (64, 1024), (256, 4096))
     return Plan(types, grid, small, gen, (1, 4, 16, 48), 3, 0.1)
 
@@ -98,13 +101,27 @@ class Calibration:
     """Why the run stopped before measuring everything (empty: it did not)."""
 
 
-def fit_linear(features: Sequence[Sequence[float]], seconds: Sequence[float]) -> tuple[list[float], float]:
+def fit_linear(
+    features: Sequence[Sequence[float]], seconds: Sequence[float], scale: Sequence[float] | None = None
+) -> tuple[list[float], float]:
     """Non-negative least squares of ``seconds ≈ features @ coef`` on relative error; returns the
-    coefficients and the median |log(model / measured)|."""
+    coefficients and the median |log(model / measured)|.
+
+    With ``scale``, errors are relative to it instead (and the residual is the median |model -
+    measured| / scale): for a *difference* of two times (the extra an in-dispatch pack costs), which
+    may be near zero or negative by noise, relative to the dispatch it is part of."""
     x = np.asarray(features, dtype=np.float64)
     y = np.asarray(seconds, dtype=np.float64)
-    w = 1.0 / np.maximum(y, 1e-12)
-    active = list(range(x.shape[1]))
+    w = 1.0 / np.maximum(np.asarray(scale if scale is not None else y, dtype=np.float64), 1e-12)
+    # A column the earlier ones already determine (bytes = 8 x elements when every sample is unpadded f32)
+    # is dropped: least squares would split the time between them arbitrarily.
+    active: list[int] = []
+    for j in range(x.shape[1]):
+        trial = [*active, j]
+        cols = x[:, trial] * w[:, None]
+        cols = cols / np.maximum(np.abs(cols).max(axis=0), 1e-300)
+        if np.linalg.matrix_rank(cols, tol=1e-9) == len(trial):
+            active = trial
     coef = np.zeros(x.shape[1])
     while active:
         sol, *_ = np.linalg.lstsq(x[:, active] * w[:, None], y * w, rcond=None)
@@ -114,7 +131,10 @@ def fit_linear(features: Sequence[Sequence[float]], seconds: Sequence[float]) ->
             break
         active.pop(int(np.argmin(sol)))
     model = x @ coef
-    ratios = np.abs(np.log(np.maximum(model, 1e-15) / np.maximum(y, 1e-15)))
+    if scale is not None:
+        ratios = np.abs(model - y) * w
+    else:
+        ratios = np.abs(np.log(np.maximum(model, 1e-15) / np.maximum(y, 1e-15)))
     return coef.tolist(), float(np.median(ratios)) if len(ratios) else 0.0
 
 
@@ -157,24 +177,59 @@ def _padded_flops(target: Target, types: str, sizes: tuple[int, int, int]) -> in
     return 2 * pad(0, m, 0, 0) * pad(1, n, 1, 0) * pad(2, k, 0, 1)
 
 
+def unique_encode_groups(
+    shapes: Sequence[tuple[int, int, int]], kind: str, types: str
+) -> list[list[tuple[int, int, int]]]:
+    """Split contraction shapes into groups whose encode / decode dispatches all have distinct shapes.
+
+    IREE names an encode dispatch ``_encoding_<N>_encode_<shape>x<type>_to_<shape>x<type>``: the name
+    does not say which encoding (the narrow-M tiles of an M=1 operand differ from an M=512 one of the same
+    [N, K] shape), so in one program two encodes of the same shape could not be told apart. First fit,
+    in the given order: deterministic."""
+    lhs_t, rhs_t, acc_t = types.split(",")
+    groups: list[tuple[set[str], list[tuple[int, int, int]]]] = []
+    for m, n, k in shapes:
+        names = set()
+        if kind not in ("matmul", "mmt4d+pack_lhs"):
+            names.add(f"{m}x{k}x{lhs_t}")
+        if kind not in ("matmul", "mmt4d+pack_rhs"):
+            names.add(f"{n}x{k}x{rhs_t}")
+        if kind not in ("matmul", "mmt4d+unpack"):
+            names.add(f"{m}x{n}x{acc_t}")
+        for used, members in groups:
+            if not used & names:
+                used |= names
+                members.append((m, n, k))
+                break
+        else:
+            groups.append((names, [(m, n, k)]))
+    return [members for _, members in groups]
+
+
 def _programs(plan: Plan, target: Target) -> list[MicroProgram]:
     """The calibration programs; in-dispatch packs only where IREE's codegen takes them (the fused-pack
     footprint model the e-graph's legality uses, ``egraph.facts.fused_footprint_legal``)."""
     out: list[MicroProgram] = []
+
+    def add(name: str, kind: str, types: str, shapes: Sequence[tuple[int, int, int]]) -> None:
+        groups = [list(shapes)] if kind == "matmul" else unique_encode_groups(shapes, kind, types)
+        for i, group in enumerate(groups):
+            out.append(contractions(f"{name}_{i}" if len(groups) > 1 else name, kind, types, group))
+
     for types in plan.types:
         tag = types.split(",")[0]
-        out.append(contractions(f"mmt4d_{tag}", "mmt4d", types, plan.contraction_shapes))
-        out.append(contractions(f"matmul_{tag}", "matmul", types, plan.contraction_shapes))
+        add(f"mmt4d_{tag}", "mmt4d", types, plan.contraction_shapes)
+        add(f"matmul_{tag}", "matmul", types, plan.contraction_shapes)
     f32 = "f32,f32,f32"
-    out.append(contractions("unpack_f32", "mmt4d+unpack", f32, plan.contraction_shapes))
+    add("unpack_f32", "mmt4d+unpack", f32, plan.contraction_shapes)
     lhs_ok = [s for s in plan.in_dispatch_shapes if _fused_ok(target, f32, s, 0)]
     rhs_ok = [s for s in plan.in_dispatch_shapes if _fused_ok(target, f32, s, 1)]
     if lhs_ok or rhs_ok:
-        out.append(contractions("base_small_f32", "mmt4d", f32, sorted(set(lhs_ok) | set(rhs_ok))))
+        add("base_small_f32", "mmt4d", f32, sorted(set(lhs_ok) | set(rhs_ok)))
     if lhs_ok:
-        out.append(contractions("pack_lhs_f32", "mmt4d+pack_lhs", f32, lhs_ok))
+        add("pack_lhs_f32", "mmt4d+pack_lhs", f32, lhs_ok)
     if rhs_ok:
-        out.append(contractions("pack_rhs_f32", "mmt4d+pack_rhs", f32, rhs_ok))
+        add("pack_rhs_f32", "mmt4d+pack_rhs", f32, rhs_ok)
     out.append(generics("elementwise1", "elementwise", plan.generic_shapes, 1))
     out.append(generics("elementwise4", "elementwise", plan.generic_shapes, 4))
     out.append(generics("reduction", "reduction", plan.generic_shapes))
@@ -189,12 +244,16 @@ def _fused_ok(target: Target, types: str, sizes: tuple[int, int, int], operand: 
 
 
 def _lookup(times: DispatchTimes, prog: MicroProgram, case: Case) -> float | None:
-    for name, seconds in times.seconds.items():
-        if case.dispatch is not None and name.startswith(f"{prog.function}_dispatch_{case.dispatch}_"):
-            return seconds
-        if case.encode is not None and name.endswith(case.encode) and name.startswith("_encoding_"):
-            return seconds
-    return None
+    """The kernel time of the dispatch that measures ``case``; None when it did not run or when two
+    encodes of one case have the same shape (an LHS and RHS both [32, 32]: IREE's names cannot tell
+    them apart, ``unique_encode_groups``)."""
+    if case.dispatch is not None:
+        prefix = f"{prog.function}_dispatch_{case.dispatch}_"
+        return next((s for name, s in times.seconds.items() if name.startswith(prefix)), None)
+    pattern = re.compile(rf"_encoding_\d+_{re.escape(case.encode or '')}")
+    found = [s for name, s in times.seconds.items() if pattern.fullmatch(name)]
+    same = sum(1 for c in prog.cases if c.encode == case.encode)
+    return found[0] if len(found) == 1 and same == 1 else None
 
 
 def calibrate(
@@ -284,35 +343,40 @@ def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str
         res[f"{kind}.{types}"] = r
         return _to_fit(coef, r, pts)
 
-    def bytes_fit(key: str, rows: list[tuple[float, float]]) -> Fit:
+    def traffic_fit(key: str, rows: list[tuple[float, float, float, float]]) -> Fit:
+        """(elements, bytes, seconds, scale) rows: ``seconds = fixed + elements / rate + bytes / gbps``;
+        packs of narrow types cost per element more than per byte (i8: a third of f32's GB/s)."""
         if not rows:
             return Fit()
-        coef, r = fit_linear([(1.0, b) for b, _ in rows], [t for _, t in rows])
+        relative_to = [sc for *_, sc in rows] if key.endswith("_in_dispatch") else None
+        coef, r = fit_linear([(1.0, e, b) for e, b, _, _ in rows], [t for _, _, t, _ in rows], relative_to)
         res[key] = r
-        fixed, per_byte = coef
-        keep = tuple(sorted(rows)) if r > TABLE_RESIDUAL and len(rows) >= 2 else ()
-        return Fit(fixed_us=fixed * 1e6, rate_g=(1 / per_byte / 1e9) if per_byte > 0 else 0.0, points=keep, residual=r)
+        pts = sorted((e, t) for e, _, t, _ in rows if t > 0)
+        fit = _to_fit(coef, r, [])
+        if r > TABLE_RESIDUAL and len(pts) >= 2 and relative_to is None:
+            fit = dataclasses.replace(fit, points=tuple(pts))
+        return fit
 
     mmt4d = {t: f for t in {ts for _, ts, _ in s.get("mmt4d", [])} if (f := contraction_fit("mmt4d", t))}
     matmul = {t: f for t in {ts for _, ts, _ in s.get("matmul", [])} if (f := contraction_fit("matmul", t))}
     pack_rows, unpack_rows = [], []
-    for (m, n, k, operand), types, t in s.get("pack", []):
-        logical, packed = _layout_bytes(target, types, (m, n, k), operand)
-        pack_rows.append((float(logical + packed), t))
-    for (m, n, k, operand), types, t in s.get("unpack", []):
-        logical, packed = _layout_bytes(target, types, (m, n, k), operand)
-        unpack_rows.append((float(logical + packed), t))
+    for kind, rows in (("pack", pack_rows), ("unpack", unpack_rows)):
+        for (m, n, k, operand), types, t in s.get(kind, []):
+            logical, packed = _layout_bytes(target, types, (m, n, k), operand)
+            elements = logical // _BYTES[types.split(",")[operand]]
+            rows.append((float(elements), float(logical + packed), t, t))
     base = {(sz, ts): t for sz, ts, t in s.get("mmt4d", [])}
-    delta_unpack = [
-        (float(sum(_layout_bytes(target, ts, sz, 2))), max(t - base[(sz, ts)], 1e-9))
-        for sz, ts, t in s.get("mmt4d+unpack", [])
-        if (sz, ts) in base
-    ]
-    delta_pack = []
-    for kind, operand in (("mmt4d+pack_lhs", 0), ("mmt4d+pack_rhs", 1)):
+    delta_unpack, delta_pack = [], []
+    for kind, operand, rows in (
+        ("mmt4d+unpack", 2, delta_unpack),
+        ("mmt4d+pack_lhs", 0, delta_pack),
+        ("mmt4d+pack_rhs", 1, delta_pack),
+    ):
         for sz, ts, t in s.get(kind, []):
             if (sz, ts) in base:
-                delta_pack.append((float(sum(_layout_bytes(target, ts, sz, operand))), max(t - base[(sz, ts)], 1e-9)))
+                logical, packed = _layout_bytes(target, ts, sz, operand)
+                elements = logical // _BYTES[ts.split(",")[operand]]
+                rows.append((float(elements), float(logical + packed), t - base[(sz, ts)], base[(sz, ts)]))
 
     def generic_fit(kind: str) -> Fit:
         rows = s.get(kind, [])
@@ -339,10 +403,10 @@ def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str
         call_us=call * 1e6,
         mmt4d=mmt4d,
         matmul=matmul,
-        pack=bytes_fit("pack", pack_rows),
-        pack_in_dispatch=bytes_fit("pack_in_dispatch", delta_pack),
-        unpack=bytes_fit("unpack", unpack_rows),
-        unpack_in_dispatch=bytes_fit("unpack_in_dispatch", delta_unpack),
+        pack=traffic_fit("pack", pack_rows),
+        pack_in_dispatch=traffic_fit("pack_in_dispatch", delta_pack),
+        unpack=traffic_fit("unpack", unpack_rows),
+        unpack_in_dispatch=traffic_fit("unpack_in_dispatch", delta_unpack),
         elementwise=generic_fit("elementwise"),
         reduction=generic_fit("reduction"),
     )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from egg_dispatch.cost.measured import MeasuredTimes
 from egg_dispatch.cost.model import (
     _Facts,
     alloc_seconds,
@@ -25,6 +26,7 @@ from egg_dispatch.cost.model import (
     is_reshape,
     launch_seconds,
     node_seconds,
+    node_signature,
 )
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.imported import ImportedProgram
@@ -46,6 +48,9 @@ class DispatchInfo:
     """Σ of its ops' times (compute plus traffic): the additive roofline the objective uses."""
     launch_seconds: float = 0.0
     bytes_seconds: float = 0.0
+    nodes: list[tuple[str | None, float]] = field(default_factory=list)
+    """(node signature, seconds it is priced at) of every computation it runs: how a measured time of
+    the whole dispatch is shared out among them (``measure.tune``)."""
 
     @property
     def seconds(self) -> float:
@@ -88,7 +93,15 @@ class Plan:
     choice: dict[str, str]
 
 
-def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram, target: Target, lam: float) -> Plan:
+def build_plan(
+    g: EGraphData,
+    choice: dict[str, str],
+    imported: ImportedProgram,
+    target: Target,
+    lam: float,
+    measured: MeasuredTimes | None = None,
+) -> Plan:
+    """The plan graph of ``choice``, priced as the cost table prices it (with the same ``measured``)."""
     allow_deep_recursion()
     facts = _Facts(g)
     exclusive = exclusive_nodes(g)  # same set as the cost table's: charged per use
@@ -110,7 +123,7 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
 
     def op_time(c: str) -> float:
         node = g.nodes[choice[c]]
-        return node_seconds(g, c, node.op, node.children, facts, imported, target)
+        return node_seconds(g, c, node.op, node.children, facts, imported, target, measured)
 
     def fuse(
         c: str, at_load: bool, into: DispatchInfo | None, boundary_reads: list[tuple[str, int]], user: str
@@ -141,6 +154,7 @@ def build_plan(g: EGraphData, choice: dict[str, str], imported: ImportedProgram,
             load_seconds += seconds
         elif into is not None:
             into.flops_seconds += seconds
+            into.nodes.append((node_signature(g, c, node.op, node.children, facts, imported), seconds))
         else:
             top_seconds += seconds
         if into is not None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from egg_dispatch.cost.sizes import SizePlan
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.rules import SaturationReport
@@ -36,6 +35,9 @@ class Candidate:
     mlir: Module
     extraction: object | None = None
     """The extractor's result (objective, gap, time), when an extractor produced this plan."""
+    dispatch_order: tuple[tuple[str, str], ...] = ()
+    """("dispatch" | "encode", e-class) of the plan's dispatches in the order ``mlir`` holds them
+    (``Emitter.dispatch_order``): plan graph dispatch ``dispatch:<class>`` <-> IREE's executable."""
 
     @property
     def metrics(self):
@@ -95,8 +97,12 @@ class Exploration:
     warnings: list[str] = field(default_factory=list)
     input: InputInfo | None = None
     """How the input was brought to the form explored (None: taken as given, from a parsed module)."""
-    sizes: SizePlan | None = None
-    """The sizes a dynamic program's costs are the weighted mean over (``cost.sizes``; None: static)."""
+    top: list[Candidate] = field(default_factory=list)
+    """The k best distinct plans by the model, best first (``explore(top_k=k)``; empty otherwise)."""
+    measured_nodes: int = 0
+    """Node signatures the cost table priced from measured times (``cost.measured``) instead of formulas."""
+    measured_source: str | None = None
+    """The measurement cache those times came from (None: none, or in memory)."""
 
     @property
     def stats(self) -> dict[str, object]:
@@ -126,7 +132,7 @@ class Exploration:
         tol = {id(c): 0.0 for c in cands}
         failed: dict[int, CheckResult] = {}
         # A dynamic program is checked at several sizes per dim (evaluate.sizes), each plan at each.
-        for env in check_sizes(func, self.imported.domains, shapes):
+        for env in check_sizes(func, getattr(self, "assume", None) or None, shapes):
             inputs = function_inputs(func, seed, env)
             reference = evaluate(self.module, inputs, function=self.imported.function, parameters=params)
             at = shapes_at(shapes, env) if env else None

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 from egg_dispatch.emit.signature import plan_signature
 from egg_dispatch.mlir.printer import print_mlir
-from egg_dispatch.result.sizes_report import size_lines, sizes_json
 from egg_dispatch.util.table import table_lines
 
 if TYPE_CHECKING:
@@ -134,6 +133,32 @@ def _input_json(e: Exploration) -> dict | None:
     return {"form": i.form, "explored_form": i.explored_form, "steps": i.steps, "notes": i.notes}
 
 
+def costs_source(e: Exploration) -> dict:
+    """Where the plan's times come from: the target profile (measured here or not) and the measurement cache."""
+    prov = e.target.provenance
+    return {
+        "profile": e.target.name,
+        "calibrated": e.target.kernels is not None,
+        "measured_on": prov.get("cpu"),
+        "warning": prov.get("warning"),
+        "measured_nodes": e.measured_nodes,
+        "measurement_cache": e.measured_source,
+    }
+
+
+def _costs_line(e: Exploration) -> str:
+    c = costs_source(e)
+    if c["calibrated"]:
+        where = f"profile {c['profile']}, calibrated on {c['measured_on'] or 'this machine'}"
+    else:
+        where = f"profile {c['profile']}, built-in (not measured on this machine)"
+    if c["measured_nodes"]:
+        where += (
+            f"; {c['measured_nodes']} computations priced by measured times ({c['measurement_cache'] or 'in memory'})"
+        )
+    return f"  costs: {where}"
+
+
 def to_json(e: Exploration, with_timings: bool = False) -> dict:
     s = e.saturation
     out = {
@@ -143,6 +168,7 @@ def to_json(e: Exploration, with_timings: bool = False) -> dict:
         "target": e.target.name,
         "lambda": e.lam,
         "input": _input_json(e),
+        "costs": costs_source(e),
         "egraph": {
             "enodes": s.enodes,
             "eclasses": s.eclasses,
@@ -155,8 +181,6 @@ def to_json(e: Exploration, with_timings: bool = False) -> dict:
         "pareto": [plan_json(c, with_timings) for c in e.pareto],
         "warnings": e.warnings,
     }
-    if (sizes := sizes_json(e)) is not None:
-        out["sizes"] = sizes
     if with_timings:
         out["timings"] = e.timings
     return out
@@ -212,7 +236,7 @@ def text(e: Exploration, include_mlir: bool = True) -> str:
     if e.input is not None:
         lines.append(f"  input: {e.input.describe()}")
         lines += [f"  note: {n}" for n in e.input.notes]
-    lines += size_lines(e)
+    lines.append(_costs_line(e))
     lines += [f"  {w}" for w in e.warnings]
     lines.append("")
     lines.append(f"chosen plan: {plan_signature(c.mlir)}")

@@ -14,7 +14,7 @@ import os
 import platform
 from pathlib import Path
 
-__all__ = ["HOST", "calibrated_profile_path", "host_cpu", "host_isa_target"]
+__all__ = ["HOST", "cache_dir", "calibrated_profile_path", "host_cpu", "host_isa_target"]
 
 HOST = "host"
 
@@ -55,7 +55,9 @@ def host_isa_target() -> tuple[str | None, str]:
     return None, f"{machine} (no built-in profile)"
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
+    """The user's cache directory for egg-dispatch (``EGG_DISPATCH_CACHE_DIR`` overrides it): calibrated
+    profiles and the measurement cache live here."""
     override = os.environ.get("EGG_DISPATCH_CACHE_DIR")
     if override:
         return Path(override)
@@ -72,4 +74,4 @@ def calibrated_profile_path() -> Path:
     name, flags = _cpuinfo()
     isa = sorted(f for f in flags if f.startswith(("avx", "fma", "sse4", "asimd", "sve", "neon", "amx")))
     key = hashlib.sha1(f"{name}|{' '.join(isa)}".encode()).hexdigest()[:12]
-    return _cache_dir() / "profiles" / f"host-{key}.json"
+    return cache_dir() / "profiles" / f"host-{key}.json"

@@ -209,17 +209,21 @@ def _load_text(text: str, source: str) -> Target:
 
 def host_target() -> Target:
     """This CPU's calibrated profile, or its ISA's built-in profile with ``provenance["warning"]`` saying
-    it is not calibrated (commands print it once); an unknown ISA is a ``TargetError``."""
+    it is not calibrated (commands print it once); an ISA no built-in profile fits falls back to ``none``
+    (IREE without data tiling), and the warning says so."""
     path = calibrated_profile_path()
     if path.is_file():
         return _load_text(path.read_text(encoding="utf-8"), str(path))
     isa, why = host_isa_target()
     cpu, _ = host_cpu()
-    if isa is None:
-        raise TargetError(
-            f"host: no built-in profile for this CPU ({cpu}: {why}); pass --target with one of "
+    if isa is None:  # no data-tiling profile fits: IREE's non-data-tiled path, which every CPU has
+        base = _load_builtin("none")
+        warning = (
+            f"warning: --target host: no built-in data-tiling profile for this CPU ({cpu}: {why}); falling back "
+            f"to 'none' (no encodings, IREE without data tiling); pass --target with one of "
             f"{', '.join(builtin_target_names())} or a --target-file"
         )
+        return dataclasses.replace(base, provenance=MappingProxyType({**base.provenance, "warning": warning}))
     base = _load_builtin(isa)
     warning = (
         f"warning: --target host: {cpu} is not calibrated; using the built-in {isa} profile ({why}), whose "

@@ -1,0 +1,368 @@
+"""``egg-dispatch tune``: measure the candidate plans on this machine and keep the fastest.
+
+A model ranks plans; only the machine says which is fastest. ``tune()`` takes the candidates worth
+measuring: the ``top_k`` best distinct plans by the model (the exact ILP with no-good cuts,
+``extract.k_best``), every plan of the time/memory frontier, and IREE's own plan (the input compiled
+by ``iree-compile`` with data tiling, the normal pipeline). Ours are emitted with ``--emit iree``
+inside the input's own ABI (``emit.iree.abi``) and deduplicated by that text (two e-graph choices that
+print the same module are one candidate). Every module is compiled (``jobs`` in parallel), run on
+seeded inputs and compared with the NumPy evaluator of the input program; a candidate IREE rejects or
+that computes other numbers is reported with the reason (IREE's first error line) and excluded.
+
+The rest are timed by ``iree-benchmark-module`` on the single-threaded ``local-sync`` device,
+interleaved (A, B, C, A, B, C, ...) so that load from other processes hits all alike, each round with
+IREE's host-execution profiling (per-dispatch kernel times, ``iree.profiling``) and without it (the
+call's time). A plan of ours is chosen over IREE's own only when its median is lower *and* it was
+faster than IREE's in at least two thirds of the rounds: a win inside the noise is not a win, and
+then IREE's plan is the answer (speedup 1.00, said plainly).
+
+Every profiled dispatch of our plans is attributed to the computations it fuses (by the plan graph's
+per-dispatch node list, in proportion to their modelled times) and recorded in the measurement cache
+(``cost.measured``), so later explorations price those computations by measurement.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from egg_dispatch.cost.measured import MeasuredTimes
+from egg_dispatch.emit.iree.abi import abi_shell
+from egg_dispatch.emit.iree.module import emit_iree, runnable_here
+from egg_dispatch.evaluate import evaluate, select_function
+from egg_dispatch.evaluate.check import function_inputs
+from egg_dispatch.evaluate.parameters import Parameters
+from egg_dispatch.iree.dispatch_creation import first_error_line, iree_compile_flags
+from egg_dispatch.iree.profiling import DispatchTimes, profile_module
+from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, benchmark_module, compile_module, run_module
+from egg_dispatch.pipeline import explore, iree_plan
+from egg_dispatch.result.exploration import Candidate, Exploration
+from egg_dispatch.target.profile import Target, load_target
+
+__all__ = [
+    "DEFAULT_REPEATS",
+    "DEFAULT_TOP_K",
+    "TuneCandidate",
+    "TuneReport",
+    "attribute_dispatch_times",
+    "candidate_plans",
+    "tune",
+]
+
+DEFAULT_TOP_K = 8
+DEFAULT_REPEATS = 5
+WIN_FRACTION = 2 / 3
+"""Rounds in which a plan of ours must beat IREE's own to be chosen over it."""
+
+
+@dataclass
+class TuneCandidate:
+    """One plan measured by ``tune``."""
+
+    label: str
+    is_iree: bool
+    predicted_seconds: float | None
+    """Our model's run time for the plan (None: IREE's plan, when our model could not cost it)."""
+    candidate: Candidate | None = None
+    text: str | None = None
+    """The module compiled (``--emit iree`` text; None for IREE's own plan, compiled from the input)."""
+    vmfb: bytes | None = None
+    error: str | None = None
+    """Why it is excluded: IREE's error line, or the numbers it got wrong."""
+    max_rel_error: float | None = None
+    measured: list[float] = field(default_factory=list)
+    """Seconds per call, one per interleaved round."""
+    dispatch_seconds: dict[str, float] = field(default_factory=dict)
+    """Fastest kernel seconds per executable function over the rounds (IREE's profile)."""
+    chosen: bool = False
+    also: list[str] = field(default_factory=list)
+    """Labels of other candidates that emitted the same module."""
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.measured) if self.measured else None
+
+
+@dataclass
+class TuneReport:
+    function: str
+    target: str
+    candidates: list[TuneCandidate]
+    repeats: int
+    ran: bool
+    reason: str = ""
+    notes: list[str] = field(default_factory=list)
+    tolerance: float = 1e-5
+    cache_records: int = 0
+    """Node times recorded in the measurement cache by this run."""
+    exploration: Exploration | None = None
+    stopped: str = ""
+    """Why timing stopped before ``repeats`` rounds (empty: it did not)."""
+
+    @property
+    def iree(self) -> TuneCandidate | None:
+        return next((c for c in self.candidates if c.is_iree), None)
+
+    @property
+    def winner(self) -> TuneCandidate | None:
+        return next((c for c in self.candidates if c.chosen), None)
+
+    @property
+    def speedup(self) -> float | None:
+        """IREE's own plan's median over the chosen plan's (1.00: nothing beat IREE)."""
+        w, i = self.winner, self.iree
+        if w is None or i is None or not w.median or not i.median:
+            return None
+        return i.median / w.median
+
+    @property
+    def model_best(self) -> TuneCandidate | None:
+        return next((c for c in self.candidates if c.label == "ours: best" or "ours: best" in c.also), None)
+
+
+def candidate_plans(ex: Exploration, max_candidates: int) -> list[tuple[str, Candidate]]:
+    """Our candidates, in the order they are considered: the model's best, its k best, the frontier."""
+    out: list[tuple[str, Candidate]] = [("ours: best", ex.best)]
+    seen = {id(ex.best)}
+    for c in ex.top:
+        if id(c) not in seen:
+            seen.add(id(c))
+            out.append((f"ours: {c.label}", c))
+    for c in ex.pareto:
+        if id(c) not in seen and c.choice != ex.best.choice:
+            seen.add(id(c))
+            out.append((f"ours: frontier {c.label}", c))
+    return out[:max_candidates]
+
+
+_DISPATCH = re.compile(r"^(?P<func>.+)_dispatch_(?P<n>\d+)(?:_|$)")
+_ENCODING = re.compile(r"^_encoding_(?P<n>\d+)(?:_|$)")
+
+
+def attribute_dispatch_times(candidate: Candidate, dispatch_seconds: dict[str, float]) -> list[tuple[str, float]]:
+    """(node signature, seconds) for every computation of ``candidate`` a profiled kernel time covers.
+
+    IREE numbers executables in program order (``<func>_dispatch_<N>_...`` for the N-th dispatch,
+    ``_encoding_<N>_...`` for the N-th encode or decode); ``candidate.dispatch_order`` says which plan
+    dispatch each one is. A dispatch's kernel time is shared among the computations it fuses in
+    proportion to their modelled times. Dispatches IREE deduplicated (their ordinal has no function of
+    its own) are left out rather than guessed."""
+    dispatches: dict[int, float] = {}
+    encodes: dict[int, float] = {}
+    funcs: set[str] = set()
+    for name, seconds in dispatch_seconds.items():
+        if m := _ENCODING.match(name):
+            encodes[int(m["n"])] = seconds
+        elif m := _DISPATCH.match(name):
+            dispatches[int(m["n"])] = seconds
+            funcs.add(m["func"])
+    if len(funcs) > 1:  # dispatches of several functions: ordinals are per function, not ours alone
+        return []
+    by_name = {d.name: d for d in candidate.plan.dispatches}
+    out: list[tuple[str, float]] = []
+    counters = {"dispatch": 0, "encode": 0}
+    for kind, eclass in candidate.dispatch_order:
+        n = counters[kind]
+        counters[kind] += 1
+        seconds = (dispatches if kind == "dispatch" else encodes).get(n)
+        info = by_name.get(f"dispatch:{eclass}")
+        if seconds is None or info is None:
+            continue
+        total = sum(s for _, s in info.nodes)
+        if total <= 0:
+            continue
+        out += [(sig, seconds * s / total) for sig, s in info.nodes if sig is not None]
+    return out
+
+
+def _rel_error(got: Sequence[np.ndarray], ref: Sequence[np.ndarray]) -> float:
+    worst = 0.0
+    for a, b in zip(got, ref, strict=True):
+        b64 = np.asarray(b, dtype=np.float64)
+        if b64.size == 0:
+            continue
+        a64 = np.asarray(a, dtype=np.float64)
+        if a64.shape != b64.shape:
+            return float("inf")
+        same = (np.isnan(a64) & np.isnan(b64)) | (a64 == b64)
+        scale = max(float(np.max(np.abs(np.where(np.isfinite(b64), b64, 0.0)))), 1e-30)
+        diff = np.where(same, 0.0, np.abs(a64 - b64))
+        worst = max(worst, float(np.max(diff)) / scale)
+    return worst
+
+
+def _tolerance(ex: Exploration) -> float:
+    """1e-5 of the largest result for f32 programs; f16 / bf16 arithmetic gets 1e-2 (their epsilon is ~1e-3)."""
+    text = " ".join(str(v.type) for op in ex.module.walk() for v in op.results)
+    return 1e-2 if ("f16" in text or "bf16" in text) else 1e-5
+
+
+def _iree_prediction(ex: Exploration, source: str | Path, target: Target, notes: list[str]) -> float | None:
+    """Our model's time for IREE's own plan: the plan IREE printed (from the start-state run, else a
+    dispatch-creation compile), costed; our model of IREE's passes when that fails."""
+    text = ex.input.iree_plan if ex.input is not None and ex.input.iree_plan else None
+    try:
+        plan = iree_plan(text if text is not None else source, target, ex.imported.function)
+    except (IreeError, ValueError, KeyError, OSError) as e:
+        plan, why = None, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    else:
+        why = plan.error or ""
+    if plan is not None and plan.candidate is not None:
+        return plan.metrics.run_seconds
+    if ex.baseline is not None:
+        notes.append(f"IREE's plan is predicted by our model of its passes (its own plan not costed: {why})")
+        return ex.baseline.metrics.run_seconds
+    notes.append(f"our model did not cost IREE's own plan: {why}")
+    return None
+
+
+def tune(
+    source: str | Path,
+    target: str | Target,
+    *,
+    top_k: int = DEFAULT_TOP_K,
+    max_candidates: int = 16,
+    repeats: int = DEFAULT_REPEATS,
+    min_time: float = DEFAULT_MIN_TIME,
+    jobs: int = 2,
+    max_seconds: float | None = None,
+    measured: MeasuredTimes | None = None,
+    parameters: Parameters | None = None,
+    explore_options: dict | None = None,
+    seed: int = 0,
+    progress: Callable[[str, int, int], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> TuneReport:
+    """Measure IREE's own plan and ours for ``source`` and choose the fastest (module docstring)."""
+    start = clock()
+    say = progress or (lambda _m, _d, _t: None)
+    tgt = load_target(target) if isinstance(target, str) else target
+    data_tiling, cpu, others = iree_compile_flags(tgt)
+    say("exploring", 0, 1)
+    ex = explore(source, tgt, pareto=True, top_k=top_k, measured=measured, **(explore_options or {}))
+    fname = ex.imported.function
+    shell = abi_shell(ex.module, fname)
+    entry = fname
+    if shell is not None and shell.wrappers:
+        entry = shell.wrappers[0].attributes["sym_name"].value  # type: ignore[attr-defined]
+    notes: list[str] = []
+    cands: list[TuneCandidate] = []
+    by_text: dict[str, TuneCandidate] = {}
+    for label, c in candidate_plans(ex, max(1, max_candidates - 1)):
+        try:
+            text = emit_iree(c.mlir, tgt, abi=shell)
+        except Exception as e:  # a plan we cannot emit is a result, reported (the others still run)
+            cands.append(TuneCandidate(label, False, c.metrics.run_seconds, c, error=f"not emitted: {e}"))
+            continue
+        if text in by_text:
+            by_text[text].also.append(label)
+            continue
+        tc = TuneCandidate(label, False, c.metrics.run_seconds, c, text)
+        by_text[text] = tc
+        cands.append(tc)
+    iree = TuneCandidate("IREE 3.13 (own plan)", True, _iree_prediction(ex, source, tgt, notes))
+    cands.insert(0, iree)
+    report = TuneReport(fname, tgt.name, cands, repeats, True, notes=notes, exploration=ex, tolerance=_tolerance(ex))
+
+    def build(tc: TuneCandidate) -> None:
+        try:
+            if tc.is_iree:
+                tc.vmfb = compile_module(source, data_tiling=data_tiling, target_cpu=cpu, extra_flags=others)
+            else:
+                assert tc.text is not None
+                tc.vmfb = compile_module(
+                    tc.text, data_tiling=False, target_cpu=cpu, extra_flags=others, compile_from="dispatch-creation"
+                )
+        except IreeError as e:
+            tc.error = f"IREE rejected it: {first_error_line(e.stderr) if e.stderr else str(e).splitlines()[0]}"
+
+    todo = [c for c in cands if c.error is None]
+    done = 0
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for _ in pool.map(build, todo):
+            done += 1
+            say("compiled", done, len(todo))
+    ok, why = runnable_here(tgt)
+    if not ok:
+        report.ran, report.reason = False, why
+        return report
+    inputs = function_inputs(select_function(ex.module, fname), seed)
+    reference = evaluate(ex.module, inputs, function=fname, parameters=parameters)
+    files = [(p.scope, str(p.path)) for p in parameters.files] if parameters is not None else []
+    for tc in cands:
+        if tc.vmfb is None:
+            continue
+        try:
+            got = run_module(tc.vmfb, entry, inputs, parameters=files)
+        except IreeError as e:
+            tc.error = f"failed to run: {first_error_line(e.stderr) if e.stderr else str(e).splitlines()[0]}"
+            continue
+        tc.max_rel_error = _rel_error(got, reference)
+        if not tc.max_rel_error <= report.tolerance:
+            tc.error = f"computes other numbers (max relative error {tc.max_rel_error:.1e} > {report.tolerance:g})"
+    timed = [c for c in cands if c.vmfb is not None and c.error is None]
+    with tempfile.TemporaryDirectory(prefix="egg_dispatch_tune_") as tmp:
+        paths = []
+        for i, x in enumerate(inputs):
+            paths.append(Path(tmp) / f"input{i}.npy")
+            np.save(paths[-1], x)
+        modules = []
+        for i, tc in enumerate(timed):
+            modules.append(Path(tmp) / f"plan{i}.vmfb")
+            modules[-1].write_bytes(tc.vmfb)  # type: ignore[arg-type]
+        steps = repeats * len(timed)
+        for r in range(repeats):
+            if max_seconds is not None and r > 0 and clock() - start > max_seconds:
+                report.stopped = f"time budget ({max_seconds:g} s) reached after {r} of {repeats} rounds"
+                break
+            for i, (tc, module) in enumerate(zip(timed, modules, strict=True)):
+                say(f"timing round {r + 1}/{repeats}", r * len(timed) + i, steps)
+                tc.measured.append(benchmark_module(module, entry, paths, min_time=min_time, parameters=files))
+                if not tc.is_iree:
+                    prof: DispatchTimes = profile_module(
+                        module, entry, [np.load(p) for p in paths], min_time=min_time / 2, call_time=False,
+                        parameters=files,
+                    )  # fmt: skip
+                    for name, s in prof.seconds.items():
+                        tc.dispatch_seconds[name] = min(s, tc.dispatch_seconds.get(name, s))
+        say("timed", steps, steps)
+    _choose(report, timed)
+    if measured is not None:
+        where = str(source) if isinstance(source, Path) or "\n" not in str(source) else "<text>"
+        for tc in timed:
+            if tc.candidate is not None and tc.dispatch_seconds:
+                obs = attribute_dispatch_times(tc.candidate, tc.dispatch_seconds)
+                report.cache_records += measured.record(obs, f"tune {where} {tc.label}")
+    return report
+
+
+def _choose(report: TuneReport, timed: list[TuneCandidate]) -> None:
+    """The fastest plan by median; one of ours only if it also beat IREE's in most rounds."""
+    ranked = sorted((c for c in timed if c.median is not None), key=lambda c: c.median)  # type: ignore[arg-type,return-value]
+    if not ranked:
+        return
+    iree = report.iree
+    if iree is None or iree not in ranked:
+        ranked[0].chosen = True
+        report.notes.append("IREE's own plan was not measured: the fastest of ours is chosen")
+        return
+    for c in ranked:
+        if c is iree:
+            c.chosen = True
+            return
+        rounds = list(zip(c.measured, iree.measured, strict=False))
+        wins = sum(1 for a, b in rounds if a < b)
+        if rounds and wins >= WIN_FRACTION * len(rounds):
+            c.chosen = True
+            return
+        report.notes.append(
+            f"{c.label}: median below IREE's but faster in only {wins} of {len(rounds)} rounds: within noise"
+        )

@@ -1,0 +1,361 @@
+"""The measured cost model: calibration fits, the host target, the measurement cache and its use.
+
+No timing assertions: fits are checked on synthetic measurements made from known parameters, the
+cache and the cost table on recorded values, attribution on made-up profiles. The runs through IREE
+(a tiny calibration, ``tune`` on a small fixture) check what was built and how it was chosen, never
+how fast anything was.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from egg_dispatch.cli import main
+from egg_dispatch.cost.measured import KEEP, CacheError, MeasuredTimes, measurement_context
+from egg_dispatch.cost.model import _Facts, node_signature
+from egg_dispatch.iree.tools import iree_available
+from egg_dispatch.measure.calibrate import (
+    Calibration,
+    _layout_bytes,
+    _padded_flops,
+    fit_kernels,
+    fit_linear,
+    profile_dict,
+    unique_encode_groups,
+    write_profile,
+)
+from egg_dispatch.measure.micro import contractions
+from egg_dispatch.pipeline import explore
+from egg_dispatch.target.host import calibrated_profile_path
+from egg_dispatch.target.profile import TargetError, load_target
+
+FIXTURES = Path(__file__).parent / "fixtures"
+needs_iree = pytest.mark.skipif(not iree_available(), reason="IREE (iree-base-compiler) not installed")
+
+
+# ------------------------------------------------------------------------------------------ fitting
+def test_fit_linear_recovers_known_parameters_from_noisy_samples() -> None:
+    rng = np.random.default_rng(0)
+    fixed, rate, bw = 0.4e-6, 80e9, 25e9
+    work = 10 ** rng.uniform(2, 9, 60)  # log-spaced, as calibration's grids are: tiny shapes show the fixed cost
+    nbytes = 10 ** rng.uniform(2, 7, 60)
+    seconds = (fixed + work / rate + nbytes / bw) * rng.uniform(0.98, 1.02, 60)
+    coef, residual = fit_linear(np.stack([np.ones(60), work, nbytes], 1).tolist(), seconds.tolist())
+    assert coef[0] == pytest.approx(fixed, rel=0.1)
+    assert 1 / coef[1] == pytest.approx(rate, rel=0.05)
+    assert 1 / coef[2] == pytest.approx(bw, rel=0.1)
+    assert residual < 0.02
+
+
+def test_fit_linear_drops_a_term_that_would_go_negative() -> None:
+    work = np.linspace(1e6, 1e8, 20)
+    seconds = 1e-6 + work / 50e9  # no per-byte term: the bytes column is noise that anti-correlates
+    nbytes = 1e8 - work
+    coef, _ = fit_linear(np.stack([np.ones(20), work, nbytes], 1).tolist(), seconds.tolist())
+    assert all(c >= 0 for c in coef)
+    assert 1 / coef[1] == pytest.approx(50e9, rel=0.02)
+
+
+def _synthetic_calibration(target, launch_us: float, call_us: float, gflops: float) -> Calibration:
+    """Measurements a machine with these parameters would give (mmt4d only: fixed 0.2 µs + flops/rate)."""
+    cal = Calibration()
+    for m, n, k in ((1, 64, 96), (8, 256, 384), (32, 1024, 1536), (128, 256, 384), (512, 64, 96)):
+        flops = _padded_flops(target, "f32,f32,f32", (m, n, k))
+        cal.samples.setdefault("mmt4d", []).append(((m, n, k), "f32,f32,f32", 0.2e-6 + flops / (gflops * 1e9)))
+        for operand in (0, 1):
+            logical, _ = _layout_bytes(target, "f32,f32,f32", (m, n, k), operand)
+            t = 0.05e-6 + (logical // 4) / 2e9  # 2 G elements per second
+            cal.samples.setdefault("pack", []).append(((m, n, k, operand), "f32,f32,f32", t))
+    for n in (1, 4, 16, 48):
+        kernel = n * 0.03e-6
+        cal.chains.append((n, kernel, call_us * 1e-6 + n * launch_us * 1e-6 + kernel))
+    return cal
+
+
+def test_fit_kernels_recovers_launch_call_and_contraction_rate() -> None:
+    target = load_target("x86_64-avx512")
+    kernels, residuals = fit_kernels(_synthetic_calibration(target, 0.12, 1.7, 150.0), target)
+    assert kernels.launch_us == pytest.approx(0.12, rel=1e-6)
+    assert kernels.call_us == pytest.approx(1.7, rel=1e-6)
+    f32 = kernels.mmt4d["f32,f32,f32"]
+    assert f32.rate_g == pytest.approx(150.0, rel=1e-3) and f32.fixed_us == pytest.approx(0.2, rel=1e-3)
+    assert residuals["mmt4d.f32,f32,f32"] < 1e-6
+    assert kernels.pack.rate_g == pytest.approx(2.0, rel=1e-3)  # giga elements per second
+    # and the cost model prices a pack by those numbers
+    assert kernels.pack.seconds(4096, 0) == pytest.approx(0.05e-6 + 4096 / 2e9, rel=1e-3)
+
+
+def test_calibrated_profile_round_trips_through_the_profile_reader(tmp_path: Path) -> None:
+    base = load_target("x86_64-avx512")
+    cal = _synthetic_calibration(base, 0.1, 2.0, 100.0)
+    cal.kernels, cal.residuals = fit_kernels(cal, base)
+    path = tmp_path / "p.json"
+    write_profile(profile_dict(base, cal, quick=True), path)
+    t = load_target(str(path))
+    assert t.kernels is not None and t.kernels.launch_us == pytest.approx(0.1, rel=1e-6)
+    assert t.tiles == base.tiles and t.max_stack_allocation_size == base.max_stack_allocation_size
+    prov = t.provenance
+    assert {"cpu", "iree_compiler", "date", "fits", "compile_flags"} <= set(prov)
+    assert prov["fits"]["launch"] == pytest.approx(0.0, abs=1e-6)
+    # a corrupt field is an error naming the file and the field
+    data = json.loads(path.read_text())
+    data["kernels"]["launch_us"] = -1
+    path.write_text(json.dumps(data))
+    with pytest.raises(TargetError, match=r"p\.json.*kernels\.launch_us"):
+        load_target(str(path))
+
+
+def test_unique_encode_groups_never_put_two_encodes_of_one_shape_in_a_program() -> None:
+    shapes = [(m, n, n + n // 2) for m in (1, 8, 32, 128, 512) for n in (64, 256, 1024)]
+    groups = unique_encode_groups(shapes, "mmt4d", "f32,f32,f32")
+    assert sorted(s for g in groups for s in g) == sorted(shapes)
+    for g in groups:
+        prog = contractions("g", "mmt4d", "f32,f32,f32", g)
+        names = [c.encode for c in prog.cases if c.encode is not None]
+        assert len(names) == len(set(names)), g
+    assert groups == unique_encode_groups(shapes, "mmt4d", "f32,f32,f32")  # deterministic
+    assert len(unique_encode_groups(shapes, "matmul", "f32,f32,f32")) == 1  # no encodes: one program
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_every_calibration_measurement_can_be_told_apart(quick: bool) -> None:
+    """Every pack / unpack case of every calibration program has an encode name of its own (IREE's names
+    say only the shape), so none is dropped as ambiguous or, worse, given another case's time."""
+    from egg_dispatch.measure.calibrate import _programs, plan_programs
+
+    target = load_target("x86_64-avx512")
+    for prog in _programs(plan_programs(quick, target), target):
+        names = [c.encode for c in prog.cases if c.encode is not None]
+        assert len(names) == len(set(names)), prog.function
+        ordinals = [c.dispatch for c in prog.cases if c.dispatch is not None]
+        assert len(ordinals) == len(set(ordinals)), prog.function
+
+
+# ------------------------------------------------------------------------------------------ host
+def test_host_target_is_the_builtin_isa_profile_with_a_warning_until_calibrated(tmp_path: Path) -> None:
+    host = load_target("host")
+    assert "not calibrated" in host.provenance["warning"] and host.kernels is None
+    base = load_target(host.name)
+    cal = _synthetic_calibration(base, 0.1, 2.0, 100.0)
+    cal.kernels, cal.residuals = fit_kernels(cal, base)
+    write_profile(profile_dict(base, cal, quick=True), calibrated_profile_path())
+    calibrated = load_target("host")
+    assert calibrated.kernels is not None and "warning" not in calibrated.provenance
+    assert calibrated.name == f"{base.name}-host"
+
+
+def test_host_on_a_cpu_without_a_profile_falls_back_to_none_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    import egg_dispatch.target.profile as profile
+
+    monkeypatch.setattr(profile, "host_isa_target", lambda: (None, "riscv64 (no built-in profile)"))
+    t = load_target("host")
+    assert t.name == "none" and "falling back to 'none'" in t.provenance["warning"]
+
+
+def test_commands_default_to_host_and_print_its_warning_once(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explore", str(FIXTURES / "mlp2.mlir"), "--emit", "json", "--baseline", "modelled"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["costs"]["profile"] == load_target("host").name
+    assert err.count("is not calibrated") == 1
+
+
+# ------------------------------------------------------------------------------------------ cache
+def test_measurement_cache_round_trips_keeps_the_last_observations_and_isolates_contexts(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite"
+    a = MeasuredTimes.open(path, "ctx-a")
+    assert len(a) == 0 and a.seconds("sig") is None
+    a.record([("sig", 1.0), ("sig", 3.0), ("other", 5.0)], "test")
+    again = MeasuredTimes.open(path, "ctx-a")
+    assert again.seconds("sig") == 2.0 and again.seconds("other") == 5.0
+    assert MeasuredTimes.open(path, "ctx-b").seconds("sig") is None
+    again.record([("sig", 10.0 + i) for i in range(KEEP)], "test")
+    trimmed = MeasuredTimes.open(path, "ctx-a")
+    assert trimmed.seconds("sig") == statistics_median([10.0 + i for i in range(KEEP)])
+    with sqlite3.connect(path) as db:
+        n = db.execute("SELECT COUNT(*) FROM observations WHERE signature = 'sig'").fetchone()[0]
+    assert n == KEEP
+
+
+def statistics_median(xs: list[float]) -> float:
+    s = sorted(xs)
+    return (s[len(s) // 2] + s[(len(s) - 1) // 2]) / 2
+
+
+def test_a_corrupt_or_foreign_cache_file_is_an_error_naming_it(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(CacheError, match=r"junk\.sqlite.*not an egg-dispatch measurement cache"):
+        MeasuredTimes.open(junk, "ctx")
+    foreign = tmp_path / "foreign.sqlite"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE t (x)")
+    with pytest.raises(CacheError, match=r"foreign\.sqlite.*tables \['t'\]"):
+        MeasuredTimes.open(foreign, "ctx")
+    old = tmp_path / "old.sqlite"
+    MeasuredTimes.open(old, "ctx").record([("s", 1.0)], "t")
+    with sqlite3.connect(old) as db:
+        db.execute("UPDATE meta SET value = '0' WHERE key = 'schema'")
+    with pytest.raises(CacheError, match=r"old\.sqlite.*meta\.schema"):
+        MeasuredTimes.open(old, "ctx")
+
+
+def test_cli_reports_a_corrupt_cache_as_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"\x00garbage" * 64)
+    args = ["explore", str(FIXTURES / "mlp2.mlir"), "--target", "x86_64-avx2", "--cache", str(junk)]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "junk.sqlite" in err[0] and "Traceback" not in err[0]
+
+
+def test_measured_times_replace_the_model_in_the_cost_table_and_the_plan() -> None:
+    target = load_target("x86_64-avx512")
+    source = FIXTURES / "mlp2.mlir"
+    ex = explore(source, target, baseline=False)
+    facts = _Facts(ex.data)
+    sigs = {}
+    for c, nid in ex.best.choice.items():
+        node = ex.data.nodes[nid]
+        sig = node_signature(ex.data, c, node.op, node.children, facts, ex.imported)
+        if sig is not None and node.op in ("Contract", "Generic"):
+            sigs[nid] = sig
+    assert sigs, "the plan computes something"
+    measured = MeasuredTimes(measurement_context(target))
+    measured.record([(s, 1e-3) for s in sigs.values()], "test")  # 1 ms each: far above the model
+    again = explore(source, target, baseline=False, measured=measured)
+    for nid in sigs:
+        assert again.costs[nid].run_seconds == pytest.approx(1e-3)
+    assert again.measured_nodes == len(set(sigs.values()))
+    assert again.best.metrics.run_seconds >= len(sigs) * 1e-3 or again.best.choice != ex.best.choice
+    ext = again.best.extraction
+    assert again.best.metrics.objective == pytest.approx(ext.objective, rel=1e-9)  # plan graph prices alike
+
+
+def test_signatures_do_not_depend_on_ssa_names_or_the_program() -> None:
+    text = (FIXTURES / "mlp2.mlir").read_text()
+    renamed = text.replace("%arg0", "%input_x").replace("%0", "%zero_init")
+    t = load_target("x86_64-avx512")
+
+    def signatures(src: str) -> set[str]:
+        ex = explore(src, t, baseline=False)
+        facts = _Facts(ex.data)
+        out = set()
+        for c in ex.data.classes:
+            for node in ex.data.choices(c):
+                s = node_signature(ex.data, c, node.op, node.children, facts, ex.imported)
+                if s:
+                    out.add(s)
+        return out
+
+    assert signatures(text) == signatures(renamed)
+
+
+def test_attribution_shares_a_dispatch_time_among_its_computations() -> None:
+    from egg_dispatch.measure.tune import attribute_dispatch_times
+
+    ex = explore(FIXTURES / "mlp2.mlir", "x86_64-avx512", baseline=False)
+    c = ex.best
+    fn = ex.imported.function
+    order = [k for k, _ in c.dispatch_order]
+    times = {}
+    n = e = 0
+    for i, kind in enumerate(order):
+        if kind == "dispatch":
+            times[f"{fn}_dispatch_{n}_matmul_x"] = (i + 1) * 1e-6
+            n += 1
+        else:
+            times[f"_encoding_{e}_encode_x"] = (i + 1) * 1e-6
+            e += 1
+    obs = attribute_dispatch_times(c, times)
+    assert obs
+    by_dispatch = {d.name: d for d in c.plan.dispatches}
+    expected_total = 0.0
+    for i, (_, eclass) in enumerate(c.dispatch_order):
+        d = by_dispatch.get(f"dispatch:{eclass}")
+        if d is not None and sum(s for _, s in d.nodes) > 0:
+            expected_total += (i + 1) * 1e-6 * sum(s for sig, s in d.nodes if sig) / sum(s for _, s in d.nodes)
+    assert math.isclose(sum(t for _, t in obs), expected_total, rel_tol=1e-9)
+    # a dispatch IREE deduplicated (no function for its ordinal) is left out, not guessed
+    first = next(k for k in times if "_dispatch_0_" in k)
+    fewer = attribute_dispatch_times(c, {k: v for k, v in times.items() if k != first})
+    assert len(fewer) < len(obs)
+
+
+# ------------------------------------------------------------------------------------------ IREE
+def test_calibrate_and_tune_without_iree_say_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import egg_dispatch.iree.tools as tools
+
+    monkeypatch.setattr(tools, "find_tool", lambda name: None)
+    for cmd in (["calibrate", "--quick"], ["tune", str(FIXTURES / "mlp2.mlir")]):
+        assert main(cmd) == 2
+        err = capsys.readouterr().err
+        assert "egg-dispatch[iree]" in err and "Traceback" not in err
+
+
+@needs_iree
+def test_tune_on_a_small_fixture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_file = tmp_path / "winner.mlir"
+    cache = tmp_path / "m.sqlite"
+    args = ["tune", str(FIXTURES / "qkv_arg.mlir"), "--target", "x86_64-avx512", "--top-k", "3", "--repeats", "2",
+            "--min-time", "0.01", "--cache", str(cache), "--emit", "json", "-o", str(out_file)]  # fmt: skip
+    assert main(args) == 0
+    data = json.loads(capsys.readouterr().out)
+    plans = data["plans"]
+    assert sum(p["is_iree"] for p in plans) == 1
+    assert any(p["label"] == "ours: best" or "ours: best" in p["same_module_as"] for p in plans)
+    assert sum(p["chosen"] for p in plans) == 1
+    chosen = next(p for p in plans if p["chosen"])
+    assert chosen["error"] is None and chosen["max_rel_error"] <= 1e-5
+    assert set(chosen) >= {"label", "predicted_us", "measured_us", "is_iree", "chosen"}
+    assert data["speedup_vs_iree"] >= 1.0 or chosen["is_iree"]
+    assert out_file.read_text().strip()
+    # the cache now prices the plans' computations by measurement
+    assert data["cache_records"] > 0
+    assert len(MeasuredTimes.open(cache, measurement_context(load_target("x86_64-avx512")))) > 0
+    args = ["explore", str(FIXTURES / "qkv_arg.mlir"), "--target", "x86_64-avx512", "--emit", "json",
+            "--baseline", "modelled", "--cache", str(cache)]  # fmt: skip
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["costs"]["measured_nodes"] > 0
+    # the winner, compiled again by iree-compile, computes the input's numbers
+    from egg_dispatch.evaluate import evaluate, select_function
+    from egg_dispatch.evaluate.check import function_inputs
+    from egg_dispatch.iree.tools import compile_module, run_module
+    from egg_dispatch.mlir.parser import parse_file
+
+    module = parse_file(FIXTURES / "qkv_arg.mlir")
+    fname = select_function(module, None).attributes["sym_name"].value
+    inputs = function_inputs(select_function(module, fname), 1)
+    if chosen["is_iree"]:
+        vmfb = compile_module(FIXTURES / "qkv_arg.mlir", data_tiling=True, target_cpu="cascadelake")
+    else:
+        vmfb = compile_module(out_file, data_tiling=False, target_cpu="cascadelake", compile_from="dispatch-creation")
+    got = run_module(vmfb, fname, inputs)
+    ref = evaluate(module, inputs, fname)
+    for a, b in zip(got, ref, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * float(np.abs(b).max()))
+
+
+@needs_iree
+def test_calibrate_on_a_tiny_plan_writes_a_profile_the_reader_takes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import egg_dispatch.measure.calibrate as calibrate
+
+    def tiny(quick: bool, target):
+        return calibrate.Plan(("f32,f32,f32",), ((8, 64, 64), (32, 128, 64)), ((8, 32, 32),), ((16, 256),), (1, 8), 1,
+                              0.01)  # fmt: skip
+
+    monkeypatch.setattr(calibrate, "plan_programs", tiny)
+    out = tmp_path / "host.json"
+    assert main(["calibrate", "-o", str(out), "--base", "x86_64-avx512"]) == 0
+    t = load_target(str(out))
+    assert t.kernels is not None and "f32,f32,f32" in t.kernels.mmt4d
+    assert t.provenance["base_profile"] == "x86_64-avx512" and t.provenance["samples"]["mmt4d"] >= 2
