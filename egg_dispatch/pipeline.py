@@ -22,28 +22,38 @@ costs it here with no rule families, so that IREE's plan and ours are priced ali
 from __future__ import annotations
 
 import os
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from egg_dispatch.cost.measured import MeasuredTimes
 from egg_dispatch.cost.model import DEFAULT_LAMBDA, cost_table
+from egg_dispatch.cost.sizes import Assumption, cost_at_sizes, size_plan
 from egg_dispatch.egraph.data import EGraphData, build_term
 from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.egraph.rules import FAMILIES, Budget, saturate
 from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.emitter import Emitter
 from egg_dispatch.extract import exact_ilp, greedy_dag, k_best
-from egg_dispatch.iree.dispatch_creation import count_printed, dispatch_creation_text, first_error_line
+from egg_dispatch.iree.dispatch_creation import (
+    IREE_PLAN,
+    count_printed,
+    dispatch_creation_text,
+    first_error_line,
+    iree_output_warnings,
+)
 from egg_dispatch.iree.lowering import iree_compiler_available, lower, lowering_command, start_state
 from egg_dispatch.iree.tools import IreeError
 from egg_dispatch.mlir.forms import PAST_GLOBAL_OPTIMIZATION, file_form, input_form
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.parser import parse_file, parse_mlir
 from egg_dispatch.mlir.printer import print_mlir
+from egg_dispatch.mlir.torch_symbols import torch_aliases
 from egg_dispatch.plan.baseline import BaselineError, iree_baseline_choice
 from egg_dispatch.plan.graph import build_plan
+from egg_dispatch.plan.sized import plan_at_sizes
 from egg_dispatch.result.exploration import Candidate, Exploration, InputInfo
 from egg_dispatch.start.initial_plan import initial_plan
 from egg_dispatch.target.profile import Target, load_target
@@ -174,7 +184,7 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
         info.explored_form = "set-encoding"
         info.iree_plan = state.plan
         module = parse_mlir(state.text, f"{name} after IREE's SetEncoding")
-        module.warnings[:0] = warnings
+        module.warnings = [*warnings, *iree_output_warnings(module, f"IREE's start state for {name}")]
         return module, info
     if start == "auto":
         info.notes.append(
@@ -196,7 +206,7 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
     info.steps.append(lowered.command)
     info.explored_form = phase  # what IREE just wrote (no need to scan a model-sized text for it)
     module = parse_mlir(lowered.text, f"{name} after IREE's {phase} phase")
-    module.warnings[:0] = warnings
+    module.warnings = [*warnings, *iree_output_warnings(module, f"IREE's {phase} output for {name}")]
     return module, info
 
 
@@ -216,6 +226,7 @@ def explore(
     start: str = "auto",
     measured: MeasuredTimes | None = None,
     top_k: int = 0,
+    assume: Mapping[str, Assumption] | Sequence[str] | None = None,
 ) -> Exploration:
     """Run the pipeline on MLIR text, a file, or a parsed module; see ``Exploration``.
 
@@ -223,7 +234,9 @@ def explore(
     IREE's global optimization runs first when IREE is installed (``prepare_input``). ``measured``:
     kernel times measured on this machine (``cost.measured``), used in place of the model's wherever
     it has one. ``top_k``: also the k best distinct plans by the model (``Exploration.top``; exact
-    extractor only), the candidates ``tune`` measures.
+    extractor only), the candidates ``tune`` measures. ``assume``: the sizes of dynamic dimensions
+    (``{"arg0.d1": ((128, 1.0),)}`` or ``["arg0.d1=128,512"]``; ``cost.sizes``): what the cost averages
+    over, and the only sizes the legality facts must hold for.
     """
     allow_deep_recursion()
     timings: dict[str, float] = {}
@@ -234,13 +247,14 @@ def explore(
     timings["input"] = time.perf_counter() - t0
     prepared = initial_plan(module, function)
     imported = import_function(prepared, function)
+    sizes = size_plan(imported, assume, torch_aliases(source))  # before facts: --assume narrows the domains
     timings["import"] = time.perf_counter() - t0
     say(f"imported @{imported.function}: {len(imported.lets)} terms")
     graph, report = saturate(imported, tgt, families, budget)
     say(f"saturated: {report.enodes} e-nodes, {report.stop_reason}")
     t1 = time.perf_counter()
     data = EGraphData.from_serialized(graph.serialized(), keep_refused=True)  # the start state is always a plan
-    costs = cost_table(data, imported, tgt, measured)
+    costs = cost_at_sizes(data, imported, sizes, lambda g: cost_table(g, imported, tgt, measured))
     timings["cost_table"] = time.perf_counter() - t1
 
     def extract(weight: float):
@@ -251,7 +265,7 @@ def explore(
 
     def candidate(label: str, choice: dict[str, str], result: object | None = None) -> Candidate:
         spelled = normalize_choice(data, choice, False)  # report and emit at the encoding level
-        plan = build_plan(data, spelled, imported, tgt, lam, measured)
+        plan = plan_at_sizes(data, imported, sizes, lambda g: build_plan(g, spelled, imported, tgt, lam, measured))
         emitter = Emitter(imported)
         mlir = emitter.emit(build_term(data, spelled))  # type: ignore[arg-type]
         return Candidate(label, choice, plan, mlir, result, tuple(emitter.dispatch_order))
@@ -313,6 +327,7 @@ def explore(
         top=top,
         measured_nodes=len(measured.used) if measured is not None else 0,
         measured_source=str(measured.path) if measured is not None and measured.path else None,
+        sizes=sizes,
     )
 
 
@@ -341,7 +356,9 @@ class IreePlan:
     printed_encodes: int
     """Run-time ``flow.tensor.encode`` in the function (each a dispatch once Stream materializes it)."""
     printed_slices: int
-    """Run-time ``flow.tensor.slice`` in the function (a copy each)."""
+    """Run-time ``flow.tensor.slice`` in the function: a copy each, imported as the ``Dispatch(Slice ...)``
+    the clone family builds for a slice materialized on its own, so priced (launch, bytes, its buffer) and
+    counted as a dispatch like the modelled baseline's copy of a hoisted argument slice."""
     printed_globals: int
     """``util.global``s other than the device."""
     candidate: Candidate | None = None
@@ -359,17 +376,26 @@ class IreePlan:
 
     @property
     def dispatch_count_sane(self) -> bool:
-        """The model counts what becomes a dispatch in IREE: each workgroups op and each run-time encode
-        (Stream materializes it as an encoding dispatch); a ``flow.tensor.slice`` is a copy, not a dispatch."""
+        """The model counts what IREE launches: each workgroups op, each run-time encode (Stream
+        materializes it as an encoding dispatch) and each run-time ``flow.tensor.slice`` (a copy)."""
         if self.candidate is None:
             return False
-        return self.metrics.dispatches == self.printed_dispatches + self.printed_encodes
+        return self.metrics.dispatches == self.printed_dispatches + self.printed_encodes + self.printed_slices
+
+
+def _naming_iree_plan(warning: str) -> str:
+    """``warning: msg`` about IREE's plan as ``warning: in IREE's own plan (...): msg``."""
+    return re.sub(r"^(\w+: )?", rf"\g<1>in {IREE_PLAN}: ", warning, count=1)
 
 
 def iree_plan(
-    module_text_or_path: str | os.PathLike[str], target: str | Target, function: str | None = None
+    module_text_or_path: str | os.PathLike[str],
+    target: str | Target,
+    function: str | None = None,
+    assume: Mapping[str, Assumption] | Sequence[str] | None = None,
 ) -> IreePlan:
-    """IREE's own plan for a linalg-level program (text or path), costed by our model for ``target``.
+    """IREE's own plan for a linalg-level program (text or path), costed by our model for ``target``
+    (a dynamic program at the sizes ``assume`` gives, as ``explore`` costs ours).
 
     Input already in the post-dispatch-creation form (``flow.dispatch.workgroups`` present) is taken as
     IREE's plan as it is, without running IREE again.
@@ -385,16 +411,17 @@ def iree_plan(
     dispatches, encodes, slices, n_globals = count_printed(text)
     plan = IreePlan(tgt.name, text, dispatches, encodes, slices, n_globals)
     try:
-        own = parse_mlir(text, "<IREE's own plan (iree-compile --compile-to=dispatch-creation)>")
-        result = explore(own, tgt, families=(), baseline=False, function=function)
+        own = parse_mlir(text, f"<{IREE_PLAN}>")
+        own.warnings = iree_output_warnings(own, IREE_PLAN)
+        result = explore(own, tgt, families=(), baseline=False, function=function, assume=assume)
     except (ValueError, KeyError) as e:  # the model rejects a form IREE compiled (e.g. a fused pack it calls illegal)
         plan.error = str(e.args[0] if e.args else e)
         return plan
     plan.candidate = result.best
-    plan.warnings = [w for w in result.warnings if "workgroup_count_from_slice" not in w]
+    plan.warnings = [w if IREE_PLAN in w else _naming_iree_plan(w) for w in result.warnings]
     if not plan.dispatch_count_sane:
         plan.warnings.append(
-            f"warning: the model counts {plan.metrics.dispatches} dispatches in IREE's plan, IREE printed "
-            f"{dispatches} workgroups + {encodes} run-time encodes"
+            f"warning: the model counts {plan.metrics.dispatches} dispatches in {IREE_PLAN}, IREE printed "
+            f"{dispatches} workgroups + {encodes} run-time encodes + {slices} run-time slices"
         )
     return plan

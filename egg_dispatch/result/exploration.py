@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from egg_dispatch.cost.sizes import SizePlan
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.rules import SaturationReport
@@ -103,6 +104,8 @@ class Exploration:
     """Node signatures the cost table priced from measured times (``cost.measured``) instead of formulas."""
     measured_source: str | None = None
     """The measurement cache those times came from (None: none, or in memory)."""
+    sizes: SizePlan | None = None
+    """The sizes a dynamic program's costs are the weighted mean over (``cost.sizes``; None: static)."""
 
     @property
     def stats(self) -> dict[str, object]:
@@ -132,7 +135,7 @@ class Exploration:
         tol = {id(c): 0.0 for c in cands}
         failed: dict[int, CheckResult] = {}
         # A dynamic program is checked at several sizes per dim (evaluate.sizes), each plan at each.
-        for env in check_sizes(func, getattr(self, "assume", None) or None, shapes):
+        for env in check_sizes(func, self.imported.domains, shapes):
             inputs = function_inputs(func, seed, env)
             reference = evaluate(self.module, inputs, function=self.imported.function, parameters=params)
             at = shapes_at(shapes, env) if env else None

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from egg_dispatch.emit.signature import plan_signature
 from egg_dispatch.mlir.printer import print_mlir
+from egg_dispatch.result.sizes_report import size_lines, sizes_json
 from egg_dispatch.util.table import table_lines
 
 if TYPE_CHECKING:
@@ -181,6 +182,8 @@ def to_json(e: Exploration, with_timings: bool = False) -> dict:
         "pareto": [plan_json(c, with_timings) for c in e.pareto],
         "warnings": e.warnings,
     }
+    if (sizes := sizes_json(e)) is not None:
+        out["sizes"] = sizes
     if with_timings:
         out["timings"] = e.timings
     return out
@@ -237,6 +240,7 @@ def text(e: Exploration, include_mlir: bool = True) -> str:
         lines.append(f"  input: {e.input.describe()}")
         lines += [f"  note: {n}" for n in e.input.notes]
     lines.append(_costs_line(e))
+    lines += size_lines(e)
     lines += [f"  {w}" for w in e.warnings]
     lines.append("")
     lines.append(f"chosen plan: {plan_signature(c.mlir)}")
