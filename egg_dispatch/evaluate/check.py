@@ -39,6 +39,7 @@ from egg_dispatch.evaluate import EvaluationError, evaluate, function_input_type
 from egg_dispatch.evaluate.core import type_str
 from egg_dispatch.evaluate.index_ranges import index_bounds
 from egg_dispatch.evaluate.ops_linalg import NAMED_CONTRACTIONS
+from egg_dispatch.evaluate.parameters import Parameters
 from egg_dispatch.evaluate.sizes import check_sizes, input_types_at, label, shapes_at
 from egg_dispatch.evaluate.structured import loop_sizes, perm_map
 from egg_dispatch.mlir.ir import (
@@ -214,6 +215,7 @@ def check_module(
     target: Target | str,
     seed: int = 0,
     function: str | None = None,
+    parameters: Parameters | None = None,
     assume: Mapping[str, Domain] | None = None,
 ) -> CheckReport:
     """Evaluate ``function`` with plain semantics and with physical encodings for ``target``; compare.
@@ -227,8 +229,8 @@ def check_module(
     k = 1
     for env in check_sizes(func, assume, shapes):  # one run per size assignment (one, {}, when static)
         inputs = function_inputs(func, seed, env)
-        plain = evaluate(module, inputs, fname, None)
-        physical = evaluate(module, inputs, fname, tgt)
+        plain = evaluate(module, inputs, fname, None, parameters)
+        physical = evaluate(module, inputs, fname, tgt, parameters)
         at = shapes_at(shapes, env) if env else None
         lengths = [reduction_length(op, at) for op in func.walk() if op is not func]
         k = max(k, sum(n for n in lengths if n > 1))
