@@ -16,6 +16,7 @@ from egg_dispatch.egraph.data import Term
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
 from egg_dispatch.egraph.terms import enc as enc_text
 from egg_dispatch.emit.clone import EmitError, _clone_region, _inline_captured_constants, _rename, _rename_uses
+from egg_dispatch.emit.dims import SizeValues, dynamic_type
 from egg_dispatch.mlir.ir import (
     AffineMapAttr,
     ArrayAttr,
@@ -35,8 +36,8 @@ from egg_dispatch.mlir.ir import (
     UnitAttr,
     Value,
 )
-from egg_dispatch.mlir.ops import make_int_list
-from egg_dispatch.target.layout import Layout, packed_shape
+from egg_dispatch.mlir.ops import DYNAMIC, make_int_list, set_dims
+from egg_dispatch.target.layout import Layout
 from egg_dispatch.util.deep import allow_deep_recursion
 
 __all__ = ["EmitError", "Emitter"]
@@ -60,9 +61,12 @@ class Emitter:
         self.name = name or imported.function
         self.module = Module()
         self.arg_types: dict[int, Type] = {}
+        self.arg_dims: dict[int, tuple[int, ...]] = {}
         for let, term in imported.lets.items():
             if term.startswith("(Arg "):
                 self.arg_types[int(term[5:-1])] = imported.let_types[let]
+                if let in imported.let_dims:
+                    self.arg_dims[int(term[5:-1])] = imported.let_dims[let]
         self.globals = 0
         self.global_cache: dict[int, str] = {}
         self.opaque: list[tuple[Operation, list[str]]] = []
@@ -86,12 +90,14 @@ class Emitter:
             return self.imp.constants[a[0]].type
         if op == "Scalar":
             return ScalarType(a[1])
+        if op == "Size":
+            return ScalarType("index")
         if op == "Empty":
-            return TensorType(a[0], ScalarType(a[1]))
+            return dynamic_type(a[0], ScalarType(a[1]))
         if op in ("Fill",):
             return self.type_of(a[1])
         if op == "Slice":
-            return TensorType(a[2], self.elem(a[0]))
+            return dynamic_type(a[2], self.elem(a[0]))
         if op == "InsertSlice":
             return self.type_of(a[1])
         if op in ("Contract", "Mmt4d"):
@@ -105,20 +111,63 @@ class Emitter:
             assert isinstance(src, TensorType)
             return TensorType(src.shape, src.element, self.encoding_attr(a[1]))
         if op in ("UnsetEncoding", "Unpack"):
-            return TensorType(a[1], self.elem(a[0]))
+            return dynamic_type(a[1], self.elem(a[0]))
         if op == "Pack":
             src = self.type_of(a[0])
             assert isinstance(src, TensorType)
-            return TensorType(packed_shape(src.shape, _layout(a[1])), src.element)
+            return dynamic_type(self.shape_of(t), src.element)
         if op == "EncodedSlice":
             src = self.type_of(a[0])
             assert isinstance(src, TensorType)
             if src.encoding is None:  # a packed (materialized) tensor: slice its outer dims
-                return TensorType(self._packed_slice(a[0], a[1], a[2])[1], src.element)
-            return TensorType(a[2], src.element, src.encoding)
+                return dynamic_type(self._packed_slice(a[0], a[1], a[2])[1], src.element)
+            return dynamic_type(a[2], src.element, src.encoding)
         if op in ("Dispatch", "ConstEval"):
             return self.type_of(a[0])
         raise EmitError(f"cannot type term {op}")
+
+    def shape_of(self, t: Term) -> tuple[int, ...]:
+        """``t``'s shape as a term vector (static sizes, size codes for ``?``)."""
+        op, a = t.op, t.args
+        if op in ("Empty",):
+            return tuple(a[0])
+        if op == "Slice":
+            return tuple(a[2])
+        if op in ("UnsetEncoding", "Unpack"):
+            return tuple(a[1])
+        if op == "Arg":
+            return self.arg_dims.get(a[0]) or tuple(self.type_of(t).shape)  # type: ignore[union-attr, arg-type]
+        if op in ("Fill", "SetEncoding", "Dispatch", "ConstEval"):
+            return self.shape_of(a[1] if op == "Fill" else a[0])
+        if op in ("Contract", "Mmt4d", "InsertSlice"):
+            return self.shape_of(a[-1] if op != "InsertSlice" else a[1])
+        if op == "Generic" and a[2]:
+            return self.shape_of(a[2][0])
+        if op in ("Generic", "Op"):
+            dims = self.imp.op_dims.get(a[0])
+            index = a[2] if op == "Op" else 0
+            if dims:
+                return tuple(dims[index])
+        if op == "Pack":
+            layout = _layout(a[1])
+            tile = dict(zip(layout.inner_dims_pos, layout.inner_tiles, strict=True))
+            src = self.shape_of(a[0])
+            outer = [self.imp.code(self.imp.dim(v).ceildiv(tile[d])) if d in tile else v for d, v in enumerate(src)]
+            return tuple(outer[p] for p in layout.outer_dims_perm) + tuple(layout.inner_tiles)
+        if op == "EncodedSlice":
+            src = self.type_of(a[0])
+            if isinstance(src, TensorType) and src.encoding is None:
+                return tuple(self._packed_slice(a[0], a[1], a[2])[1])
+            return tuple(a[2])
+        typ = self.type_of(t)
+        if isinstance(typ, TensorType) and not typ.is_static:
+            raise EmitError(f"the sizes of a dynamic {op} are not known to the plan")
+        return tuple(typ.shape) if isinstance(typ, TensorType) else ()  # type: ignore[arg-type]
+
+    def dim_values(self, t: Term) -> list[Value]:
+        """The ``{%d, ...}`` list of ``t``'s type: one value per ``?`` dim."""
+        vec = self.shape_of(t)
+        return self.sizes.operands(vec) if any(v < 0 for v in vec) else []
 
     def elem(self, t: Term) -> ScalarType:
         typ = self.type_of(t)
@@ -135,6 +184,7 @@ class Emitter:
         for i, t in enumerate(ft_inputs):
             func_block.args.append(Value(f"arg{i}", t, func_block, i))
         self.func_args = func_block.args
+        self.sizes = SizeValues(self.imp, func_block, func_block.args)
         top = _Ctx(func_block)
         self.top = top
         values = [self.value(r, top) for r in results]
@@ -174,6 +224,8 @@ class Emitter:
                 v = self.add(ctx, "flow.tensor.constant", [], [attr.type], attributes={"value": attr.attr}).result
             else:
                 v = self.add(ctx, "arith.constant", [], [attr.type], attributes={"value": attr}).result
+        elif op == "Size":
+            v = self.sizes.code(a[0])
         elif op == "Scalar":
             typ = ScalarType(a[1])
             lit = FloatAttr(float(a[0]), typ) if typ.is_float else IntAttr(int(a[0]), typ)
@@ -195,7 +247,10 @@ class Emitter:
             return self.value(inner, self.top)  # a reshape between dispatches: metadata, no dispatch
         if inner.op == "SetEncoding" and inner.args[0].op in BOUNDARY_OPS and inner.args[0].op != "Const":
             src = self.value(inner.args[0], self.top)
-            encoded = self.add(self.top, "flow.tensor.encode", [src], [self.type_of(inner)]).result
+            dims = self.dim_values(inner)
+            attrs = {}
+            operands = [src, *set_dims(attrs, [dims, dims])]
+            encoded = self.add(self.top, "flow.tensor.encode", operands, [self.type_of(inner)], attributes=attrs).result
             self.dispatch_order.append(("encode", t.eclass))
             return encoded
         typ = self.type_of(inner)
@@ -203,7 +258,11 @@ class Emitter:
         inner_ctx = _Ctx(body, in_dispatch=True)
         v = self.value(inner, inner_ctx)
         body.ops.append(Operation("flow.return", [v]))
-        region = self.add(self.top, "flow.dispatch.region", [], [typ], regions=[Region([body])]).result
+        attrs = {}
+        dims = set_dims(attrs, [self.dim_values(inner)])
+        region = self.add(
+            self.top, "flow.dispatch.region", dims, [typ], attributes=attrs, regions=[Region([body])]
+        ).result
         self.dispatch_order.append(("dispatch", t.eclass))
         return region
 
@@ -237,27 +296,29 @@ class Emitter:
         typ = self.type_of(t)
         v = lambda x: self.value(x, ctx)  # noqa: E731
         if op == "Empty" or (op in ("SetEncoding", "Pack") and a[0].op == "Empty"):
-            return self.add(ctx, "tensor.empty", [], [typ]).result
+            return self.add(ctx, "tensor.empty", self.dim_values(t), [typ]).result
         if op == "Fill":
             val, init = v(a[0]), v(a[1])
             return self.add(ctx, "linalg.fill", [val, init], [typ], attributes=_seg(1, 1)).result
         if op == "Slice":
-            return self.add(ctx, "tensor.extract_slice", [v(a[0])], [typ], attributes=_slice_attrs(*a[1:4])).result
+            attrs, dyn = self._slice(*a[1:4])
+            return self.add(ctx, "tensor.extract_slice", [v(a[0]), *dyn], [typ], attributes=attrs).result
         if op == "InsertSlice":
-            return self.add(
-                ctx, "tensor.insert_slice", [v(a[0]), v(a[1])], [typ], attributes=_slice_attrs(*a[2:5])
-            ).result
+            attrs, dyn = self._slice(*a[2:5])
+            return self.add(ctx, "tensor.insert_slice", [v(a[0]), v(a[1]), *dyn], [typ], attributes=attrs).result
         if op == "EncodedSlice":
             src_t = self.type_of(a[0])
             if isinstance(src_t, TensorType) and src_t.encoding is None:
                 offs, sizes = self._packed_slice(a[0], a[1], a[2])
-                attrs = _slice_attrs(offs, sizes, (1,) * len(sizes))
+                attrs, dyn = self._slice(offs, sizes, (1,) * len(sizes))
             else:
-                attrs = _slice_attrs(a[1], a[2], (1,) * len(a[2]))
-            return self.add(ctx, "tensor.extract_slice", [v(a[0])], [typ], attributes=attrs).result
+                attrs, dyn = self._slice(a[1], a[2], (1,) * len(a[2]))
+            return self.add(ctx, "tensor.extract_slice", [v(a[0]), *dyn], [typ], attributes=attrs).result
         if op in ("SetEncoding", "UnsetEncoding"):
             name = "iree_encoding.set_encoding" if op == "SetEncoding" else "iree_encoding.unset_encoding"
-            encoded = self.add(ctx, name, [v(a[0])], [typ]).result
+            attrs = {}
+            dims = set_dims(attrs, [[], self.dim_values(t)]) if op == "UnsetEncoding" else []
+            encoded = self.add(ctx, name, [v(a[0]), *dims], [typ], attributes=attrs).result
             if ctx is self.top:  # outside any dispatch: IREE runs it as an encoding dispatch of its own
                 self.dispatch_order.append(("encode", t.eclass))
             return encoded
@@ -275,7 +336,7 @@ class Emitter:
         if op == "Pack":
             layout = _layout(a[1])
             src = v(a[0])
-            empty = self.add(ctx, "tensor.empty", [], [typ]).result
+            empty = self.add(ctx, "tensor.empty", self.dim_values(t), [typ]).result
             zero = self._zero(src.type, ctx)  # type: ignore[arg-type]
             attrs = {
                 "inner_dims_pos": make_int_list(layout.inner_dims_pos),
@@ -287,7 +348,7 @@ class Emitter:
             return self.add(ctx, "linalg.pack", [src, empty, zero], [typ], attributes=attrs).result
         if op == "Unpack":
             layout = _layout(a[2])
-            empty = self.add(ctx, "tensor.empty", [], [typ]).result
+            empty = self.add(ctx, "tensor.empty", self.dim_values(t), [typ]).result
             attrs = {
                 "inner_dims_pos": make_int_list(layout.inner_dims_pos),
                 "inner_tiles": make_int_list(layout.inner_tiles),
@@ -306,8 +367,24 @@ class Emitter:
         lit = FloatAttr(0.0, e) if e.is_float else IntAttr(0, e)
         return self.add(ctx, "arith.constant", [], [e], attributes={"value": lit}).result
 
+    def _slice(self, offsets, sizes, strides) -> tuple[dict, list[Value]]:
+        """Slice attributes from term vectors: a size code is an SSA entry (``DYNAMIC``), its value an operand."""
+        dyn: list[Value] = []
+        static: list[list[int]] = []
+        for vec in (offsets, sizes, strides):
+            row = []
+            for x in vec:
+                if x < 0:
+                    row.append(DYNAMIC)
+                    dyn.append(self.sizes.code(x))
+                else:
+                    row.append(x)
+            static.append(row)
+        return _slice_attrs(*static), dyn
+
     def _packed_slice(self, src: Term, offsets: tuple, sizes: tuple) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """Offsets/sizes on a packed tensor for a tile-aligned slice of its logical tensor."""
+        """Offsets/sizes on a packed tensor for a tile-aligned slice of its logical tensor (size codes
+        for what is dynamic: exact quotients, since the slice is tile-aligned for every size)."""
         assert src.op == "Pack" or src.op in ("Dispatch", "ConstEval")
         pack = src
         while pack.op in ("Dispatch", "ConstEval"):
@@ -316,8 +393,9 @@ class Emitter:
         logical = self.type_of(pack.args[0])
         assert isinstance(logical, TensorType)
         tile = dict(zip(layout.inner_dims_pos, layout.inner_tiles, strict=True))
-        outer_o = [offsets[d] // tile.get(d, 1) for d in range(len(offsets))]
-        outer_s = [-(-sizes[d] // tile.get(d, 1)) for d in range(len(sizes))]
+        dim, code = self.imp.dim, self.imp.code
+        outer_o = [code(dim(offsets[d]).floordiv(tile.get(d, 1))) for d in range(len(offsets))]
+        outer_s = [code(dim(sizes[d]).ceildiv(tile.get(d, 1))) for d in range(len(sizes))]
         perm = layout.outer_dims_perm or tuple(range(len(offsets)))
         o = tuple(outer_o[p] for p in perm) + (0,) * len(layout.inner_tiles)
         s = tuple(outer_s[p] for p in perm) + tuple(layout.inner_tiles)

@@ -1,0 +1,128 @@
+"""Dynamic sizes in an emitted plan: each size code becomes an SSA ``index`` computed from the arguments.
+
+A plan's terms carry shapes as vectors with *size codes* for ``?`` dims (``egraph.terms``); the MLIR a
+plan is emitted as needs those sizes as values wherever an op's type has ``?``: ``tensor.empty(%d)``,
+a dynamic ``extract_slice``, the ``{%d}`` lists of ``flow.dispatch.region`` and ``flow.tensor.encode``,
+``unset_encoding``'s result sizes. ``SizeValues`` computes each one once, at the top of the function
+(so every dispatch region reads it from above, as IREE's own regions do): an argument's size is
+``tensor.dim %argK, %cD``, followed by ``util.assume.int`` with what the program (or ``--assume``)
+allows of it, and any other size is arithmetic on those (``arith.muli``, ``arith.addi``,
+``arith.divui`` ... with ``overflow<nsw>`` where IREE writes it).
+"""
+
+from __future__ import annotations
+
+from egg_dispatch.egraph.imported import ImportedProgram
+from egg_dispatch.emit.clone import EmitError
+from egg_dispatch.mlir.ir import ArrayAttr, Block, DictAttr, IntAttr, Operation, ScalarType, StrAttr, TensorType, Value
+from egg_dispatch.mlir.shapes import Atom, Dim, parse_symbol
+
+__all__ = ["SizeValues", "dynamic_type"]
+
+INDEX = ScalarType("index")
+
+
+def dynamic_type(vec: tuple[int, ...] | list[int], element: ScalarType, encoding=None) -> TensorType:
+    """A tensor type from a term's shape vector: ``?`` where it holds a size code."""
+    return TensorType(tuple(None if v < 0 else v for v in vec), element, encoding)
+
+
+class SizeValues:
+    """The ``index`` value of every size an emitted function needs, built once in its entry block."""
+
+    def __init__(self, imported: ImportedProgram, block: Block, args: list[Value], where: int | None = None):
+        self.imp = imported
+        self.block = block
+        self.args = args
+        """The function's data arguments, in order (data argument k is ``args[k]``)."""
+        self.cache: dict[Dim, Value] = {}
+        self.consts: dict[int, Value] = {}
+        self.insert_at = where
+        """Where to insert new ops in ``block`` (None: append, before whatever is added next)."""
+
+    def _add(self, name: str, operands: list[Value], attrs: dict | None = None, n: int = 1) -> Operation:
+        op = Operation(name, operands, [], dict(attrs or {}))
+        op.results = [Value("", INDEX, op, i) for i in range(n)]
+        if self.insert_at is None:
+            self.block.ops.append(op)
+        else:
+            self.block.ops.insert(self.insert_at, op)
+            self.insert_at += 1
+        return op
+
+    def const(self, v: int) -> Value:
+        if v not in self.consts:
+            self.consts[v] = self._add("arith.constant", [], {"value": IntAttr(v, INDEX)}).result
+        return self.consts[v]
+
+    def code(self, v: int) -> Value:
+        """The value of a shape-vector entry (a constant, or the size its code names)."""
+        return self.value(self.imp.dim(v))
+
+    def operands(self, vec: tuple[int, ...] | list[int]) -> list[Value]:
+        """The values of the size codes of a shape vector, in order (what a ``{...}`` list holds)."""
+        return [self.code(v) for v in vec if v < 0]
+
+    def value(self, d: Dim) -> Value:
+        if d.is_const:
+            return self.const(d.value)
+        if d in self.cache:
+            return self.cache[d]
+        total: Value | None = None
+        for mono, coeff in sorted(d.terms, key=lambda t: (not t[0], t)):
+            term: Value | None = None
+            for atom in mono:
+                a = self.atom(atom)
+                term = a if term is None else self._arith("arith.muli", term, a)
+            if term is None:
+                term = self.const(abs(coeff))
+            elif abs(coeff) != 1:
+                term = self._arith("arith.muli", term, self.const(abs(coeff)))
+            if total is None:
+                total = term if coeff > 0 else self._arith("arith.subi", self.const(0), term)
+            else:
+                total = self._arith("arith.addi" if coeff > 0 else "arith.subi", total, term)
+        assert total is not None
+        self.cache[d] = total
+        return total
+
+    def _arith(self, name: str, a: Value, b: Value) -> Value:
+        attrs = {"overflow": StrAttr("nsw")}
+        return self._add(name, [a, b], attrs if name in ("arith.muli", "arith.addi", "arith.subi") else None).result
+
+    def atom(self, a: Atom) -> Value:
+        key = Dim(terms=(((a,), 1),))
+        if key in self.cache:
+            return self.cache[key]
+        if a.kind == "sym":
+            v = self._argument_size(a.name)
+        else:
+            inner = self.value(a.arg)  # type: ignore[arg-type]
+            op = {"floordiv": "arith.divui", "ceildiv": "arith.ceildivui", "mod": "arith.remui"}[a.kind]
+            v = self._arith(op, inner, self.const(a.k))
+        self.cache[key] = v
+        return v
+
+    def _argument_size(self, name: str) -> Value:
+        sym = parse_symbol(name)
+        if sym is None or name not in self.imp.arguments:
+            raise EmitError(f"the plan needs the size {name}, which is not an argument's size")
+        k, d = self.imp.arguments[name]
+        if k >= len(self.args) or not isinstance(self.args[k].type, TensorType):
+            raise EmitError(f"the plan needs {name}, but argument {k} is not a tensor")
+        dim = self._add("tensor.dim", [self.args[k], self.const(d)]).result
+        dom = self.imp.domains.get(name)
+        if dom is None:
+            return dim
+        row = []
+        lo = dom.lower
+        hi = dom.upper
+        if lo:
+            row.append(("umin", IntAttr(lo)))
+        if hi is not None:
+            row.append(("umax", IntAttr(hi)))
+        if dom.divisor > 1:
+            row.append(("udiv", IntAttr(dom.divisor)))
+        if not row:
+            return dim
+        return self._add("util.assume.int", [dim], {"assumptions": ArrayAttr((DictAttr(tuple(row)),))}).result
