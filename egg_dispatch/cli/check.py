@@ -12,6 +12,7 @@ import sys
 
 from egg_dispatch.cli.args import (
     TARGET_HELP,
+    InputError,
     add_input_arguments,
     function_name,
     load_target_arg,
@@ -20,9 +21,12 @@ from egg_dispatch.cli.args import (
     program,
     target_spec,
 )
+from egg_dispatch.cli.assume import add_assume_argument
 from egg_dispatch.cli.run import evaluation_input_error
-from egg_dispatch.evaluate import EvaluationError
+from egg_dispatch.cost.sizes import AssumeError
+from egg_dispatch.evaluate import EvaluationError, select_function
 from egg_dispatch.evaluate.check import check_module
+from egg_dispatch.evaluate.sizes import assumed_domains
 from egg_dispatch.target.host import HOST
 
 __all__ = ["register", "run"]
@@ -55,6 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--seed", type=non_negative_int, default=0, metavar="N", help="seed of the random inputs (default 0)"
     )
     add_input_arguments(p, start=False)
+    add_assume_argument(p)
     p.set_defaults(handler=run)
 
 
@@ -66,7 +71,10 @@ def run(args: argparse.Namespace) -> int:
     parameters = parameters_from_args(args)
     target = load_target_arg(args.target)
     try:
-        report = check_module(module, target, args.seed, args.function, parameters)
+        assume = assumed_domains(select_function(module, args.function), args.assume)
+        report = check_module(module, target, args.seed, args.function, parameters, assume)
+    except AssumeError as e:
+        raise InputError(f"error: {e}") from None
     except EvaluationError as e:
         raise evaluation_input_error(e, module.file) from None
     for w in parameters.warnings:

@@ -28,8 +28,10 @@ from egg_dispatch.cli.args import (
     parse_families,
     target_file,
 )
+from egg_dispatch.cli.assume import add_assume_argument
 from egg_dispatch.cli.cache import add_cache_arguments, measurement_cache
 from egg_dispatch.cost.model import DEFAULT_LAMBDA
+from egg_dispatch.cost.sizes import AssumeError
 from egg_dispatch.egraph.imported import ImportError_
 from egg_dispatch.evaluate.values import EvaluationError
 from egg_dispatch.mlir.ir import Module
@@ -45,6 +47,7 @@ PROGRESS_AFTER_SECONDS = 2.0
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_budget_arguments(p)
+    add_assume_argument(p)
     add_input_arguments(p)
     add_cache_arguments(p)
     p.add_argument(
@@ -152,7 +155,7 @@ def _use_iree_baseline(result: Exploration, module: Module, args: argparse.Names
         source = args.file if args.file not in (None, "-") else print_mlir(module)
     why = ""
     try:
-        plan = iree_plan(source, result.target, result.imported.function)
+        plan = iree_plan(source, result.target, result.imported.function, getattr(args, "assume", None))
     except Exception as e:  # IREE rejects the input (e.g. ops 3.13 no longer has): keep the modelled one
         why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     else:
@@ -191,9 +194,12 @@ def run(args: argparse.Namespace) -> int:
             progress=progress,
             start=args.start,
             measured=measurement_cache(args, target),
+            assume=args.assume,
         )
     except UnsupportedInput as e:
         raise InputError(str(e)) from None
+    except AssumeError as e:
+        raise InputError(f"error: {e}") from None
     except (KeyError, ImportError_) as e:
         name = source.file if isinstance(source, Module) else str(source)
         raise InputError(f"{name}: error: {e.args[0] if e.args else e}") from None

@@ -19,6 +19,8 @@ import sys
 from dataclasses import dataclass
 
 from egg_dispatch.cli.args import TARGET_HELP, InputError, input_path, load_target_arg, target_spec
+from egg_dispatch.cli.assume import add_assume_argument
+from egg_dispatch.cost.sizes import AssumeError
 from egg_dispatch.iree.dispatch_creation import first_error_line
 from egg_dispatch.pipeline import iree_plan
 from egg_dispatch.target.host import HOST
@@ -88,6 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", metavar="FILE", help="linalg-level MLIR input")
     p.add_argument("--target", type=target_spec, default=HOST, metavar="T", help=TARGET_HELP)
     p.add_argument("--show-iree", action="store_true", help="also print IREE's post-dispatch-creation MLIR")
+    add_assume_argument(p)
     p.set_defaults(handler=run)
 
 
@@ -107,10 +110,12 @@ def run(args: argparse.Namespace) -> int:
     path = input_path(args.file)  # missing, or a directory: one line, exit 2
     _require_iree()
     try:
-        iree = iree_plan(path, target)
+        iree = iree_plan(path, target, assume=args.assume)
+        ours = explore(path, target, assume=args.assume)
     except IreeError as e:
         raise InputError(f"{args.file}: IREE rejected the input: {first_error_line(e.stderr)}") from None
-    ours = explore(path, target)
+    except AssumeError as e:
+        raise InputError(f"error: {e}") from None
     for w in iree.warnings:
         print(w, file=sys.stderr)
     rows = [plan_row("ours (egg_dispatch best)", ours.best.metrics)]

@@ -20,6 +20,8 @@ from egg_dispatch.cli.args import (
     parse_families,
     positive_int,
 )
+from egg_dispatch.cli.assume import add_assume_argument
+from egg_dispatch.cost.sizes import AssumeError, size_plan
 from egg_dispatch.egraph.data import EGraphData, build_term
 from egg_dispatch.egraph.enumerate import enumerate_plans
 from egg_dispatch.egraph.imported import ImportError_
@@ -60,6 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="import the input as it is instead of first forming IREE's data-tiling start state",
     )
+    add_assume_argument(p)
     p.set_defaults(handler=run)
 
 
@@ -75,6 +78,7 @@ def prepare(module: Module, function: str | None, initial: bool) -> Module:
 def plans_for_function(module: Module, function: str, args: argparse.Namespace, families: tuple[str, ...]):
     target = load_target(args.target)
     imported = import_function(module, function)
+    size_plan(imported, getattr(args, "assume", None) or None)  # --assume: the sizes the facts must hold for
     graph, report = saturate(imported, target, families, budget_from_args(args))
     # Saturated, a class legality emptied means "no legal plan" (what rule tests check); stopped early by
     # the budget, the start state's own forms stand in until an alternative is derived.
@@ -132,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 prepared = prepare(module, name, not args.no_initial_plan)
                 plans, report = plans_for_function(prepared, name, args, families)
-            except (KeyError, ImportError_) as e:
+            except (KeyError, ImportError_, AssumeError) as e:
                 raise InputError(f"{module.file}: error: {e.args[0] if e.args else e}") from None
             out.write(f"// ===== plans for @{name}: {len(plans)}; {report.render().replace(chr(10), '; ')}\n")
             for i, plan in enumerate(plans):

@@ -37,10 +37,12 @@ from egg_dispatch.cli.args import (
     target_spec,
     writable_path,
 )
+from egg_dispatch.cost.sizes import AssumeError
 from egg_dispatch.evaluate import EvaluationError, evaluate, function_input_types, select_function
 from egg_dispatch.evaluate.check import type_of_array
 from egg_dispatch.evaluate.core import function_type, type_str
 from egg_dispatch.evaluate.dynamic import shape_fits
+from egg_dispatch.evaluate.sizes import assumed_domains, check_assumed
 from egg_dispatch.mlir.ir import ScalarType, TensorType, Type, is_known_element, numpy_dtype
 from egg_dispatch.target.profile import TargetError, load_target
 from egg_dispatch.util.files import atomic_write
@@ -88,6 +90,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="elements printed per result",
     )
+    from egg_dispatch.cli.assume import add_assume_argument  # cli.assume imports args, which run sits beside
+
+    add_assume_argument(p)
     p.set_defaults(handler=run)
 
 
@@ -253,6 +258,12 @@ def run(args: argparse.Namespace) -> int:
     except EvaluationError as e:
         raise evaluation_input_error(e, module.file) from None
     inputs = _check_inputs([parse_input(s) for s in args.input], types, args.input, fname, module.file)
+    try:
+        check_assumed(func, list(inputs), assumed_domains(func, args.assume))
+    except AssumeError as e:
+        raise InputError(f"error: {e}") from None
+    except EvaluationError as e:
+        raise evaluation_input_error(e, module.file) from None
     n_results = len(function_type(func).results)
     if args.output and len(args.output) != n_results:
         raise InputError(
