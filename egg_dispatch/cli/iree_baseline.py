@@ -3,13 +3,20 @@
 The modelled baseline in ``explore`` replays IREE's passes inside the e-graph; this command asks real IREE
 instead. It runs ``iree-compile --compile-to=dispatch-creation`` with data tiling on the DispatchCreation
 path and the target's CPU, imports what IREE prints (``flow.dispatch.workgroups``, hoisted
-``util.global`` + ``util.initializer``, ``flow.tensor.encode``; the importer reads that form), and costs
-that one plan with our model (``explore`` with no rule families and no modelled baseline: the e-graph then
-holds exactly IREE's program). The dispatch count the model sees is checked against the ops IREE printed.
+``util.global`` + ``util.initializer``, ``flow.tensor.encode``, the ``flow.tensor.slice`` copies of hoisted
+argument slices, ``flow.tensor.reshape`` between dispatches, encodings bubbled into elementwise consumers;
+every op IREE prints for the programs tests/test_iree_own_plan.py surveys), and costs that one plan with our
+model (``explore`` with no rule families and no modelled baseline: the e-graph then holds exactly IREE's
+program). The dispatch count the model sees is checked against what IREE launches (workgroups, run-time
+encodes, slice copies); warnings about IREE's output say so ("in IREE's own plan ...").
+
+``--check`` evaluates IREE's plan (as imported: physically, for the target), our chosen plan and the
+modelled baseline on seeded inputs against the input program's plain evaluation, as ``explore --check``
+does (``--parameters`` for external weights).
 
 The reusable part is ``pipeline.iree_plan()`` (``bench`` and ``explore --baseline`` use it too).
-Exit codes: 0 ok, 1 our model cannot cost
-IREE's plan, 2 bad input (unknown target, missing file, IREE rejects the input, IREE not installed).
+Exit codes: 0 ok, 1 our model cannot cost IREE's plan or ``--check`` found a plan that does not compute
+the input's numbers, 2 bad input (unknown target, missing file, IREE rejects the input, IREE not installed).
 """
 
 from __future__ import annotations
@@ -18,7 +25,15 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from egg_dispatch.cli.args import TARGET_HELP, InputError, input_path, load_target_arg, target_spec
+from egg_dispatch.cli.args import (
+    TARGET_HELP,
+    InputError,
+    add_input_arguments,
+    input_path,
+    load_target_arg,
+    parameters_from_args,
+    target_spec,
+)
 from egg_dispatch.cli.assume import add_assume_argument
 from egg_dispatch.cost.sizes import AssumeError
 from egg_dispatch.iree.dispatch_creation import first_error_line
@@ -91,6 +106,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target", type=target_spec, default=HOST, metavar="T", help=TARGET_HELP)
     p.add_argument("--show-iree", action="store_true", help="also print IREE's post-dispatch-creation MLIR")
     add_assume_argument(p)
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="evaluate IREE's plan, ours and the modelled baseline with NumPy on seeded inputs against the input; "
+        "exit 1 on a mismatch",
+    )
+    add_input_arguments(p, start=False)
     p.set_defaults(handler=run)
 
 
@@ -131,7 +153,40 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.show_iree:
         print(iree.text.rstrip())
+    failed = _check(ours, iree, parameters_from_args(args)) if args.check else False
     if iree.candidate is None:
         print(f"error: our model cannot cost IREE's plan: {iree.error}", file=sys.stderr)
         return 1
-    return 0
+    return 1 if failed else 0
+
+
+def _check(ours: object, iree: object, parameters: object) -> bool:
+    """``Exploration.check`` with IREE's imported plan among the plans (it is evaluated like them: a plan
+    that cannot be evaluated fails); prints one line per plan on stderr, returns whether any failed."""
+    import dataclasses
+
+    from egg_dispatch.evaluate.values import EvaluationError
+
+    extra = []
+    if iree.candidate is not None:  # type: ignore[attr-defined]
+        extra = [dataclasses.replace(iree.candidate, label="IREE 3.13, real (imported)")]  # type: ignore[attr-defined]
+    try:
+        results = ours.check(parameters=parameters, extra=extra)  # type: ignore[attr-defined]
+    except EvaluationError as e:
+        raise InputError(str(e)) from None
+    for w in parameters.warnings:  # type: ignore[attr-defined]
+        print(w, file=sys.stderr)
+    failed = False
+    for r in results:
+        if r.skipped:
+            print(f"check skipped: {r.label}: {r.skipped}", file=sys.stderr)
+        elif r.error:
+            print(f"check FAILED: {r.label}: the plan cannot be evaluated: {r.error}", file=sys.stderr)
+        else:
+            status = "ok" if r.ok else "MISMATCH"
+            print(
+                f"check {status}: {r.label}: max relative error {r.max_rel_error:.2e} (tolerance {r.tolerance:.2e})",
+                file=sys.stderr,
+            )
+        failed |= bool(r.error) or not r.ok
+    return failed
