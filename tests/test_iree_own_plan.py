@@ -72,9 +72,10 @@ from egg_dispatch.evaluate.check import function_inputs, relative_error
 from egg_dispatch.evaluate.core import HANDLERS, TERMINATORS
 from egg_dispatch.evaluate.parameters import ParameterFile, Parameters
 from egg_dispatch.iree.dispatch_creation import IREE_PLAN, dispatch_creation_text
-from egg_dispatch.iree.tools import compile_module, iree_available, run_module
+from egg_dispatch.iree.tools import compile_module, iree_available, iree_opt_parses, run_module
 from egg_dispatch.mlir.ir import ABI_SHELL_OPS, EncodingAttr, Module, TensorType
 from egg_dispatch.mlir.parser import parse_mlir
+from egg_dispatch.mlir.printer import print_mlir
 from egg_dispatch.pipeline import IreePlan, explore, iree_plan
 from egg_dispatch.result.exploration import Exploration
 from egg_dispatch.target.layout import encoding_layout
@@ -340,6 +341,16 @@ def test_iree_prints_only_surveyed_ops(program: str, target: str) -> None:
                     form = tuple(m.dim_positions() for m in entry)
                     assert form in BUBBLED_FORMS, f"bubbled encoding {form} not surveyed"
     assert not [w for w in module.warnings if "not modelled" in w and "workgroup_count_from_slice" not in w]
+
+
+@pytest.mark.parametrize("program", SURVEY)
+def test_irees_plan_is_printed_back_as_iree_reads_it(program: str) -> None:
+    """What we read of IREE's plan prints back to text that re-reads the same and that iree-opt accepts
+    (flow.tensor.slice, flow.tensor.reshape and bubbled encodings in their custom syntax)."""
+    text = print_mlir(iree_output(program, "x86_64-avx2"))
+    assert print_mlir(parse_mlir(text)) == text
+    ok, err = iree_opt_parses(text)
+    assert ok, err[:2000]
 
 
 def test_survey_finds_what_it_documents() -> None:
