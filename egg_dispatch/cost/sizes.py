@@ -151,7 +151,8 @@ def size_plan(
     if assume is not None and not isinstance(assume, Mapping):
         assume = dict(parse_assume(a) for a in assume)
     given: dict[str, Assumption] = {}
-    known = sorted(imported.arguments)
+    sized = {s for d in imported.dims.values() for s in d.symbols()}
+    known = sorted(n for n in imported.arguments if "." in n or n in sized)  # an index argument that is a size
     for raw, values in (assume or {}).items():
         name = aliases.get(raw) or parse_symbol(raw) or raw
         if name not in imported.arguments:

@@ -259,7 +259,11 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
         if packed - nbytes <= CONST_EXPR_MAX_SIZE_INCREASE:
             lines.append(f"(const-eval-size-ok {ivec(dims)} {enc_key})")
         enc = imported.encodings[enc_key]
-        acc_shapes = [a for a in accs.get((dims, enc_key), []) if not all(v >= 0 for v in a)]
+        acc_shapes: list[tuple[int, ...] | None] = [
+            a for a in accs.get((dims, enc_key), []) if not all(v >= 0 for v in a)
+        ]
+        if not acc_shapes and enc.iteration_sizes and None in enc.iteration_sizes:
+            acc_shapes = [None]  # a contraction of a dynamic size that no term here shows: unbounded
         if acc_shapes:  # a static pack feeding a contraction with a dynamic accumulator (a weight)
             worst = None
             for a in acc_shapes:
@@ -293,6 +297,9 @@ def _accumulators(imported: ImportedProgram) -> dict[tuple[tuple[int, ...], str]
         if m is None or res is None:
             continue
         for operand in (m.group(1), m.group(2)):
+            placed = re.match(r"^\(Dispatch (\$v[0-9]+)\)$", imported.lets.get(operand, ""))
+            if placed:  # a hoisted encode the fuse family may pull back into this dispatch
+                operand = placed.group(1)
             for dims, _elem, enc_key in _pack_candidates(imported, operand):
                 out.setdefault((dims, enc_key), [])
                 if res not in out[(dims, enc_key)]:

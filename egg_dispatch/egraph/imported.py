@@ -66,6 +66,9 @@ class ImportedProgram:
     what the legality facts must hold for."""
     arguments: dict[str, tuple[int, int]] = field(default_factory=dict)
     """The function's dynamic dimensions: name -> (data argument, dim)."""
+    encoding_dims: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Encoding term text -> the sizes of its ``?`` iteration sizes (``encoding_dims{...}`` of the IR's
+    set/unset_encoding, as term-vector entries), for emitting them back."""
     op_dims: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
     """Key of a ``Generic`` / ``Op`` term with a dynamic result -> each result's shape vector."""
 

@@ -20,6 +20,7 @@ from egg_dispatch.egraph.terms import ivec, quote, tlist
 from egg_dispatch.mlir.abi import argument_tensor_types
 from egg_dispatch.mlir.flow_ops import FLOW_SLICE, slice_operands
 from egg_dispatch.mlir.ir import (
+    AffineMapAttr,
     DenseAttr,
     EncodingAttr,
     FloatAttr,
@@ -32,7 +33,16 @@ from egg_dispatch.mlir.ir import (
     Type,
     Value,
 )
-from egg_dispatch.mlir.ops import CONTRACTION_OPS, DYNAMIC, base_operands, ins, outs, static_slice, workgroups_arguments
+from egg_dispatch.mlir.ops import (
+    CONTRACTION_OPS,
+    DYNAMIC,
+    base_operands,
+    dim_group,
+    ins,
+    outs,
+    static_slice,
+    workgroups_arguments,
+)
 from egg_dispatch.mlir.printer import Printer, float_str
 from egg_dispatch.mlir.shapes import function_shapes
 
@@ -276,6 +286,7 @@ class _Importer:
             self.let(
                 op.result, f"(Contract {quote(kind)} {self.t(lhs)} {self.t(rhs)} {self.t(outs(op)[0])})", op.result.type
             )
+            self.contraction_encoding_dims(op)
             return
         if n == "linalg.mmt4d":
             lhs, rhs = ins(op)
@@ -287,6 +298,11 @@ class _Importer:
             o_terms = tlist([self.t(v) for v in outs(op)])
             self.let(op.result, f"(Generic {quote(key)} {i_terms} {o_terms})", op.result.type)
             return
+        if n in ("iree_encoding.set_encoding", "iree_encoding.unset_encoding") and dim_group(op, 0):
+            enc_t = op.result.type if n.startswith("iree_encoding.set") else op.operands[0].type
+            codes = [self.size(v) for v in dim_group(op, 0)]
+            if isinstance(enc_t, TensorType) and isinstance(enc_t.encoding, EncodingAttr) and None not in codes:
+                self.out.encoding_dims.setdefault(self.encoding(enc_t.encoding), tuple(codes))  # type: ignore[arg-type]
         if n == "iree_encoding.set_encoding":
             t = op.result.type
             assert isinstance(t, TensorType) and isinstance(t.encoding, EncodingAttr)
@@ -346,6 +362,32 @@ class _Importer:
         inner = self.let(None, f"(Slice {self.t(src)} {sl})", op.result.type)
         self.let(op.result, f"(Dispatch {inner})", op.result.type)
         return True
+
+    def contraction_encoding_dims(self, op: Operation) -> None:
+        """The ``?`` iteration sizes of a contraction's encodings, from its operands' shapes (what its
+        set/unset_encodings must list as ``encoding_dims``; a weight's encoding has no M of its own)."""
+        for v in op.operands:
+            t = v.type
+            e = t.encoding if isinstance(t, TensorType) else None
+            if not isinstance(e, EncodingAttr) or not e.iteration_sizes or None not in e.iteration_sizes:
+                continue
+            maps = e.user_indexing_maps or ()
+            codes: list[int] = []
+            for j, size in enumerate(e.iteration_sizes):
+                if size is not None:
+                    continue
+                found = None
+                for w, m in zip(op.operands, maps, strict=False):
+                    pos = m.dim_positions() if isinstance(m, AffineMapAttr) else None
+                    wt = w.type
+                    if pos is not None and j in pos and isinstance(wt, TensorType):
+                        found = self.dims(w, wt)[pos.index(j)]
+                        break
+                if found is None:
+                    break
+                codes.append(found)
+            else:
+                self.out.encoding_dims.setdefault(self.encoding(e), tuple(codes))
 
     def slice_entries(self, op: Operation, first: int) -> tuple[list[int], list[int], list[int]] | None:
         """(offsets, sizes, strides) of a slice-like op as term vectors (size codes for SSA entries that

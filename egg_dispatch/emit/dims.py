@@ -108,9 +108,14 @@ class SizeValues:
         if sym is None or name not in self.imp.arguments:
             raise EmitError(f"the plan needs the size {name}, which is not an argument's size")
         k, d = self.imp.arguments[name]
-        if k >= len(self.args) or not isinstance(self.args[k].type, TensorType):
+        if k >= len(self.args):
+            raise EmitError(f"the plan needs {name}, but the function has no argument {k}")
+        if d < 0 and self.args[k].type == INDEX:  # an index argument
+            dim = self.args[k]
+        elif not isinstance(self.args[k].type, TensorType):
             raise EmitError(f"the plan needs {name}, but argument {k} is not a tensor")
-        dim = self._add("tensor.dim", [self.args[k], self.const(d)]).result
+        else:
+            dim = self._add("tensor.dim", [self.args[k], self.const(d)]).result
         dom = self.imp.domains.get(name)
         if dom is None:
             return dim

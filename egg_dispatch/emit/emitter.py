@@ -21,6 +21,7 @@ from egg_dispatch.mlir.ir import (
     AffineMapAttr,
     ArrayAttr,
     Block,
+    EncodingAttr,
     FloatAttr,
     FunctionType,
     IntAttr,
@@ -163,6 +164,41 @@ class Emitter:
         if isinstance(typ, TensorType) and not typ.is_static:
             raise EmitError(f"the sizes of a dynamic {op} are not known to the plan")
         return tuple(typ.shape) if isinstance(typ, TensorType) else ()  # type: ignore[arg-type]
+
+    def encoding_dims(self, t: TensorType, shape: tuple[int, ...]) -> list[Value]:
+        """The ``encoding_dims{...}`` of a set/unset_encoding of ``t`` (of logical ``shape``): the size of
+        each ``?`` iteration size of its encoding, in order -- from the tensor's own dim where the operand's
+        map has that loop, else as the input's IR gave it (a weight's encoding: M is the activation's)."""
+        e = t.encoding
+        if not isinstance(e, EncodingAttr) or not e.iteration_sizes or None not in e.iteration_sizes:
+            return []
+        maps = e.user_indexing_maps or ()
+        own = maps[e.operand_index] if e.operand_index < len(maps) else None
+        positions = own.dim_positions() if isinstance(own, AffineMapAttr) else None
+        recorded = list(self.imp.encoding_dims.get(self._enc_key(e), ()))
+        out: list[Value] = []
+        k = 0
+        for j, size in enumerate(e.iteration_sizes):
+            if size is not None:
+                continue
+            if positions is not None and j in positions:
+                out.append(self.sizes.code(shape[positions.index(j)]))
+            elif k < len(recorded):
+                out.append(self.sizes.code(recorded[k]))
+            else:
+                raise EmitError(f"the size of iteration dim {j} of an encoding is not known to the plan")
+            k += 1
+        return out
+
+    def encoding_dims_needed(self, t: Type) -> bool:
+        e = t.encoding if isinstance(t, TensorType) else None
+        return isinstance(e, EncodingAttr) and bool(e.iteration_sizes) and None in e.iteration_sizes
+
+    def _enc_key(self, e: EncodingAttr) -> str:
+        for key, attr in self.imp.encodings.items():
+            if attr == e:
+                return key
+        return ""
 
     def dim_values(self, t: Term) -> list[Value]:
         """The ``{%d, ...}`` list of ``t``'s type: one value per ``?`` dim."""
@@ -314,10 +350,17 @@ class Emitter:
             else:
                 attrs, dyn = self._slice(a[1], a[2], (1,) * len(a[2]))
             return self.add(ctx, "tensor.extract_slice", [v(a[0]), *dyn], [typ], attributes=attrs).result
+        if op == "SetEncoding" and ctx.at_load and self.encoding_dims_needed(typ):  # type: ignore[arg-type]
+            # In an initializer the function's sizes do not exist: IREE hoists a weight's encode of a
+            # dynamic contraction as flow.tensor.encode, which lists no encoding_dims.
+            return self.add(ctx, "flow.tensor.encode", [v(a[0])], [typ]).result
         if op in ("SetEncoding", "UnsetEncoding"):
             name = "iree_encoding.set_encoding" if op == "SetEncoding" else "iree_encoding.unset_encoding"
             attrs = {}
-            dims = set_dims(attrs, [[], self.dim_values(t)]) if op == "UnsetEncoding" else []
+            enc_t = typ if op == "SetEncoding" else self.type_of(a[0])
+            enc_dims = self.encoding_dims(enc_t, self.shape_of(t))  # type: ignore[arg-type]
+            groups = [enc_dims, self.dim_values(t)] if op == "UnsetEncoding" else [enc_dims]
+            dims = set_dims(attrs, groups)
             encoded = self.add(ctx, name, [v(a[0]), *dims], [typ], attributes=attrs).result
             if ctx is self.top:  # outside any dispatch: IREE runs it as an encoding dispatch of its own
                 self.dispatch_order.append(("encode", t.eclass))

@@ -160,7 +160,11 @@ def function_inputs(func: Operation, seed: int, sizes: Mapping[str, int] | None 
     types = function_input_types(func)
     if sizes:
         types = input_types_at(func, types, sizes)
-    return random_inputs(types, seed, index_bounds(func))
+    inputs = random_inputs(types, seed, index_bounds(func))
+    for k, t in enumerate(types):  # an integer argument that is a size (``arg2``): the size's value
+        if sizes and f"arg{k}" in sizes and isinstance(t, ScalarType):
+            inputs[k] = np.asarray(sizes[f"arg{k}"], dtype=numpy_dtype(t))
+    return inputs
 
 
 def _shape(t: Type) -> tuple[int, ...]:

@@ -65,7 +65,8 @@ def check_sizes(
 ) -> list[dict[str, int]]:
     """Size assignments to check ``func`` at (``[{}]`` for a static function); see the module docstring."""
     shapes = shapes or function_shapes(func)
-    names = sorted(set(shapes.arguments) | set(input_dims(func)))
+    sized = {n for dims in shapes.shapes.values() for d in dims for n in d.symbols()}
+    names = sorted({n for n in shapes.arguments if "." in n or n in sized} | set(input_dims(func)))
     if not names:
         return [{}]
     lists = {}

@@ -232,12 +232,14 @@ def arg_symbol(arg: int, dim: int) -> str:
 
 
 def parse_symbol(text: str) -> str | None:
-    """``arg0.d1``, ``arg0.1`` or ``arg0[1]`` as ``arg0.d1``; None for anything else."""
+    """``arg0.d1``, ``arg0.1`` or ``arg0[1]`` as ``arg0.d1`` (``arg2``: an integer argument); else None."""
     import re
 
-    m = re.fullmatch(r"arg([0-9]+)(?:\.d?([0-9]+)|\[([0-9]+)\])", text.strip())
+    m = re.fullmatch(r"arg([0-9]+)(?:\.d?([0-9]+)|\[([0-9]+)\])?", text.strip())
     if not m:
         return None
+    if m.group(2) is None and m.group(3) is None:
+        return f"arg{m.group(1)}"  # an integer argument itself
     return arg_symbol(int(m.group(1)), int(m.group(2) or m.group(3)))
 
 
@@ -338,7 +340,25 @@ def _combinations(expr_symbols: Iterable[str], domains: Mapping[str, Domain]) ->
 
 
 def _atom_divisor(a: Atom, domains: Mapping[str, Domain]) -> int:
-    return _domain(domains, a.name).divisor if a.kind == "sym" else 1
+    """A number every value of the atom is a multiple of: a symbol's domain divisor; an exact-looking
+    ``floordiv`` / ``ceildiv`` by k of an expression every value of which is a multiple of k*m: m."""
+    if a.kind == "sym":
+        return _domain(domains, a.name).divisor
+    if a.kind in ("floordiv", "ceildiv"):
+        inner = _divisor(a.arg, domains)  # type: ignore[arg-type]
+        return inner // a.k if inner % a.k == 0 else 1
+    return 1
+
+
+def _divisor(e: Dim, domains: Mapping[str, Domain]) -> int:
+    """The gcd of what each monomial is provably a multiple of (0 for the zero expression)."""
+    g = 0
+    for m, c in e.terms:
+        d = abs(c)
+        for a in m:
+            d *= _atom_divisor(a, domains)
+        g = math.gcd(g, d)
+    return g
 
 
 def divides(k: int, expr: Dim | int, domains: Mapping[str, Domain]) -> bool:
@@ -351,13 +371,7 @@ def divides(k: int, expr: Dim | int, domains: Mapping[str, Domain]) -> bool:
     combos = _combinations(e.symbols(), domains)
     if combos is not None:
         return all(e.evaluate(env) % k == 0 for env in combos)
-    for m, c in e.terms:
-        d = c
-        for a in m:
-            d *= _atom_divisor(a, domains)
-        if d % k:
-            return False
-    return True
+    return _divisor(e, domains) % k == 0
 
 
 def _bound(e: Dim, domains: Mapping[str, Domain], upper: bool) -> int | None:
@@ -425,7 +439,8 @@ class FunctionShapes:
     domains: dict[str, Domain] = field(default_factory=dict)
     """What ``util.assume.int`` says about each argument size (intersected over its assumptions)."""
     arguments: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """Argument size name -> (data argument number, dim): the function's dynamic dimensions."""
+    """Argument size name -> (data argument number, dim): the function's dynamic dimensions (dim -1: an
+    integer argument, ``arg2``, is a size of its own)."""
     unknown: dict[str, Value] = field(default_factory=dict)
     """Opaque sizes (an op the analysis does not see through) -> the value they stand for."""
 
@@ -458,13 +473,19 @@ class FunctionShapes:
 
 
 def _static_or(t: Type, dims: list[Dim]) -> Shape:
-    """A type's dims: its static sizes, and ``dims`` in order for its ``?``s."""
+    """A type's dims: its static sizes, and ``dims`` in order for its ``?``s (a missing one is unknown)."""
     if isinstance(t, DispatchTensorType):
         t = t.tensor
     if not isinstance(t, TensorType):
         return ()
     it = iter(dims)
-    return tuple(Dim.const(d) if d is not None else next(it) for d in t.shape)
+    out = []
+    for i, d in enumerate(t.shape):
+        if d is not None:
+            out.append(Dim.const(d))
+        else:
+            out.append(next(it, None) or Dim.sym(f"%unsized{id(t) % 100000}.d{i}"))
+    return tuple(out)
 
 
 class _Walker:
@@ -780,8 +801,9 @@ def function_shapes(func: Operation, module_ops: list[Operation] | None = None) 
                 else:
                     dims.append(Dim.const(s))
             w.out.shapes[arg] = tuple(dims)
-        elif isinstance(arg.type, ScalarType):
-            w.out.scalars[arg] = w.out._unknown(arg, "")
+        elif isinstance(arg.type, ScalarType) and arg.type.is_int:  # an index argument: a size of its own
+            w.out.arguments[f"arg{k}"] = (k, -1)
+            w.out.scalars[arg] = Dim.sym(f"arg{k}")
     w.block(entry)
     return w.out
 

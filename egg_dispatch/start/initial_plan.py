@@ -18,7 +18,9 @@ Reproducing it makes IREE's own plan (and the #21100 failure) one point of the s
   or a ``set_encoding`` of another init, the op on encoded types, and an ``unset_encoding``.
 
 Not modelled: aggressive fusion, pad / pack / conv / unpack-producer special cases, the passes
-before region formation (elementwise fusion, reshape and transpose propagation), dynamic shapes.
+before region formation (elementwise fusion, reshape and transpose propagation). Dynamic shapes: the
+sizes new ops need (a region's ``{%d}``, an encoded empty, ``encoding_dims``) are computed at the
+function's top (``start.sizes``).
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ from egg_dispatch.mlir.ir import (
     Type,
     Value,
 )
-from egg_dispatch.mlir.ops import CONTRACTION_OPS, ins, int_list, iterator_types, make_int_list, outs
+from egg_dispatch.mlir.ops import CONTRACTION_OPS, ins, int_list, iterator_types, make_int_list, outs, set_dims
+from egg_dispatch.mlir.shapes import function_shapes
 from egg_dispatch.start.clone import (
     CLONE_CONSTANT_MAX_BYTES,
     _clone,
@@ -52,6 +55,7 @@ from egg_dispatch.start.clone import (
     _Uses,
     _uses,
 )
+from egg_dispatch.start.sizes import TopSizes
 
 __all__ = ["CLONE_CONSTANT_MAX_BYTES", "initial_plan"]
 
@@ -83,14 +87,17 @@ def initial_plan(module: Module, function: str | None = None) -> Module:
     if not func.regions or len(func.regions[0].blocks) != 1:
         return out
     block = func.regions[0].entry
-    ops, regions = _wrap(block.ops, _form_groups(block.ops))
+    sizes = TopSizes(func, function_shapes(func))  # the sizes of dynamic dims the new ops need
+    ops, regions = _wrap(block.ops, _form_groups(block.ops), sizes)
     ops = _clone_producers(ops, regions)
     stray = [op for op in ops if op.opaque_text is None and op.name in ("linalg.generic", "iree_linalg_ext.gather")]
-    ops, more = _wrap(ops, [[op] for op in stray])
+    ops, more = _wrap(ops, [[op] for op in stray], sizes)
     ops = _clone_producers(ops, more)
+    block.ops = [*sizes.created, *ops]
+    sizes.shapes = function_shapes(func)  # the cloned producers are new values: their sizes, again
     for region in regions + more:
-        _set_encodings(region.regions[0].entry)
-    block.ops = ops
+        _set_encodings(region.regions[0].entry, sizes)
+    block.ops = [*sizes.created, *ops]
     _rename(block, set())
     return out
 
@@ -248,9 +255,13 @@ def _form_groups(ops: list[Operation]) -> list[list[Operation]]:
     return [sorted(g, key=order.__getitem__) for g in groups]
 
 
-def _wrap(ops: list[Operation], groups: list[list[Operation]]) -> tuple[list[Operation], list[Operation]]:
+def _wrap(
+    ops: list[Operation], groups: list[list[Operation]], sizes: TopSizes
+) -> tuple[list[Operation], list[Operation]]:
     """Move each group into a ``flow.dispatch.region`` placed at its last op; values used outside the
-    group flow out through ``flow.return`` and every outside use is redirected to the region result."""
+    group flow out through ``flow.return`` and every outside use is redirected to the region result.
+    A dynamic result lists its sizes (``{%d}``, computed at the function's top); a group one of whose
+    sizes cannot be computed there stays unwrapped."""
     uses = _uses(ops)
     owner = {o: top for top in ops for o in top.walk()}
     gid = {op: i for i, g in enumerate(groups) for op in g}
@@ -258,8 +269,14 @@ def _wrap(ops: list[Operation], groups: list[list[Operation]]) -> tuple[list[Ope
     redirect: dict[Value, tuple[int, Value]] = {}
     for i, g in enumerate(groups):
         esc = [v for op in g for v in op.results if any(gid.get(owner[u]) != i for u, _ in uses.get(v, []))]
+        dims = [sizes.dims(v) for v in esc]
+        if any(d is None for d in dims):
+            for op in g:
+                gid.pop(op, None)
+            continue
         body = Block([], [*g, Operation("flow.return", list(esc))], None)
-        region = Operation("flow.dispatch.region", regions=[Region([body])])
+        attrs: dict[str, Attr] = {}
+        region = Operation("flow.dispatch.region", set_dims(attrs, dims), attributes=attrs, regions=[Region([body])])  # type: ignore[arg-type]
         base = esc[0].name.partition("#")[0] if esc else "dispatch"
         region.results = [Value(base if len(esc) == 1 else f"{base}#{k}", v.type, region, k) for k, v in enumerate(esc)]
         redirect.update((v, (i, r)) for v, r in zip(esc, region.results, strict=True))
@@ -297,8 +314,10 @@ def _contraction(op: Operation) -> tuple[list[AffineMapAttr], list[int], list[Sc
     return maps, [sizes[d] for d in range(maps[0].num_dims)], elems
 
 
-def _set_encodings(body: Block) -> None:
-    """SetEncoding on every hinted contraction of a region body, then erase what became dead."""
+def _set_encodings(body: Block, top: TopSizes) -> None:
+    """SetEncoding on every hinted contraction of a region body, then erase what became dead. A dynamic
+    iteration size (``?``) is passed as ``encoding_dims{...}`` (computed at the function's top), as
+    IREE's SetEncoding does; a contraction one of whose sizes cannot be computed there stays plain."""
     new_ops: list[Operation] = []
     for op in body.ops:
         info = _contraction(op)
@@ -307,28 +326,57 @@ def _set_encodings(body: Block) -> None:
             continue
         maps, sizes, elems = info
         lhs, rhs, init = op.operands
+        enc_dims = _iteration_dims(op, maps, sizes, top)
+        acc_dims = top.dims(op.result)
+        if enc_dims is None or acc_dims is None:
+            new_ops.append(op)
+            continue
         encs = [EncodingAttr(i, "matmul", tuple(elems), tuple(maps), tuple(sizes)) for i in range(3)]
 
         def encoded(v: Value, e: EncodingAttr) -> TensorType:
             return dataclasses.replace(v.type, encoding=e)  # type: ignore[type-var]
 
-        lhs_e = _make("iree_encoding.set_encoding", [lhs], encoded(lhs, encs[0]), f"{lhs.name}_enc")
-        rhs_e = _make("iree_encoding.set_encoding", [rhs], encoded(rhs, encs[1]), f"{rhs.name}_enc")
+        def set_encoding(v: Value, e: EncodingAttr, name: str, dims: list[Value] = enc_dims) -> Operation:
+            attrs: dict[str, Attr] = {}
+            return _make("iree_encoding.set_encoding", [v, *set_dims(attrs, [dims])], encoded(v, e), name, attrs)
+
+        lhs_e = set_encoding(lhs, encs[0], f"{lhs.name}_enc")
+        rhs_e = set_encoding(rhs, encs[1], f"{rhs.name}_enc")
         acc_t = encoded(init, encs[2])
         fill = init.owner if isinstance(init.owner, Operation) and init.owner.name == "linalg.fill" else None
         if fill is not None:  # FoldFillWithSetEncoding
-            empty = _make("tensor.empty", [], acc_t, f"{fill.operands[1].name}_enc")
+            empty = _make("tensor.empty", list(acc_dims), acc_t, f"{fill.operands[1].name}_enc")
             acc = [empty, _make("linalg.fill", [fill.operands[0], empty.result], acc_t, f"{init.name}_enc",
                                 {"operandSegmentSizes": make_int_list((1, 1))})]  # fmt: skip
         else:
-            acc = [_make("iree_encoding.set_encoding", [init], acc_t, f"{init.name}_enc")]
+            acc = [set_encoding(init, encs[2], f"{init.name}_enc")]
         name = op.result.name.partition("#")[0]
         mm = _make(op.name, [lhs_e.result, rhs_e.result, acc[-1].result], acc_t, f"{name}_enc", op.attributes)
         mm.regions, mm.loc = op.regions, op.loc
-        unset = _make("iree_encoding.unset_encoding", [mm.result], op.result.type, name)
+        unset_attrs: dict[str, Attr] = {}
+        unset_dims = set_dims(unset_attrs, [enc_dims, acc_dims])
+        unset = _make("iree_encoding.unset_encoding", [mm.result, *unset_dims], op.result.type, name, unset_attrs)
         new_ops += [lhs_e, rhs_e, *acc, mm, unset]
         _replace(body.ops, {op.result: unset.result})
     body.ops = _erase_dead(new_ops, lambda o: o.opaque_text is None)
+
+
+def _iteration_dims(op: Operation, maps: list[AffineMapAttr], sizes: list, top: TopSizes) -> list[Value] | None:
+    """The values of a contraction's dynamic iteration sizes, in loop order (``encoding_dims``)."""
+    out = []
+    for d, s in enumerate(sizes):
+        if s is not None:
+            continue
+        found = None
+        for v, m in zip(op.operands, maps, strict=True):
+            pos = m.dim_positions() or ()
+            if d in pos:
+                found = top.value(top.shapes.shape(v)[pos.index(d)])
+                break
+        if found is None:
+            return None
+        out.append(found)
+    return out
 
 
 def _pick(name: str, taken: set[str]) -> str:

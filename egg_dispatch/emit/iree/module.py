@@ -53,10 +53,12 @@ from egg_dispatch.mlir.ir import (
     DialectAttr,
     DictAttr,
     FunctionType,
+    IntAttr,
     Module,
     OpaqueType,
     Operation,
     Region,
+    ScalarType,
     StrAttr,
     TensorType,
     Type,
@@ -64,6 +66,7 @@ from egg_dispatch.mlir.ir import (
     UnitAttr,
     Value,
 )
+from egg_dispatch.mlir.ops import DIM_SEGMENTS, set_dims
 from egg_dispatch.mlir.printer import print_mlir
 from egg_dispatch.target.profile import Target, load_target
 
@@ -187,7 +190,7 @@ class _Converter:
             new_arg = Value(f"arg{i}", abi_in[-1], b.block, i)
             b.block.args.append(new_arg)
             if isinstance(t, TensorType):
-                new_arg = b.add("hal.tensor.import", [new_arg], [t], {"name": StrAttr(f"input{i}")}).result
+                new_arg = self.import_tensor(b, [new_arg], t, {"name": StrAttr(f"input{i}")})
             mapping[arg] = new_arg
         term = entry.ops[-1] if entry.ops else None
         if term is None or term.name not in ("func.return", "return", "util.return"):
@@ -199,7 +202,7 @@ class _Converter:
             if v in self.dispatches.boxed:  # a scalar result computed by a dispatch
                 raise EmitIreeError("a function result computed as a scalar by a dispatch")
             if isinstance(new.type, TensorType):
-                new = b.add("hal.tensor.export", [new], [view], {"name": StrAttr(f"output{i}")}).result
+                new = self.export_tensor(b, new, {"name": StrAttr(f"output{i}")})
             outs.append(new)
         b.add("util.return", outs, [])
         decl_in = ", ".join(f"%input{i}: {type_text(t)}" for i, t in enumerate(ft.inputs))
@@ -229,12 +232,12 @@ class _Converter:
         for arg, a in zip(entry.args, shell.arguments, strict=True):
             new = abi_args[a.index]
             if isinstance(arg.type, TensorType):
-                attrs = dict(a.import_attributes)
+                attrs = {k: v for k, v in a.import_attributes.items() if k != DIM_SEGMENTS}
                 operands = [new]
                 if a.wait is not None:
                     attrs["wait"] = UnitAttr()
                     operands.append(abi_args[a.wait])
-                new = b.add("hal.tensor.import", operands, [arg.type], attrs).result
+                new = self.import_tensor(b, operands, arg.type, attrs)
             mapping[arg] = new
         term = entry.ops[-1] if entry.ops else None
         if term is None or term.name not in ("func.return", "return", "util.return"):
@@ -254,10 +257,10 @@ class _Converter:
             )
             for k, i in enumerate(joined):
                 outs[i] = barrier.results[k]
-        view = OpaqueType("!hal.buffer_view")
         for i, r in enumerate(shell.results):
             if isinstance(outs[i].type, TensorType):
-                outs[i] = b.add("hal.tensor.export", [outs[i]], [view], dict(r.export_attributes)).result
+                attrs = {k: v for k, v in r.export_attributes.items() if k != DIM_SEGMENTS}
+                outs[i] = self.export_tensor(b, outs[i], attrs)
         b.add("util.return", outs, [])
         attrs = {
             "sym_visibility": StrAttr("public"),
@@ -266,6 +269,27 @@ class _Converter:
             **shell.attributes,
         }
         return Operation("util.func", attributes=attrs, regions=[Region([b.finish_dce()])])
+
+    # ------------------------------------------------------------------------------ dynamic sizes
+    def import_tensor(self, b: Builder, operands: list[Value], t: TensorType, attrs: dict) -> Value:
+        """``hal.tensor.import`` of a buffer view as ``t``; a ``?`` dim's size is the view's
+        (``hal.buffer_view.dim``), listed after the type as IREE's input phase writes it."""
+        view = operands[0]
+        dims = [
+            b.add("hal.buffer_view.dim", [view], [ScalarType("index")], {"index": IntAttr(d)}).result
+            for d, s in enumerate(t.shape)
+            if s is None
+        ]
+        attrs = dict(attrs)
+        new = b.add("hal.tensor.import", [*operands, *set_dims(attrs, [dims])], [t], attrs).result
+        self.dispatches.sizes[new] = dims
+        return new
+
+    def export_tensor(self, b: Builder, v: Value, attrs: dict) -> Value:
+        """``hal.tensor.export`` of ``v`` (with its sizes after a dynamic type)."""
+        attrs = dict(attrs)
+        dims = set_dims(attrs, [self.dispatches.dims(v, b)])
+        return b.add("hal.tensor.export", [v, *dims], [OpaqueType("!hal.buffer_view")], attrs).result
 
 
 def _rename(module: Module) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from egg_dispatch.emit.iree.builder import Builder, EmitIreeError, type_text
 from egg_dispatch.emit.iree.rewrite import fold_constant_slice
-from egg_dispatch.mlir.ir import DispatchTensorType, Operation, Region, ScalarType, TensorType, Type, Value
-from egg_dispatch.mlir.ops import make_int_list
+from egg_dispatch.mlir.ir import DispatchTensorType, IntAttr, Operation, Region, ScalarType, TensorType, Type, Value
+from egg_dispatch.mlir.ops import DYNAMIC, WORKLOAD, dim_group, dim_groups, int_list, make_int_list, outs, set_dims
 
 __all__ = ["DispatchConverter"]
 
@@ -17,15 +17,30 @@ _KEEP_TOP = frozenset(
 """Top-level ops kept as they are (``flow.tensor.reshape``: IREE's own reshape between dispatches, in a plan
 imported from IREE's output)."""
 _RESHAPES = frozenset({"tensor.expand_shape", "tensor.collapse_shape"})
+_SIZE_OPS = frozenset(
+    {"tensor.dim", "util.assume.int", "hal.buffer_view.dim", "arith.muli", "arith.addi", "arith.subi",
+     "arith.divui", "arith.divsi", "arith.ceildivui", "arith.remui", "arith.remsi", "arith.index_cast"}
+)  # fmt: skip
+"""Ops that compute dynamic sizes (index results) between dispatches: host code, kept where they are."""
+_INDEX = ScalarType("index")
+
+
+def is_size_op(op: Operation) -> bool:
+    return op.name in _SIZE_OPS and bool(op.results) and all(r.type == _INDEX for r in op.results)
 
 
 class DispatchConverter:
     """Converts the top-level ops of function and initializer bodies, putting every computation in a dispatch."""
 
     def __init__(self) -> None:
+        self.sizes: dict[Value, list[Value]] = {}
+        """A top-level tensor value of the new module -> the index values of its ``?`` dims."""
+        self.consts: dict[tuple[int, int], Value] = {}
         self.boxed: set[Value] = set()
         """Scalars computed by a dispatch: they travel between dispatches as 0-d tensors."""
         self.late_text: list[Operation] = []
+        self.count_text: list[tuple[Operation, list[Value]]] = []
+        """``workgroup_count_from_slice`` ops with workload arguments: their text names them after renaming."""
         """``flow.tensor.reshape`` ops (no custom printer of ours): their text is set after renaming."""
 
     def finish_reshapes(self) -> None:
@@ -33,15 +48,115 @@ class DispatchConverter:
         for op in self.late_text:
             src, res = op.operands[0], op.result
             op.opaque_text = f"%{src.name} : {type_text(src.type)} -> {type_text(res.type)}"
+        for op, args in self.count_text:
+            op.opaque_text = "(" + ", ".join(f"%{a.name}" for a in args) + ")"
+
+    # ------------------------------------------------------------------------------ dynamic sizes
+    def index_const(self, b: Builder, v: int) -> Value:
+        key = (id(b), v)
+        if key not in self.consts:
+            self.consts[key] = b.add("arith.constant", [], [_INDEX], {"value": IntAttr(v, _INDEX)}).result
+        return self.consts[key]
+
+    def dims(self, v: Value, b: Builder) -> list[Value]:
+        """The sizes of the ``?`` dims of a top-level value of the new module: the ``{%d}`` list its op
+        has, else ``tensor.dim`` of it (IREE folds those to the producer's sizes)."""
+        t = v.type
+        if not isinstance(t, TensorType) or t.is_static:
+            return []
+        if v in self.sizes:
+            return self.sizes[v]
+        op = v.owner
+        out: list[Value] = []
+        if isinstance(op, Operation):
+            if op.name in ("hal.tensor.import", "flow.tensor.tie_shape"):
+                out = dim_group(op, 0)
+            elif op.name in ("flow.tensor.encode", "flow.tensor.reshape"):
+                out = dim_group(op, 1)
+            elif op.name == "flow.dispatch.workgroups":
+                groups = dim_groups(op)
+                out = groups[len(groups) - len(op.results) + v.index] if groups else []
+            elif op.name == "tensor.empty":
+                out = list(op.operands)
+        if len(out) != t.num_dynamic:
+            out = [
+                b.add("tensor.dim", [v, self.index_const(b, d)], [_INDEX]).result
+                for d, s in enumerate(t.shape)
+                if s is None
+            ]
+        self.sizes[v] = out
+        return out
+
+    def result_dims(self, op: Operation, old: Value, mapping: dict[Value, Value], b: Builder) -> list[Value]:
+        """The sizes of a dynamic result of a plan op, as values of the new module."""
+        t = old.type
+        if not isinstance(t, TensorType) or t.is_static:
+            return []
+        if op.name == "flow.dispatch.region":
+            groups = dim_groups(op)
+            if groups:
+                return [mapping[d] for d in groups[old.index]]
+        if op.name == "iree_encoding.unset_encoding" and dim_group(op, 1):
+            return [mapping[d] for d in dim_group(op, 1)]
+        if op.name == "tensor.expand_shape":
+            dyn = iter(op.operands[1:])
+            return [mapping[next(dyn)] for s in int_list(op.attributes["static_output_shape"]) if s == DYNAMIC]
+        if op.name in ("iree_encoding.set_encoding", "iree_encoding.unset_encoding"):
+            return self.dims(mapping[op.operands[0]], b)
+        if op.name == "tensor.collapse_shape":
+            src = op.operands[0].type
+            sizes = iter(self.dims(mapping[op.operands[0]], b))
+            assert isinstance(src, TensorType)
+            out = []
+            for group in op.attributes["reassociation"].items:  # type: ignore[attr-defined]
+                dims = int_list(group)
+                if all(src.shape[i] is not None for i in dims):
+                    continue
+                value: Value | None = None
+                static = 1
+                for i in dims:
+                    if src.shape[i] is None:
+                        d = next(sizes)
+                        value = d if value is None else b.add("arith.muli", [value, d], [_INDEX]).result
+                    else:
+                        static *= src.shape[i]  # type: ignore[operator]
+                if static != 1:
+                    value = b.add("arith.muli", [value, self.index_const(b, static)], [_INDEX]).result  # type: ignore[list-item]
+                out.append(value)  # type: ignore[arg-type]
+            return out
+        if op.name == "tensor.extract_slice":  # its dynamic sizes (a rank-reducing one drops static 1s only)
+            dyn = iter(op.operands[1:])
+            offs = int_list(op.attributes["static_offsets"])
+            for _ in (o for o in offs if o == DYNAMIC):
+                next(dyn)
+            sizes = [mapping[next(dyn)] for s in int_list(op.attributes["static_sizes"]) if s == DYNAMIC]
+            if len(sizes) == t.num_dynamic:
+                return sizes
+        if op.name == "tensor.empty":
+            return [mapping[d] for d in op.operands]
+        inits = outs(op) if op.name.startswith(("linalg.", "iree_linalg_ext.")) else []
+        if len(inits) == len(op.results) and inits:
+            return self.dims(mapping[inits[old.index]], b)
+        tensors = [v for v in op.operands if isinstance(v.type, TensorType) and v.type.rank == t.rank]
+        if tensors and op.name.startswith(("arith.", "math.")):
+            return self.dims(mapping[tensors[0]], b)
+        raise EmitIreeError(f"the sizes of the dynamic result of '{op.name}' are not known here")
 
     def convert_block(self, ops: list[Operation], b: Builder, mapping: dict[Value, Value]) -> None:
         """Top-level ops of a function or initializer: everything that computes ends up in a dispatch."""
         for op in ops:
             n = op.name
             if n == "flow.dispatch.region":
-                self.bind(op.results, self.workgroups(op.regions[0].entry.ops, op.results, mapping, b), mapping)
+                dims = [self.result_dims(op, r, mapping, b) for r in op.results]
+                self.bind(op.results, self.workgroups(op.regions[0].entry.ops, op.results, mapping, b, dims), mapping)
+            elif is_size_op(op):
+                b.clone(op, mapping)
             elif n in ("iree_encoding.set_encoding", "iree_encoding.unset_encoding"):
-                mapping[op.result] = b.add("flow.tensor.encode", [mapping[op.operands[0]]], [op.result.type]).result
+                src = mapping[op.operands[0]]
+                dims = self.dims(src, b)
+                attrs: dict = {}
+                operands = [src, *set_dims(attrs, [dims, dims])]
+                mapping[op.result] = b.add("flow.tensor.encode", operands, [op.result.type], attrs).result
             elif n == "tensor.extract_slice" and (folded := fold_constant_slice(op)) is not None:
                 mapping[op.result] = b.add("arith.constant", [], [op.result.type], {"value": folded}).result
             elif n in _RESHAPES:
@@ -62,7 +177,12 @@ class DispatchConverter:
                 self.boxed.add(v)
 
     def workgroups(
-        self, body_ops: list[Operation], results: list[Value], mapping: dict[Value, Value], b: Builder
+        self,
+        body_ops: list[Operation],
+        results: list[Value],
+        mapping: dict[Value, Value],
+        b: Builder,
+        result_dims: list[list[Value]] | None = None,
     ) -> Operation:
         """One dispatch as ``flow.dispatch.workgroups``: captured tensors in, results out, through bindings.
 
@@ -96,56 +216,115 @@ class DispatchConverter:
             else:
                 raise EmitIreeError(f"%{v.name} is used in a dispatch but never defined outside it")
         prelude = _topological(prelude)
+        result_dims = result_dims or [[] for _ in results]
+        if any(isinstance(t, TensorType) and not t.is_static for t in result_types) and not any(result_dims):
+            result_dims = [self.dims_of_result(r, mapping, b) for r in results]
+        # Dynamic sizes: every index the body reads (captured sizes, and the sizes of the dynamic tensors it
+        # loads and stores) is an operand and a workload entry, read back by dispatch.workload.ordinal
+        # (ConvertDispatchRegionsToWorkgroups); bindings and their loads/stores carry those sizes.
+        tensors = [v for v in operands if isinstance(mapping[v].type, TensorType)]
+        tensor_dims = {v: self.dims(mapping[v], b) for v in tensors}
+        index_values: list[Value] = []  # values of the new module
+        for v in operands:
+            if not isinstance(mapping[v].type, TensorType) and mapping[v].type == _INDEX:
+                index_values.append(mapping[v])
+        for ds in [*tensor_dims.values(), *result_dims]:
+            for d in ds:
+                if d not in index_values:
+                    index_values.append(d)
+        scalars = [v for v in operands if not isinstance(mapping[v].type, TensorType) and mapping[v].type != _INDEX]
         body = Builder()
         inner: dict[Value, Value] = {}
+        ordinal: dict[Value, Value] = {}  # index value of the new module -> its ordinal inside
         loads: list[tuple[Value, Value]] = []
-        for i, v in enumerate(operands):
+        args_new: list[Value] = []
+        for v in tensors:
             t = mapping[v].type
-            if isinstance(t, TensorType):
-                arg = Value(f"b{i}", DispatchTensorType("readonly", t), body.block, i)
-                loads.append((v, arg))
-            else:
-                arg = Value(f"b{i}", t, body.block, i)
-                inner[v] = arg
+            arg = Value(f"b{len(args_new)}", DispatchTensorType("readonly", t), body.block, len(args_new))
+            loads.append((v, arg))
             body.block.args.append(arg)
+            args_new.append(mapping[v])
+        for v in scalars:
+            arg = Value(f"b{len(args_new)}", mapping[v].type, body.block, len(args_new))
+            inner[v] = arg
+            body.block.args.append(arg)
+            args_new.append(mapping[v])
+        for k, d in enumerate(index_values):
+            arg = Value(f"b{len(args_new)}", _INDEX, body.block, len(args_new))
+            body.block.args.append(arg)
+            args_new.append(d)
+            ordinal[d] = body.add(
+                "iree_tensor_ext.dispatch.workload.ordinal", [arg], [_INDEX], {"ordinal": IntAttr(k)}
+            ).result
+        for v in operands:
+            if mapping[v].type == _INDEX:
+                inner[v] = ordinal[mapping[v]]
         boxed_results = [not isinstance(t, TensorType) for t in result_types]
         out_types = [_box(t) for t in result_types]
         out_args = []
         for j, t in enumerate(out_types):
-            arg = Value(f"o{j}", DispatchTensorType("writeonly", t), body.block, len(operands) + j)
+            arg = Value(f"o{j}", DispatchTensorType("writeonly", t), body.block, len(args_new) + j)
             body.block.args.append(arg)
             out_args.append(arg)
         for v, arg in loads:
             t = mapping[v].type
             assert isinstance(t, TensorType)
-            loaded = body.add("iree_tensor_ext.dispatch.tensor.load", [arg], [t], _full_slice(t)).result
+            inside = [ordinal[d] for d in tensor_dims[v]]
+            attrs, dyn = _full_slice_dyn(t, inside)
+            loaded = body.add("iree_tensor_ext.dispatch.tensor.load", [arg, *dyn, *inside], [t], attrs).result
             inner[v] = body.add("tensor.extract", [loaded], [v.type]).result if v in self.boxed else loaded
         for o in prelude:
             body.clone(o, inner)
         for o in body_ops[:-1]:
             body.clone(o, inner)
-        for v, arg, boxed in zip(terminator.operands, out_args, boxed_results, strict=True):
+        for v, arg, boxed, dims in zip(terminator.operands, out_args, boxed_results, result_dims, strict=True):
             t = arg.type.tensor  # type: ignore[attr-defined]
             value = inner.get(v, v)
             if boxed:
                 empty = body.add("tensor.empty", [], [t]).result
                 value = body.add("linalg.fill", [value, empty], [t], {"operandSegmentSizes": make_int_list((1, 1))})
                 value = value.result
-            body.add("iree_tensor_ext.dispatch.tensor.store", [value, arg], [], _full_slice(t))
+            inside = [ordinal[d] for d in dims]
+            attrs, dyn = _full_slice_dyn(t, inside)
+            body.add("iree_tensor_ext.dispatch.tensor.store", [value, arg, *dyn, *inside], [], attrs)
         body.add("flow.return", [], [])
         count = Builder()
+        count_args = [Value(f"w{k}", _INDEX, count.block, k) for k in range(len(index_values))]
+        count.block.args.extend(count_args)
         count_op = count.add("iree_tensor_ext.dispatch.workgroup_count_from_slice", [], [ScalarType("index")] * 3)
-        count_op.opaque_text = "()"
+        count_op.opaque_text = "(" + ", ".join(f"%{a.name}" for a in count_args) + ")" if count_args else "()"
+        count_op.operands = list(count_args)
+        self.count_text.append((count_op, count_args))
         for v, nm in zip(count_op.results, "xyz", strict=True):
             v.name = nm
         count.add("flow.return", list(count_op.results), [])
         regions = [Region([body.block]), Region([count.block])]
-        return b.add("flow.dispatch.workgroups", [mapping[v] for v in operands], out_types, regions=regions)
+        attrs = {}
+        groups = [tensor_dims[v] for v in tensors] + [[] for _ in scalars] + [[] for _ in index_values] + result_dims
+        if index_values:
+            attrs[WORKLOAD] = IntAttr(len(index_values))
+        dims = set_dims(attrs, groups)
+        return b.add(
+            "flow.dispatch.workgroups", [*index_values, *args_new, *dims], out_types, attributes=attrs, regions=regions
+        )
+
+    def dims_of_result(self, r: Value, mapping: dict[Value, Value], b: Builder) -> list[Value]:
+        """The sizes of a dynamic result of a computation given a dispatch of its own: its op's."""
+        op = r.owner
+        assert isinstance(op, Operation)
+        return self.result_dims(op, r, mapping, b) if op.name != "flow.dispatch.region" else []
 
     def reshape(self, op: Operation, b: Builder, mapping: dict[Value, Value]) -> None:
         """A reshape between dispatches: ``flow.tensor.reshape`` (dropped again when only dispatches use it,
         since those clone the reshape in)."""
         src = mapping[op.operands[0]]
+        if isinstance(src.type, TensorType) and (not src.type.is_static or not op.result.type.is_static):  # type: ignore[union-attr]
+            attrs: dict = {}
+            dims = set_dims(attrs, [self.dims(src, b), self.result_dims(op, op.result, mapping, b)])
+            new = b.add("flow.tensor.reshape", [src, *dims], [op.result.type], attrs)
+            self.sizes[new.result] = dim_group(new, 1)
+            mapping[op.result] = new.result
+            return
         new = b.add("flow.tensor.reshape", [src], [op.result.type])
         self.late_text.append(new)
         mapping[op.result] = new.result
@@ -193,6 +372,26 @@ def _box(t: Type) -> TensorType:
     if isinstance(t, ScalarType):
         return TensorType((), t)
     raise EmitIreeError(f"a dispatch result of type {type_text(t)}")
+
+
+def _full_slice_dyn(t: TensorType, dims: list[Value]) -> tuple[dict, list[Value]]:
+    """The whole of a binding: static sizes, and ``dims`` (in order) for its ``?`` sizes."""
+    it = iter(dims)
+    sizes, dyn = [], []
+    for s in t.shape:
+        if s is None:
+            sizes.append(DYNAMIC)
+            dyn.append(next(it))
+        else:
+            sizes.append(s)
+    attrs = {
+        "static_offsets": make_int_list([0] * t.rank),
+        "static_sizes": make_int_list(sizes),
+        "static_strides": make_int_list([1] * t.rank),
+    }
+    if dims:
+        attrs["dim_segments"] = make_int_list([len(dims)])
+    return attrs, dyn
 
 
 def _full_slice(t: TensorType) -> dict:
