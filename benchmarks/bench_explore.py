@@ -57,7 +57,7 @@ sys.path.insert(0, str(HERE))
 
 from generate import transformer
 
-from egg_dispatch.cost.model import DEFAULT_LAMBDA, cost_table
+from egg_dispatch.cost.model import cost_table, default_lambda
 from egg_dispatch.egraph.data import EGraphData, build_term
 from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.egraph.rules import FAMILIES, Budget, saturate
@@ -138,6 +138,7 @@ def run_size(
     text, row.ops = transformer(layers, **options)
     row.text_mb = len(text) / 1e6
     tgt = load_target(target)
+    lam = default_lambda(tgt) if lam is None else lam
     clock = time.perf_counter
 
     def stage(name: str) -> float:
@@ -331,7 +332,7 @@ VARIANTS: tuple[dict[str, Any], ...] = (
 )
 
 
-def self_check(target: str, lam: float) -> int:
+def self_check(target: str, lam: float | None) -> int:
     """explore() == the staged run on 1-layer programs (and check() passes); explore on every fixture."""
     from egg_dispatch import explore
 
@@ -384,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--layers", type=int, nargs="+", default=[1, 4, 16, 64])
     p.add_argument("--target", default="x86_64-avx512")
-    p.add_argument("--lambda", dest="lam", type=float, default=DEFAULT_LAMBDA)
+    p.add_argument("--lambda", dest="lam", type=float, default=None, help="default: the target's default_lambda")
     p.add_argument("--max-iterations", type=int, default=Budget.iterations)
     p.add_argument("--max-enodes", type=int, default=Budget.enodes)
     p.add_argument("--max-seconds", type=float, default=Budget.seconds)

@@ -43,7 +43,7 @@ def _peak() -> int:
 def child(layers: int, enodes: int | None, target: str) -> dict:
     from generate import transformer
 
-    from egg_dispatch.cost.model import DEFAULT_LAMBDA, cost_table
+    from egg_dispatch.cost.model import cost_table, default_lambda
     from egg_dispatch.egraph.data import EGraphData
     from egg_dispatch.egraph.importer import import_function
     from egg_dispatch.egraph.rules import Budget, saturate
@@ -66,8 +66,9 @@ def child(layers: int, enodes: int | None, target: str) -> dict:
     data = EGraphData.from_serialized(graph.serialized(), keep_refused=True)
     out["peak_serialize"] = _peak()
     costs = cost_table(data, imported, tgt)
-    greedy = greedy_dag(data, costs, DEFAULT_LAMBDA)
-    exact_ilp(data, costs, DEFAULT_LAMBDA, time_limit=10.0, warm_start=greedy)
+    lam = default_lambda(tgt)
+    greedy = greedy_dag(data, costs, lam)
+    exact_ilp(data, costs, lam, time_limit=10.0, warm_start=greedy)
     out["peak_total"] = _peak()
     out["seconds_total"] = time.perf_counter() - t
     return out

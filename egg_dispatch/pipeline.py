@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from egg_dispatch.cost.measured import MeasuredTimes
-from egg_dispatch.cost.model import DEFAULT_LAMBDA, cost_table
+from egg_dispatch.cost.model import cost_table, default_lambda
 from egg_dispatch.cost.sizes import Assumption, cost_at_sizes, size_plan
 from egg_dispatch.egraph.data import EGraphData, build_term
 from egg_dispatch.egraph.importer import import_function
@@ -216,7 +216,7 @@ def explore(
     *,
     families: Sequence[str] = FAMILIES,
     budget: Budget | None = None,
-    lam: float = DEFAULT_LAMBDA,
+    lam: float | None = None,
     extractor: str = "exact",
     time_limit: float = 10.0,
     function: str | None = None,
@@ -243,6 +243,7 @@ def explore(
     say = progress or (lambda _msg: None)
     t0 = time.perf_counter()
     tgt = target if isinstance(target, Target) else load_target(target)
+    lam = default_lambda(tgt) if lam is None else lam
     module, input_info = prepare_input(source, tgt, start)
     timings["input"] = time.perf_counter() - t0
     prepared = initial_plan(module, function)

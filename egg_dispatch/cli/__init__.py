@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from egg_dispatch.cli import bench, calibrate, check, explore, iree_baseline, opt, run, tune
-from egg_dispatch.cli.args import BUILTIN_EXAMPLE, InputError, Parser, builtin_example_text
+from egg_dispatch.cli.args import BUILTIN_EXAMPLE, InputError, Parser, builtin_example_text, take_pending_warnings
 from egg_dispatch.mlir.lexer import MLIRSyntaxError
 
 __all__ = ["BUILTIN_EXAMPLE", "build_parser", "builtin_example_text", "main"]
@@ -59,6 +59,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _interrupted()
     handler: Callable[[argparse.Namespace], int] = args.handler
+    take_pending_warnings()
+    code = _run(handler, args)
+    warnings = take_pending_warnings()  # e.g. '--target host: ... is not calibrated'
+    if code in (0, 1):  # an error stays one line: the target's warning would only bury it
+        for warning in warnings:
+            print(warning, file=sys.stderr)
+    return code
+
+
+def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     try:
         return handler(args)
     except KeyboardInterrupt:

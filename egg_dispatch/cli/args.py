@@ -51,6 +51,7 @@ __all__ = [
     "positive_int",
     "program",
     "rule_families",
+    "take_pending_warnings",
     "target_file",
     "target_spec",
     "writable_path",
@@ -244,18 +245,29 @@ TARGET_HELP = (
     "built-in profile of its ISA, with a warning) or a target profile JSON file"
 )
 
+_pending_warnings: list[str] = []
+
+
 def load_target_arg(spec: str) -> Target:
-    """The target a ``--target`` / ``--target-file`` value names; the profile's warning (an uncalibrated
-    ``host``) is printed on stderr (each command calls this once). A bad one is an InputError (exit 2)."""
+    """The target a ``--target`` / ``--target-file`` value names. The profile's warning (an uncalibrated
+    ``host``) is printed on stderr when the command has done its work (``cli.main``), so that bad input
+    stays one error line. A bad target is an InputError (exit 2)."""
     from egg_dispatch.target.profile import TargetError, load_target
 
     try:
         target = load_target(spec)
     except TargetError as e:
         raise InputError(f"--target: error: {e}") from None
-    if warning := target.provenance.get("warning"):
-        print(warning, file=sys.stderr)
+    if (warning := target.provenance.get("warning")) and warning not in _pending_warnings:
+        _pending_warnings.append(warning)
     return target
+
+
+def take_pending_warnings() -> list[str]:
+    """The target warnings the command collected (and forget them: ``main`` may run again in-process)."""
+    out = list(_pending_warnings)
+    _pending_warnings.clear()
+    return out
 
 
 @refuses("", "-1", "nan", "nope", "{missing}", "{dir}", "{garbage}")

@@ -55,6 +55,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"stop measuring after S seconds and fit what was measured (default {DEFAULT_SECONDS:g}, quick "
         f"{QUICK_SECONDS:g})",
     )
+    p.add_argument(
+        "--samples",
+        type=output_file,
+        metavar="FILE",
+        help="also write every measurement (kind, sizes, element types, seconds) and the fits as JSON",
+    )
     p.set_defaults(handler=run)
 
 
@@ -90,7 +96,12 @@ def run(args: argparse.Namespace) -> int:
         bar.close()
     if not cal.samples:
         raise InputError("error: nothing was measured within the time budget")
-    write_profile(profile_dict(base, cal, quick=args.quick), out)
+    profile = profile_dict(base, cal, quick=args.quick)
+    write_profile(profile, out)
+    if args.samples:
+        from egg_dispatch.measure.calibrate import samples_dict
+
+        write_profile(samples_dict(cal, profile), Path(args.samples))
     k = cal.kernels
     assert k is not None
     print(

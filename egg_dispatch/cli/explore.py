@@ -30,7 +30,6 @@ from egg_dispatch.cli.args import (
 )
 from egg_dispatch.cli.assume import add_assume_argument
 from egg_dispatch.cli.cache import add_cache_arguments, measurement_cache
-from egg_dispatch.cost.model import DEFAULT_LAMBDA
 from egg_dispatch.cost.sizes import AssumeError
 from egg_dispatch.egraph.imported import ImportError_
 from egg_dispatch.evaluate.values import EvaluationError
@@ -60,9 +59,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--lambda",
         dest="lam",
         type=non_negative_float,
-        default=DEFAULT_LAMBDA,
+        default=None,
         metavar="L",
-        help=f"weight of memory in the objective, seconds per byte (default {DEFAULT_LAMBDA:g})",
+        help="weight of memory in the objective, seconds per byte (default: from the target, 1%% of the time it "
+        "takes to pack a byte once, so memory breaks ties but never buys kilobytes with per-call work)",
     )
     p.add_argument("--pareto", action="store_true", help="also compute the time/memory frontier (a λ sweep)")
     p.add_argument(

@@ -33,7 +33,6 @@ from egg_dispatch.cli.args import (
 from egg_dispatch.cli.cache import add_cache_arguments, measurement_cache
 from egg_dispatch.cli.progress import ProgressBar
 from egg_dispatch.cost.measured import CacheError
-from egg_dispatch.cost.model import DEFAULT_LAMBDA
 
 __all__ = ["register", "render", "report_json", "run"]
 
@@ -59,9 +58,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--lambda",
         dest="lam",
         type=non_negative_float,
-        default=DEFAULT_LAMBDA,
+        default=None,
         metavar="L",
-        help=f"weight of memory in the model's objective, seconds per byte (default {DEFAULT_LAMBDA:g})",
+        help="weight of memory in the objective, seconds per byte (default: from the target, 1%% of the time it "
+        "takes to pack a byte once, so memory breaks ties but never buys kilobytes with per-call work)",
     )
     p.add_argument(
         "--top-k",

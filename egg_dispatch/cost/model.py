@@ -48,23 +48,43 @@ from egg_dispatch.target.layout import Layout
 from egg_dispatch.target.profile import Target
 
 __all__ = [
-    "DEFAULT_LAMBDA",
     "ELEMENTWISE_FLOPS_PER_ELEMENT",
     "TensorInfo",
+    "LAMBDA_PACK_FRACTION",
     "alloc_seconds",
     "call_seconds",
     "contraction_sizes",
     "cost_table",
     "exclusive_nodes",
+    "default_lambda",
     "launch_seconds",
     "node_seconds",
     "node_signature",
     "op_seconds",
 ]
 
-DEFAULT_LAMBDA = 1e-10
-"""Seconds per byte of footprint: 1 MiB of memory weighs like 0.1 ms per call, so a few-KiB global
-beats a per-call encode dispatch (5 µs launch) while a 100 MiB packed copy must save 10 ms per call."""
+LAMBDA_PACK_FRACTION = 0.01
+"""The default λ: a byte of footprint weighs this fraction of the time the target takes to pack it once.
+
+λ converts bytes of memory into seconds per call. Any λ at or above a pack's time per byte makes the
+extractor re-pack a constant weight inside its matmul dispatch on every call to save the global
+holding it packed: the old default (1e-10 s/B, 1 KiB = 0.1 µs) did exactly that on an MLP, and the
+plan measured 2x slower than IREE's. At 1% of the pack's cost a plan must save a hundred calls' worth
+of packing per byte before memory decides: memory breaks ties and vetoes plans that hold many packed
+copies for nothing, it never buys kilobytes with per-call work. ``default_lambda`` reads the pack
+rate from the calibrated profile (the fitted pack of a 1 MiB f32 tensor), else the profile's
+bandwidth (read + write)."""
+
+
+def default_lambda(target: Target) -> float:
+    """λ for ``target`` when the user gives none (seconds per byte; see ``LAMBDA_PACK_FRACTION``)."""
+    k = target.kernels
+    n = 1 << 18  # 1 MiB of f32: big enough that the pack's fixed cost does not count
+    if k is not None and (k.pack.rate_g > 0 or k.pack.gbps > 0 or k.pack.points):
+        per_byte = k.pack.seconds(n, 8 * n) / (4 * n)
+    else:
+        per_byte = 2.0 / (target.memory_bandwidth_gbps * 1e9)
+    return LAMBDA_PACK_FRACTION * per_byte
 
 ELEMENTWISE_FLOPS_PER_ELEMENT = 1.0
 """Each arith/math op in a generic's body is one flop per element of the iteration space."""

@@ -47,7 +47,18 @@ from egg_dispatch.target.layout import packed_nbytes, resolve_layout
 from egg_dispatch.target.profile import Target
 from egg_dispatch.util.files import atomic_write
 
-__all__ = ["TABLE_RESIDUAL", "Calibration", "Plan", "calibrate", "fit_linear", "plan_programs", "profile_dict"]
+__all__ = [
+    "TABLE_RESIDUAL",
+    "Calibration",
+    "Plan",
+    "calibrate",
+    "fit_linear",
+    "plan_programs",
+    "profile_dict",
+    "samples_dict",
+    "unique_encode_groups",
+    "write_profile",
+]
 
 TABLE_RESIDUAL = 0.25
 """A fit whose median |log(model/measured)| exceeds this keeps its points as an interpolation table."""
@@ -470,6 +481,20 @@ def profile_dict(base: Target, cal: Calibration, *, quick: bool) -> dict:
         "notes": notes,
     }
     return data
+
+
+def samples_dict(cal: Calibration, profile: dict) -> dict:
+    """Every measurement of a calibration run, with the profile's provenance and fitted kernels: what
+    ``notebooks/02_cost_model_fidelity.ipynb`` plots (calibration points against the fitted curves)."""
+    return {
+        "provenance": profile["provenance"],
+        "kernels": profile["kernels"],
+        "samples": {
+            kind: [{"sizes": list(sizes), "types": types, "seconds": t} for sizes, types, t in rows]
+            for kind, rows in sorted(cal.samples.items())
+        },
+        "chains": [{"dispatches": n, "kernel_seconds": k, "call_seconds": c} for n, k, c in cal.chains],
+    }
 
 
 def write_profile(data: dict, path: Path) -> None:
