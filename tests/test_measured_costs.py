@@ -359,3 +359,27 @@ def test_calibrate_on_a_tiny_plan_writes_a_profile_the_reader_takes(
     t = load_target(str(out))
     assert t.kernels is not None and "f32,f32,f32" in t.kernels.mmt4d
     assert t.provenance["base_profile"] == "x86_64-avx512" and t.provenance["samples"]["mmt4d"] >= 2
+
+
+@needs_iree
+def test_tune_and_calibrate_budgets_stop_cleanly_with_what_was_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A measuring budget stops the run, says so, and what was measured is still used (issue 13, point 1)."""
+    from egg_dispatch.measure import calibrate as calibrate_mod
+    from egg_dispatch.measure.tune import tune
+
+    target = load_target("x86_64-avx512")
+    ticks = iter(range(10**6))
+    report = tune(FIXTURES / "mlp2.mlir", target, top_k=2, repeats=5, min_time=0.01, max_seconds=0.5,
+                  clock=lambda: float(next(ticks)))  # fmt: skip
+    assert "time budget" in report.stopped and report.winner is not None
+    assert all(len(c.measured) == 1 for c in report.candidates if c.measured)
+
+    def tiny(quick: bool, t):
+        return calibrate_mod.Plan(("f32,f32,f32",), ((8, 64, 96), (16, 32, 48)), (), ((16, 256),), (1, 4), 3, 0.01)
+
+    monkeypatch.setattr(calibrate_mod, "plan_programs", tiny)
+    clock = iter(range(10**6))
+    n_programs = len(calibrate_mod._programs(tiny(False, target), target))
+    cal = calibrate_mod.calibrate(target, deadline=n_programs + 2.5, clock=lambda: float(next(clock)))
+    assert cal.stopped.startswith("time budget reached in repeat 1")
+    assert cal.samples and cal.kernels is not None  # the programs timed before the deadline are fitted

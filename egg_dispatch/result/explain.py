@@ -1,7 +1,12 @@
 """``explore --explain``: for every set_encoding, the alternatives the e-graph held, why the others
 were refused (the numbered legality condition, as IREE's passes give a reason per failed
 condition), and the cost difference that decided between the ones held; then, per contraction,
-whether data tiling was kept or dropped (``rules/untile.egg``) and what the other choice costs."""
+whether data tiling was kept or dropped (``rules/untile.egg``) and what the other choice costs.
+
+On a dynamic program a size-dependent condition is refused when it is not provable for every size
+the program (``util.assume.int``) and ``--assume`` allow; the reason is the one ``egraph.facts``
+recorded (``FactReport.refusals``), naming the size and what would make it hold. The objectives are
+the weighted means over the assumed sizes, as the extractor minimized."""
 
 from __future__ import annotations
 
@@ -12,13 +17,18 @@ from typing import TYPE_CHECKING
 from egg_dispatch.egraph.enumerate import is_acyclic
 from egg_dispatch.egraph.facts import (
     CONST_EXPR_MAX_SIZE_INCREASE,
+    FactReport,
     encoding_layout,
     fused_pack_legal,
+    seed_facts,
     slice_is_flow_mappable,
     tile_aligned,
 )
+from egg_dispatch.egraph.size_facts import const_eval_refusal, mappable
+from egg_dispatch.egraph.terms import ivec
 from egg_dispatch.mlir.ir import TensorType, element_nbytes
-from egg_dispatch.plan.graph import build_plan
+from egg_dispatch.plan.graph import PlanMetrics, build_plan
+from egg_dispatch.plan.sized import plan_at_sizes
 from egg_dispatch.result.report import untiled
 from egg_dispatch.target.layout import packed_nbytes
 
@@ -44,7 +54,7 @@ def _describe(e: Exploration, let: str) -> str:
         return f"extract_slice [{m.group(2)}] [{m.group(3)}] of {src}"
     head = term[1:].split(" ", 1)[0]
     t = e.imported.let_types.get(let)
-    shape = "x".join(map(str, t.shape)) if isinstance(t, TensorType) else ""
+    shape = "x".join("?" if d is None else str(d) for d in t.shape) if isinstance(t, TensorType) else ""
     return {"Arg": f"argument {term[5:-1]}", "Const": f"constant {shape}"}.get(head, f"{head} {shape}".strip())
 
 
@@ -70,7 +80,12 @@ def _hoist_reason(e: Exploration, let: str) -> str | None:
     if m:
         src_t = e.imported.let_types.get(m.group(1))
         offs, sizes, strides = (tuple(int(x) for x in g.split()) for g in m.groups()[1:])
-        if isinstance(src_t, TensorType) and not slice_is_flow_mappable(src_t.shape, offs, sizes, strides):
+        if isinstance(src_t, TensorType) and src_t.is_static:
+            flat = slice_is_flow_mappable(src_t.shape, offs, sizes, strides)  # type: ignore[arg-type]
+        else:  # size codes: a whole dim is the same expression as the source's
+            sym, whole = e.imported.shape, e.imported.let_dims.get(m.group(1))
+            flat = whole is not None and mappable(sym(whole), sym(offs), sym(sizes), sym(strides))
+        if not flat:
             return "2. the extract_slice is not one contiguous range (not structurally Flow-mappable)"
         return _hoist_reason(e, m.group(1))
     return f"2. its producer ({head}) is computed in the dispatch and is neither ConstantLike nor a slice"
@@ -131,6 +146,34 @@ def _complete(e: Exploration, choice: dict[str, str]) -> dict[str, str]:
     return {c: n for c, n in out.items() if c in seen}
 
 
+def _metrics(e: Exploration, choice: dict[str, str]) -> PlanMetrics:
+    """A choice's metrics as the extractor priced it: for a dynamic program, the weighted mean over the
+    assumed size configurations (``plan.sized``)."""
+    return plan_at_sizes(
+        e.data, e.imported, e.sizes, lambda g: build_plan(g, choice, e.imported, e.target, e.lam)
+    ).metrics
+
+
+def _dynamic_refusals(e: Exploration, facts: FactReport, src: str, enc_key: str, layout) -> list[str]:
+    """The size-dependent refusals of an encode of a dynamic ``src``, as ``egraph.facts`` recorded them."""
+    dims = e.imported.let_dims.get(src)
+    key = ivec(dims) if dims is not None else ""
+    out: list[str] = []
+    if layout is not None and (why := facts.refusals.get(("fused-pack", key, enc_key))):
+        out.append(f"fused pack: {why}")
+    why = _hoist_reason(e, src)
+    if why:
+        out.append(f"hoist: {why}")
+    why = _const_expr_reason(e, src)
+    if why is None and layout is not None:
+        why = facts.refusals.get(("const-eval", key, enc_key)) or const_eval_refusal(
+            e.imported.shape(dims or ()), None, 0
+        )
+    if why:
+        out.append(f"const_eval: {why}")
+    return out
+
+
 def _kind(g, c: str, choice: dict[str, str]) -> str:
     node = g.nodes[choice[c]]
     if node.op == "EncodedSlice":
@@ -155,6 +198,7 @@ def explain(e: Exploration) -> str:
     number: dict[str, int] = {}
     unset_class = {m.group(1): let_class.get(let) for let, t in e.imported.lets.items() if (m := _UNSET.match(t))}
     dropped = set(untiled(g, best))
+    facts = seed_facts(e.imported, e.target) if e.imported.dynamic else None  # the refusals' reasons
     for contract, index, src, enc_key in _sites(e):
         enc = e.imported.encodings[enc_key]
         layout = encoding_layout(e.target, enc)
@@ -170,7 +214,9 @@ def explain(e: Exploration) -> str:
         )
         refused: list[str] = []
         eb = element_nbytes(src_t.element)
-        if layout is not None and not fused_pack_legal(e.target, layout, src_t.shape, eb):
+        if facts is not None and not src_t.is_static:
+            refused += _dynamic_refusals(e, facts, src, enc_key, layout)
+        elif layout is not None and not fused_pack_legal(e.target, layout, src_t.shape, eb):
             divides = all(
                 src_t.shape[d] % t == 0 for d, t in zip(layout.inner_dims_pos, layout.inner_tiles, strict=True)
             )
@@ -178,23 +224,31 @@ def explain(e: Exploration) -> str:
                 "fused pack: "
                 + ("2. packed buffer exceeds the stack limit" if divides else "1. inner tiles do not divide the shape")
             )
-        why = _hoist_reason(e, src)
-        if why:
-            refused.append(f"hoist: {why}")
-        why = _const_expr_reason(e, src)
-        if why is None and layout is not None:
-            grow = packed_nbytes(src_t.shape, eb, layout) - math.prod(src_t.shape) * eb
-            if grow > CONST_EXPR_MAX_SIZE_INCREASE:
-                why = f"2. the encoded copy grows by {grow} B, over the 1 MiB threshold"
-        if why:
-            refused.append(f"const_eval: {why}")
+        if facts is None or src_t.is_static:
+            why = _hoist_reason(e, src)
+            if why:
+                refused.append(f"hoist: {why}")
+            why = _const_expr_reason(e, src)
+            if why is None and layout is not None:
+                grow = packed_nbytes(src_t.shape, eb, layout) - math.prod(src_t.shape) * eb  # type: ignore[arg-type]
+                if grow > CONST_EXPR_MAX_SIZE_INCREASE:
+                    why = f"2. the encoded copy grows by {grow} B, over the 1 MiB threshold"
+            if why:
+                refused.append(f"const_eval: {why}")
         m = _SLICE.match(e.imported.lets[src])
         if layout is None:
             refused.append("propagate: 4. identity layout")
         elif m:
             whole = e.imported.let_types[m.group(1)]
             offs, sizes, strides = (tuple(int(x) for x in g_.split()) for g_ in m.groups()[1:])
-            if isinstance(whole, TensorType) and not tile_aligned(layout, whole.shape, offs, sizes, strides):
+            if facts is not None and (why := facts.refusals.get(("tile-aligned", src, enc_key))):
+                refused.append(f"propagate: {why}")
+            elif (
+                isinstance(whole, TensorType)
+                and whole.is_static
+                and min(offs + sizes, default=0) >= 0
+                and not tile_aligned(layout, whole.shape, offs, sizes, strides)  # type: ignore[arg-type]
+            ):
                 refused.append("propagate: 2./3. offsets or sizes are not multiples of the inner tiles")
         if layout is not None:
             refused.append("noop: the target resolves this encoding to tiles, so it is a real pack")
@@ -222,7 +276,7 @@ def explain(e: Exploration) -> str:
             if kind in seen:
                 continue
             seen.add(kind)
-            metrics = build_plan(g, trial, e.imported, e.target, e.lam).metrics
+            metrics = _metrics(e, trial)
             delta = metrics.objective - e.best.metrics.objective
             lines.append(
                 f"    held     {kind}: objective {metrics.objective:.4e} ({delta:+.3e} vs chosen; "
@@ -300,7 +354,7 @@ def _data_tiling(e: Exploration, let_class: dict[str, str], dropped: set[str]) -
             trial = _complete(e, best | {c: alt.id})
             if not is_acyclic(g, trial):
                 continue
-            metrics = build_plan(g, trial, e.imported, e.target, e.lam).metrics
+            metrics = _metrics(e, trial)
             delta = metrics.objective - e.best.metrics.objective
             lines.append(
                 f"    held     {held}: objective {metrics.objective:.4e} ({delta:+.3e} vs chosen; "
