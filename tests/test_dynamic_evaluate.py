@@ -54,21 +54,10 @@ def test_matches_iree_runtime(model: str, size: str, form: str, target: str | No
     folder = MODELS / model
     inputs = load_npz(folder / f"inputs_{size}.npz")
     want = load_npz(folder / f"expected_iree_{size}.npz")
-    got = _bubbled_guard(lambda: evaluate(module(folder / form), inputs, "main$async", target))
+    got = evaluate(module(folder / form), inputs, "main$async", target)
     for g, w in zip(got, want, strict=True):
         assert g.shape == w.shape
         assert float(np.max(np.abs(g - w))) <= 1e-5 * float(np.max(np.abs(w)))
-
-
-def _bubbled_guard(fn):
-    """IREE's own plans carry encodings bubbled through the bias generic (nested user_indexing_maps),
-    which the physical evaluation reads once the bubbled-encoding layouts are in (a separate change)."""
-    try:
-        return fn()
-    except EvaluationError as e:
-        if "bubbled encodings" in str(e):
-            pytest.xfail("bubbled encodings not evaluated physically yet")
-        raise
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -136,9 +125,7 @@ def test_check_sizes_per_dim() -> None:
 
 
 def test_check_runs_every_size() -> None:
-    report = _bubbled_guard(
-        lambda: check_module(module(MODELS / "attention_dyn" / "dispatch_creation.avx2.mlir"), "x86_64-avx2")
-    )
+    report = check_module(module(MODELS / "attention_dyn" / "dispatch_creation.avx2.mlir"), "x86_64-avx2")
     assert report.passed
     assert [r.sizes for r in report.results] == ["arg0.d1=1", "arg0.d1=13", "arg0.d1=16"]
     assert report.encodings > 0 and "at arg0.d1=13" in report.render()
