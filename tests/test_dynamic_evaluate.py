@@ -129,3 +129,19 @@ def test_check_runs_every_size() -> None:
     assert report.passed
     assert [r.sizes for r in report.results] == ["arg0.d1=1", "arg0.d1=13", "arg0.d1=16"]
     assert report.encodings > 0 and "at arg0.d1=13" in report.render()
+
+
+def test_slices_are_bounds_checked_at_the_run_size() -> None:
+    """A slice of a '?' dim in bounds at one size and not at another: NumPy would clip it silently."""
+    m = parse_mlir("""
+    func.func @f(%a: tensor<?x4xf32>, %o: index) -> tensor<2x3xf32> {
+      %s = tensor.extract_slice %a[%o, 1] [2, 3] [1, 1] : tensor<?x4xf32> to tensor<2x3xf32>
+      return %s : tensor<2x3xf32>
+    }""")
+    x = np.arange(32, dtype=np.float32).reshape(8, 4)
+    got = evaluate(m, [x, np.asarray(5)])[0]
+    assert np.array_equal(got, x[5:7, 1:4])
+    with pytest.raises(
+        EvaluationError, match="slice out of bounds in dim 0: offset 5, size 2, stride 1 on a dimension of 6"
+    ):
+        evaluate(m, [x[:6], np.asarray(5)])

@@ -141,3 +141,16 @@ def test_assume_int_errors() -> None:
     bad = "func.func @f(%d: index) -> index {\n  %e = util.assume.int %d<udiv = 0> : index\n  return %e : index\n}\n"
     with pytest.raises(MLIRSyntaxError, match="udiv must be positive"):
         parse_mlir(bad)
+
+
+def test_static_slice_of_a_dynamic_dim() -> None:
+    """A static offset and size on a '?' dim is bounds-checked at run time, not by the reader (which
+    still checks the static dims of the same slice)."""
+    ok = """
+    func.func @f(%a: tensor<?x4xf32>) -> tensor<2x3xf32> {
+      %s = tensor.extract_slice %a[5, 1] [2, 3] [1, 1] : tensor<?x4xf32> to tensor<2x3xf32>
+      return %s : tensor<2x3xf32>
+    }"""
+    assert parse_mlir(ok).function("f") is not None
+    with pytest.raises(MLIRSyntaxError, match="slice out of bounds in dim 1"):
+        parse_mlir(ok.replace("[5, 1] [2, 3]", "[5, 2] [2, 3]"))

@@ -1027,3 +1027,327 @@ func.func @main(%q: tensor<2x4x8xf32>, %k: tensor<2x8xf32>, %v: tensor<2x4xf32>,
 @pytest.mark.parametrize("name", sorted(REGRESSIONS))
 def test_regressions(name: str, target: str) -> None:
     check_program(REGRESSIONS[name], target)
+
+
+# ------------------------------------------------------------------------------------ dynamic dims
+# Programs with dynamic dims (issue 12): the rows of the first argument are '?', read by tensor.dim and
+# maybe bounded by util.assume.int (a range, a multiple of 8 or 16), and flow through elementwise
+# generics (broadcast bias along rows or columns), reductions over a static dim with their broadcast
+# back, softmax, transposes (the dim becomes a column: a dynamic N of a later matmul), matmuls with a
+# dynamic M, N or K (a Gram matrix reduces over it), batch matmuls through expand/collapse_shape,
+# column slices of dynamic size and row splits at a dynamic offset (tensor.empty of every dynamic size
+# and arith on sizes). explore --check evaluates every plan at several sizes per dim (1, 13, 16 when
+# nothing bounds it; values the assumption allows otherwise), so one plan must be right at all of them.
+
+DYN_ASSUMES = (
+    ("", 1),
+    ("", 1),
+    ("<umin = 1, umax = 32>", 1),
+    ("<umin = 8, umax = 64, udiv = 8>", 8),
+    ("<umin = 16, umax = 128, udiv = 16>", 16),
+)
+
+
+@dataclass
+class DynVal:
+    name: str
+    shape: tuple[int | str, ...]
+    """A static size, or the SSA name of an index value (a dynamic size)."""
+
+    @property
+    def type(self) -> str:
+        return "tensor<" + "".join(f"{'?' if isinstance(d, str) else d}x" for d in self.shape) + "f32>"
+
+    @property
+    def dims(self) -> str:
+        return ", ".join(d for d in self.shape if isinstance(d, str))
+
+
+@dataclass
+class DynBuilder:
+    draw: st.DrawFn
+    lines: list[str] = field(default_factory=list)
+    values: list[DynVal] = field(default_factory=list)
+    args: list[DynVal] = field(default_factory=list)
+    umin: int = 1
+    n: int = 0
+
+    def fresh(self, p: str = "v") -> str:
+        self.n += 1
+        return f"%{p}{self.n}"
+
+    def pick(self, options):
+        return self.draw(st.sampled_from(list(options)))
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " + line.replace("\n", "\n  "))
+
+    def add(self, shape: tuple[int | str, ...], name: str | None = None) -> DynVal:
+        v = DynVal(name or self.fresh(), shape)
+        self.values.append(v)
+        return v
+
+    def const(self, shape: tuple[int, ...]) -> DynVal:
+        rng = np.random.default_rng(self.draw(st.integers(0, 2**16)))
+        flat = [f"{v:.4f}" for v in (rng.integers(-8, 9, int(np.prod(shape))) / 8)]
+
+        def nest(items: list[str], dims: tuple[int, ...]) -> str:
+            if len(dims) == 1:
+                return "[" + ", ".join(items) + "]"
+            step = len(items) // dims[0]
+            return "[" + ", ".join(nest(items[i * step : (i + 1) * step], dims[1:]) for i in range(dims[0])) + "]"
+
+        body = nest(flat, shape)
+        name = self.fresh("w")
+        v = DynVal(name, shape)
+        self.emit(f"{name} = arith.constant dense<{body}> : {v.type}")
+        return v
+
+    def weight(self, shape: tuple[int, ...]) -> DynVal:
+        """A constant or a new (static) argument."""
+        if self.draw(st.booleans()):
+            return self.const(shape)
+        v = DynVal(f"%a{len(self.args)}", shape)
+        self.args.append(v)
+        return v
+
+    def init(self, shape: tuple[int | str, ...], fill: str | None = "0.0") -> str:
+        out = DynVal(self.fresh("e"), shape)
+        self.emit(f"{out.name} = tensor.empty({out.dims}) : {out.type}")
+        if fill is None:
+            return out.name
+        c = self.fresh("c")
+        self.emit(f"{c} = arith.constant {fill} : f32")
+        f = self.fresh("fill")
+        self.emit(f"{f} = linalg.fill ins({c} : f32) outs({out.name} : {out.type}) -> {out.type}")
+        return f
+
+    def generic(self, ins: list[DynVal], maps: list[str], out_shape: tuple[int | str, ...], body: str,
+                iterators: list[str] | None = None, init: str | None = None) -> DynVal:  # fmt: skip
+        rank = len(maps[-1].split("(")[1].split(","))
+        out = DynVal(self.fresh(), out_shape)
+        init = init or self.init(out_shape, None)
+        its = ", ".join(f'"{i}"' for i in (iterators or ["parallel"] * rank))
+        args = ", ".join(f"%in{i}: f32" for i in range(len(ins))) + ", %out: f32"
+        self.emit(
+            f"{out.name} = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{its}]}} "
+            f"ins({', '.join(v.name for v in ins)} : {', '.join(v.type for v in ins)}) outs({init} : {out.type}) {{\n"
+            f"^bb0({args}):\n{body}\n}} -> {out.type}"
+        )
+        self.values.append(out)
+        return out
+
+    def dynamic(self, rank: int | None = None) -> DynVal:
+        have = [v for v in self.values if any(isinstance(d, str) for d in v.shape) and rank in (None, len(v.shape))]
+        return have[-1] if have and self.draw(st.integers(0, 9)) < 7 else self.pick(have or self.values)
+
+    def text(self, results: list[DynVal]) -> str:
+        sig = ", ".join(f"{a.name}: {a.type}" for a in self.args)
+        rets = ", ".join(v.type for v in results)
+        return (
+            f"func.func @main({sig}) -> ({rets}) {{\n" + "\n".join(self.lines)
+            + f"\n  return {', '.join(v.name for v in results)} : {rets}\n}}\n"
+        )  # fmt: skip
+
+
+def dyn_elementwise(b: DynBuilder) -> DynVal:
+    x = b.dynamic(2)
+    if len(x.shape) != 2:
+        return x
+    kind = b.pick(["unary", "bias_cols", "bias_rows", "self"])
+    id2, cols, rows = amap(2, ["d0", "d1"]), amap(2, ["d1"]), amap(2, ["d0"])
+    if kind == "unary":
+        op = b.pick(["math.exp", "math.tanh", "arith.negf", "math.absf"])
+        return b.generic([x], [id2, id2], x.shape, f"  %r = {op} %in0 : f32\n  linalg.yield %r : f32")
+    if kind == "self":
+        return b.generic(
+            [x, x], [id2, id2, id2], x.shape, "  %r = arith.mulf %in0, %in1 : f32\n  linalg.yield %r : f32"
+        )
+    d = 1 if kind == "bias_cols" else 0
+    if isinstance(x.shape[d], str):  # a bias along a dynamic dim: broadcast the other way
+        d = 1 - d
+    if isinstance(x.shape[d], str):
+        return x
+    bias = b.weight((x.shape[d],))  # type: ignore[arg-type]
+    return b.generic([x, bias], [id2, cols if d == 1 else rows, id2], x.shape,
+                     "  %r = arith.addf %in0, %in1 : f32\n  linalg.yield %r : f32")  # fmt: skip
+
+
+def dyn_matmul(b: DynBuilder) -> DynVal:
+    x = b.dynamic(2)
+    if len(x.shape) != 2:
+        return x
+    m, k = x.shape
+    if isinstance(k, str):  # x is [K, ?]-like: W [N', k-rows] times x
+        if isinstance(m, str):
+            return x
+        w = b.weight((b.pick(DIMS), m))  # type: ignore[arg-type]
+        lhs, rhs, shape = w, x, (w.shape[0], k)
+        maps = ""
+    else:
+        n = b.pick(DIMS)
+        transposed = b.draw(st.booleans())
+        w = b.weight((n, k) if transposed else (k, n))
+        lhs, rhs, shape = x, w, (m, n)
+        maps = (
+            f"indexing_maps = [{amap(3, ['d0', 'd2'])}, {amap(3, ['d1', 'd2'])}, {amap(3, ['d0', 'd1'])}] "
+            if transposed
+            else ""
+        )
+    init = b.init(shape)
+    out = DynVal(b.fresh("mm"), shape)
+    b.emit(f"{out.name} = linalg.matmul {maps}ins({lhs.name}, {rhs.name} : {lhs.type}, {rhs.type}) "
+           f"outs({init} : {out.type}) -> {out.type}")  # fmt: skip
+    b.values.append(out)
+    return out
+
+
+def dyn_gram(b: DynBuilder) -> DynVal:
+    """X^T X: a matmul reducing over the dynamic dim (through a transpose)."""
+    x = b.dynamic(2)
+    if len(x.shape) != 2 or not isinstance(x.shape[0], str) or isinstance(x.shape[1], str):
+        return x
+    t = dyn_transpose(b, x)
+    init = b.init((x.shape[1], x.shape[1]))
+    out = DynVal(b.fresh("gram"), (x.shape[1], x.shape[1]))
+    b.emit(f"{out.name} = linalg.matmul ins({t.name}, {x.name} : {t.type}, {x.type}) outs({init} : {out.type}) "
+           f"-> {out.type}")  # fmt: skip
+    b.values.append(out)
+    return out
+
+
+def dyn_transpose(b: DynBuilder, x: DynVal | None = None) -> DynVal:
+    x = x or b.dynamic(2)
+    if len(x.shape) != 2:
+        return x
+    shape = (x.shape[1], x.shape[0])
+    init = b.init(shape, None)
+    out = DynVal(b.fresh("tr"), shape)
+    b.emit(f"{out.name} = linalg.transpose ins({x.name} : {x.type}) outs({init} : {out.type}) permutation = [1, 0]")
+    b.values.append(out)
+    return out
+
+
+def dyn_reduce(b: DynBuilder) -> DynVal:
+    """Row sums over the static dim, broadcast back and subtracted (a centring)."""
+    x = b.dynamic(2)
+    if len(x.shape) != 2 or isinstance(x.shape[1], str):
+        return x
+    init = b.init((x.shape[0],))
+    body = "  %r = arith.addf %in0, %out : f32\n  linalg.yield %r : f32"
+    s = b.generic([x], [amap(2, ["d0", "d1"]), amap(2, ["d0"])], (x.shape[0],), body, ["parallel", "reduction"], init)
+    id2 = amap(2, ["d0", "d1"])
+    return b.generic([x, s], [id2, amap(2, ["d0"]), id2], x.shape,
+                     "  %r = arith.subf %in0, %in1 : f32\n  linalg.yield %r : f32")  # fmt: skip
+
+
+def dyn_softmax(b: DynBuilder) -> DynVal:
+    x = b.dynamic(2)
+    if len(x.shape) != 2:
+        return x
+    init = b.init(x.shape, None)
+    out = DynVal(b.fresh("sm"), x.shape)
+    b.emit(f"{out.name} = linalg.softmax dimension(1) ins({x.name} : {x.type}) outs({init} : {out.type}) -> {out.type}")
+    b.values.append(out)
+    return out
+
+
+def dyn_batch_matmul(b: DynBuilder) -> DynVal:
+    """[?, K] -> [1, ?, K] (expand_shape), a batch matmul with [1, K, N], collapsed back to [?, N]."""
+    x = b.dynamic(2)
+    if len(x.shape) != 2 or not isinstance(x.shape[0], str) or isinstance(x.shape[1], str):
+        return x
+    m, k = x.shape
+    e = DynVal(b.fresh("ex"), (1, m, k))
+    b.emit(f"{e.name} = tensor.expand_shape {x.name} [[0, 1], [2]] output_shape [1, {m}, {k}] : {x.type} into {e.type}")
+    n = b.pick(DIMS)
+    w = b.const((1, k, n))  # type: ignore[arg-type]
+    init = b.init((1, m, n))
+    r = DynVal(b.fresh("bmm"), (1, m, n))
+    b.emit(f"{r.name} = linalg.batch_matmul ins({e.name}, {w.name} : {e.type}, {w.type}) outs({init} : {r.type}) "
+           f"-> {r.type}")  # fmt: skip
+    c = b.add((m, n), b.fresh("co"))
+    b.emit(f"{c.name} = tensor.collapse_shape {r.name} [[0, 1], [2]] : {r.type} into {c.type}")
+    return c
+
+
+def dyn_slice(b: DynBuilder) -> DynVal:
+    """Columns [0, k') of every row (a dynamic size), or rows [h, ?) (a dynamic offset and size)."""
+    x = b.dynamic(2)
+    if len(x.shape) != 2 or not isinstance(x.shape[0], str) or isinstance(x.shape[1], str):
+        return x
+    m, k = x.shape
+    rows = [h for h in (1, 3, 8) if h < b.umin]
+    if rows and b.draw(st.booleans()):
+        h = b.pick(rows)
+        c, rest = b.fresh("h"), b.fresh("rest")
+        b.emit(f"{c} = arith.constant {h} : index")
+        b.emit(f"{rest} = arith.subi {m}, {c} : index")
+        out = DynVal(b.fresh("sl"), (rest, k))
+        b.emit(f"{out.name} = tensor.extract_slice {x.name}[{c}, 0] [{rest}, {k}] [1, 1] : {x.type} to {out.type}")
+    else:
+        kk = b.draw(st.integers(1, k))  # type: ignore[arg-type]
+        out = DynVal(b.fresh("sl"), (m, kk))
+        b.emit(f"{out.name} = tensor.extract_slice {x.name}[0, 0] [{m}, {kk}] [1, 1] : {x.type} to {out.type}")
+    b.values.append(out)
+    return out
+
+
+DYN_OPS = (dyn_elementwise, dyn_matmul, dyn_matmul, dyn_gram, dyn_transpose, dyn_reduce, dyn_softmax,
+           dyn_batch_matmul, dyn_slice)  # fmt: skip
+
+
+@st.composite
+def dynamic_programs(draw: st.DrawFn) -> str:
+    """A function whose first argument has dynamic rows, and 1-5 ops from ``DYN_OPS`` on it."""
+    b = DynBuilder(draw)
+    assume, b.umin = draw(st.sampled_from(DYN_ASSUMES))
+    k = draw(st.sampled_from(DIMS))
+    x = DynVal("%a0", ("%m", k))
+    b.args.append(x)
+    b.emit("%i0 = arith.constant 0 : index")
+    if assume:
+        b.emit(f"%d = tensor.dim %a0, %i0 : {x.type}")
+        b.emit(f"%m = util.assume.int %d{assume} : index")
+    else:
+        b.emit(f"%m = tensor.dim %a0, %i0 : {x.type}")
+    b.values.append(x)
+    made = [draw(st.sampled_from(DYN_OPS))(b) for _ in range(draw(st.integers(1, 5)))]
+    results = [v for v in made if v.name != "%a0"][-2:] or [dyn_elementwise(b)]
+    return b.text(list({v.name: v for v in results}.values()))
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(dynamic_programs(), st.sampled_from(TARGETS))
+def test_explore_check_dynamic_a(program: str, target: str) -> None:
+    check_program(program, target)
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(dynamic_programs(), st.sampled_from(TARGETS))
+def test_explore_check_dynamic_b(program: str, target: str) -> None:
+    check_program(program, target, "input", "--pareto")
+
+
+@settings(max_examples=80, **SETTINGS)
+@given(dynamic_programs(), st.sampled_from(TARGETS))
+def test_check_of_the_emitted_dynamic_plan(program: str, target: str) -> None:
+    """The printed dynamic plan ({%d} lists, tensor.empty(%d), dynamic slices, util.assume.int) reads back,
+    and check runs it plain and packed at several sizes per dim (exit 0)."""
+    src, plan = TMP / "dyn_source.mlir", TMP / "dyn_plan.mlir"
+    src.write_text(program)
+    explore = ["explore", str(src), "--baseline", "modelled", "--target", target, "--emit", "mlir", "--from", "input"]
+    rc, out, err = run_cli(explore)
+    assert rc == 0, f"{err}\n{program}"
+    plan.write_text(out)
+    rc, report, err = run_cli(["check", str(plan), "--target", target])
+    assert rc == 0, f"check exited {rc} on {target}:\n{err}{report}\n{out}\nfrom\n{program}"
+    assert "at " in report, report  # checked at named sizes
+
+
+@pytest.mark.skipif(find_tool("iree-opt") is None, reason="iree-opt not installed")
+@settings(max_examples=40, **SETTINGS)
+@given(dynamic_programs())
+def test_generated_dynamic_programs_are_valid_mlir(program: str) -> None:
+    ok, err = iree_opt_parses(program)
+    assert ok, f"{err}\n{program}"

@@ -178,3 +178,182 @@ def test_every_enumerated_plan_computes_the_input(program: tuple[str, list[tuple
                     untiled_checked += 1
         tiled = any(n.op == "UnsetEncoding" for c in data.classes if data.is_term_class(c) for n in data.choices(c))
         assert untiled_checked > 0 or not tiled, f"no plan drops data tiling on {target.name}:\n{text}"
+
+
+# ------------------------------------------------------------------------------------- dynamic dims
+# The same property for programs with dynamic dims (issue 12): one plan is chosen for every size, so
+# every enumerated plan (also dropping data tiling) must compute the program's numbers at every size
+# the program allows -- 1, sizes that are not multiples of either target's tiles (AVX2: 8 rows;
+# AVX-512: 16), multiples -- and, when a util.assume.int bounds the dim or says it is a multiple of 8
+# or 16 (what lets the rules prove tile alignment or a bounded fused-pack footprint), at sizes it
+# allows. The dynamic dim is the rows of the LHS (an argument [?, K], its columns maybe sliced) or the
+# columns of the RHS (an argument [K, ?] times row slices of W).
+
+DYNAMIC_ASSUMES = {
+    "none": ("", (1, 5, 13, 16)),
+    "udiv8": ("<umin = 8, umax = 64, udiv = 8>", (8, 24, 40)),
+    "udiv16": ("<umin = 16, umax = 256, udiv = 16>", (16, 48)),
+    "umax12": ("<umin = 1, umax = 12>", (1, 7, 12)),
+}
+
+
+@st.composite
+def dynamic_programs(draw: st.DrawFn) -> tuple[str, list[tuple[tuple[int | None, ...], str]], tuple[int, ...]]:
+    """A function with one dynamic dim, the argument shapes (None: that dim) and the sizes to run at."""
+    k = draw(st.integers(1, 9))
+    n = draw(st.integers(1, 12))
+    where = draw(st.sampled_from(["lhs", "rhs"]))
+    assume, sizes = DYNAMIC_ASSUMES[draw(st.sampled_from(sorted(DYNAMIC_ASSUMES)))]
+    consumer = draw(st.sampled_from(["none", "bias", "relu"]))
+    w_is_const = draw(st.booleans())
+    transposed = draw(st.booleans()) and where == "lhs"
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    lines = ["  %zero = arith.constant 0.0 : f32", "  %relu0 = arith.constant 0.0 : f32"]
+    args: list[tuple[tuple[int | None, ...], str]] = []
+    # (ins, result type, tensor.empty's dims) of every matmul
+    contraction: list[tuple[str, str, str]] = []
+
+    def size_of(tensor: str, dim: int, t: str) -> str:
+        lines.append(f"  %i{dim} = arith.constant {dim} : index")
+        lines.append(f"  %d = tensor.dim {tensor}, %i{dim} : {t}")
+        if not assume:
+            return "%d"
+        lines.append(f"  %m = util.assume.int %d{assume} : index")  # what the sizes read, as IREE writes it
+        return "%m"
+
+    if where == "lhs":  # X [?, K] (its columns maybe sliced, its rows maybe split) times W: the dim is M
+        kk = draw(st.integers(1, k))  # the columns of X the matmul reads (kk < k: a strided slice)
+        split = draw(st.sampled_from([0, 0, 1, 3, 8]))  # rows [0, h) and [h, ?): a dynamic offset-h slice
+        sizes = tuple(v for v in sizes if v > split) or (split + 1,)
+        args.append(((None, k), "f32"))
+        m = size_of("%a0", 0, f"tensor<?x{k}xf32>")
+        w_shape = (n, kk) if transposed else (kk, n)
+        if w_is_const:
+            lines.append(f"  %w = arith.constant {_dense(rng.integers(-8, 8, w_shape) / 8)}")
+            w = "%w"
+        else:
+            args.append((w_shape, "f32"))
+            w = "%a1"
+        w_t = f"tensor<{w_shape[0]}x{w_shape[1]}xf32>"
+        parts = []
+        if split:
+            lines.append(f"  %h = arith.constant {split} : index")
+            lines.append(f"  %rest = arith.subi {m}, %h : index")
+            parts = [("0", str(split), str(split), ""), ("%h", "%rest", "?", "%rest")]
+        elif kk < k:
+            parts = [("0", m, "?", m)]
+        for p, (off, size, shown, dims) in enumerate(parts):
+            lines.append(
+                f"  %x{p} = tensor.extract_slice %a0[{off}, 0] [{size}, {kk}] [1, 1] : "
+                f"tensor<?x{k}xf32> to tensor<{shown}x{kk}xf32>"
+            )
+            ins = f"ins(%x{p}, {w} : tensor<{shown}x{kk}xf32>, {w_t})"
+            contraction.append((ins, f"tensor<{shown}x{n}xf32>", dims))
+        if not parts:
+            contraction.append((f"ins(%a0, {w} : tensor<?x{k}xf32>, {w_t})", f"tensor<?x{n}xf32>", m))
+        maps = TRANSPOSED_B if transposed else ""
+        bias_map = "affine_map<(d0, d1) -> (d1)>"
+    else:  # row slices of W (constant or argument) times Y [K, ?]: the dim is N
+        rows = [draw(st.sampled_from([1, 2, 4, 5, 8, 16])) for _ in range(draw(st.integers(1, 2)))]
+        total = sum(rows)
+        if w_is_const:
+            lines.append(f"  %w = arith.constant {_dense(rng.integers(-8, 8, (total, k)) / 8)}")
+        else:
+            args.append(((total, k), "f32"))
+        w, y = ("%w", "%a0") if w_is_const else ("%a0", "%a1")
+        args.append(((k, None), "f32"))
+        m = size_of(y, 1, f"tensor<{k}x?xf32>")
+        offset = 0
+        for p, r in enumerate(rows):
+            lines.append(
+                f"  %x{p} = tensor.extract_slice {w}[{offset}, 0] [{r}, {k}] [1, 1] : "
+                f"tensor<{total}x{k}xf32> to tensor<{r}x{k}xf32>"
+            )
+            offset += r
+            contraction.append((f"ins(%x{p}, {y} : tensor<{r}x{k}xf32>, tensor<{k}x?xf32>)", f"tensor<{r}x?xf32>", m))
+        maps = ""
+        bias_map = "affine_map<(d0, d1) -> (d0)>"
+    results = []
+    for i, (ins, t, dims) in enumerate(contraction):
+        lines.append(f"  %e{i} = tensor.empty({dims}) : {t}")
+        lines.append(f"  %f{i} = linalg.fill ins(%zero : f32) outs(%e{i} : {t}) -> {t}")
+        lines.append(f"  %r{i} = linalg.matmul {maps} {ins} outs(%f{i} : {t}) -> {t}")
+        out = f"%r{i}"
+        if consumer == "bias":
+            length = n if where == "lhs" else int(t.split("<")[1].split("x")[0])
+            lines.append(f"  %b{i} = arith.constant {_dense1(rng.integers(-8, 8, length) / 8)}")
+            lines.append(f"  %o{i} = tensor.empty({dims}) : {t}")
+            lines.append(
+                f"  %c{i} = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, {bias_map}, "
+                f'affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}} '
+                f"ins(%r{i}, %b{i} : {t}, tensor<{length}xf32>) outs(%o{i} : {t}) {{\n"
+                f"  ^bb0(%p: f32, %q: f32, %y: f32):\n    %v = arith.addf %p, %q : f32\n    linalg.yield %v : f32\n"
+                f"  }} -> {t}"
+            )
+            out = f"%c{i}"
+        elif consumer == "relu":
+            lines.append(f"  %o{i} = tensor.empty({dims}) : {t}")
+            lines.append(
+                f"  %c{i} = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, "
+                f'affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}} '
+                f"ins(%r{i} : {t}) outs(%o{i} : {t}) {{\n  ^bb0(%p: f32, %y: f32):\n"
+                f"    %v = arith.maximumf %p, %relu0 : f32\n    linalg.yield %v : f32\n  }} -> {t}"
+            )
+            out = f"%c{i}"
+        results.append((out, t))
+    sig = ", ".join(
+        f"%a{i}: tensor<{'x'.join('?' if d is None else str(d) for d in s)}x{e}>" for i, (s, e) in enumerate(args)
+    )
+    ret_types = ", ".join(t for _, t in results)
+    text = (
+        f"func.func @prog({sig}) -> ({ret_types}) {{\n"
+        + "\n".join(lines)
+        + f"\n  return {', '.join(o for o, _ in results)} : {ret_types}\n}}\n"
+    )
+    return text, args, sizes
+
+
+def _dense1(values: np.ndarray) -> str:
+    return f"dense<[{', '.join(f'{v:.4f}' for v in values)}]> : tensor<{values.shape[0]}xf32>"
+
+
+def _enumerated(data: EGraphData) -> Iterator[tuple[EGraphData, dict[str, str]]]:
+    for choice in enumerate_plans(data, PLANS_PER_TARGET):
+        yield data, choice
+    for variant in untile_variants(data):
+        for choice in enumerate_plans(variant, UNTILED_PLANS_PER_VARIANT):
+            yield variant, choice
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(dynamic_programs())
+def test_every_enumerated_plan_computes_the_input_at_every_size(
+    program: tuple[str, list[tuple[tuple[int | None, ...], str]], tuple[int, ...]],
+) -> None:
+    text, arg_shapes, sizes = program
+    module = parse_mlir(text, "generated.mlir")
+    rng = np.random.default_rng(7)
+    runs = []
+    for size in sizes:
+        inputs = [
+            (rng.integers(-16, 16, tuple(size if d is None else d for d in s)) / 16).astype(np.float32)
+            for s, _ in arg_shapes
+        ]
+        runs.append((size, inputs, evaluate(module, inputs)))
+    imported = import_function(initial_plan(module))
+    assert imported.dynamic, text
+    for target in TARGETS:
+        graph, report = saturate(imported, target)
+        assert report.saturated, report.render()
+        data = EGraphData.from_serialized(graph.serialized())
+        checked = 0
+        for g, choice in _enumerated(data):
+            for materialized in (False, True):
+                plan = Emitter(imported).emit(build_term(g, normalize_choice(g, choice, materialized)))  # type: ignore[arg-type]
+                for size, inputs, reference in runs:
+                    outputs = evaluate(plan, inputs, target=target)
+                    for got, want in zip(outputs, reference, strict=True):
+                        assert got.shape == want.shape, (size, text)
+                        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"size {size}\n{text}")
+                checked += 1
+        assert checked > 0, f"no plan for {target.name}:\n{text}"

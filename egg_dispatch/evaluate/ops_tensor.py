@@ -62,6 +62,16 @@ def _resolved_slice(op: Operation, frame: Frame, it: Interpreter, first_dynamic:
     return out[0], out[1], out[2]
 
 
+def _in_bounds(offsets: list[int], sizes: list[int], strides: list[int], shape: tuple[int, ...]) -> None:
+    """A slice's entries against the run's sizes (the reader checks static ones; a '?' dim, or a dynamic
+    entry, only has its value now): IREE's slice is undefined out of bounds, NumPy's would clip."""
+    for d, (o, s, st, dim) in enumerate(zip(offsets, sizes, strides, shape, strict=True)):
+        if o < 0 or s < 0 or st < 1 or (s > 0 and o + (s - 1) * st >= dim):
+            raise EvaluationError(
+                f"slice out of bounds in dim {d}: offset {o}, size {s}, stride {st} on a dimension of {dim}"
+            )
+
+
 def _index(offsets: list[int], sizes: list[int], strides: list[int]) -> tuple[slice, ...]:
     return tuple(
         slice(o, o + (s - 1) * st + 1 if s else o, st) for o, s, st in zip(offsets, sizes, strides, strict=True)
@@ -78,6 +88,7 @@ def _extract_slice(it: Interpreter, op: Operation, frame: Frame) -> list[object]
     src = frame.get(op.operands[0])
     offs, sizes, strides = _resolved_slice(op, frame, it, 1)
     t = tensor_type(op.result)
+    _in_bounds(offs, sizes, strides, src.shape if isinstance(src, PackedTensor) else np.shape(src))
     if isinstance(src, PackedTensor):
         return [slice_packed(src, offs, sizes, strides, t, it.target)]
     return [it.array(op.operands[0], frame)[_index(offs, sizes, strides)].reshape(t.shape)]
@@ -88,6 +99,7 @@ def _insert_slice(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     src = it.array(op.operands[0], frame)
     dest = it.array(op.operands[1], frame).copy()
     offs, sizes, strides = _resolved_slice(op, frame, it, 2)
+    _in_bounds(offs, sizes, strides, dest.shape)
     dest[_index(offs, sizes, strides)] = src.reshape(sizes)
     return [dest]
 

@@ -282,7 +282,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         for d, (o, s, st, dim) in enumerate(zip(offs, sizes, strides, src.shape, strict=True)):
             if DYNAMIC in (o, s, st):
                 continue
-            if o < 0 or s < 0 or st < 1 or (s > 0 and o + (s - 1) * st >= dim):
+            if o < 0 or s < 0 or st < 1 or (s > 0 and dim is not None and o + (s - 1) * st >= dim):
                 raise self.lex.error(
                     f"slice out of bounds in dim {d}: offset {o}, size {s}, stride {st} on a dimension of {dim}",
                     pos,
