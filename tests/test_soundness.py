@@ -6,7 +6,10 @@ rule family, and enumeration; every enumerated plan is emitted as MLIR and evalu
 evaluator with physical encodings (pack / mmt4d / unpack) for two targets, against plain NumPy.
 Plans that drop data tiling (``rules/untile.egg``) are checked on purpose: enumeration order reaches
 them late, so they are enumerated from copies of the e-graph where the plain contraction is the only
-choice, in every contraction and in the first one alone (mixed with the others' mmt4d).
+choice, in every contraction and in the first one alone (mixed with the others' mmt4d). Plans that run
+an elementwise consumer on the encoded accumulator (``rules/sink_unset.egg``: a bias broadcast along
+rows, a ReLU) likewise, from copies where that is the only choice of the consumer's class, in every
+consumer and in the first alone; the programs' sizes (M in 1..16, N in 1..12) pad the tiles.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.emitter import Emitter
 from egg_dispatch.evaluate import evaluate
 from egg_dispatch.mlir.parser import parse_mlir
-from egg_dispatch.result.report import untiled
+from egg_dispatch.result.report import sunk, untiled
 from egg_dispatch.start.initial_plan import initial_plan
 from egg_dispatch.target.profile import load_target
 
@@ -143,6 +146,23 @@ def untile_variants(g: EGraphData) -> Iterator[EGraphData]:
         yield dataclasses.replace(g, nodes=nodes)
 
 
+def sink_variants(g: EGraphData) -> Iterator[EGraphData]:
+    """``g`` with sink_unset's form (the generic on the encoded accumulator, then its unset_encoding or
+    unpack) the only choice of its class: in every such class, then in the first one alone."""
+
+    def on_encoded(n) -> bool:
+        return n.op in ("UnsetEncoding", "Unpack") and any(m.op == "Generic" for m in g.choices(n.children[0]))
+
+    sites = [c for c in g.classes if g.is_term_class(c) and any(on_encoded(n) for n in g.choices(c))]
+    for chosen in [sites] + ([sites[:1]] if len(sites) > 1 else []) if sites else []:
+        nodes = dict(g.nodes)
+        for c in chosen:
+            for nid in g.classes[c]:
+                if not on_encoded(nodes[nid]):
+                    nodes[nid] = dataclasses.replace(nodes[nid], subsumed=True)
+        yield dataclasses.replace(g, nodes=nodes)
+
+
 @settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_every_enumerated_plan_computes_the_input(program: tuple[str, list[tuple[tuple[int, ...], str]]]) -> None:
@@ -178,6 +198,20 @@ def test_every_enumerated_plan_computes_the_input(program: tuple[str, list[tuple
                     untiled_checked += 1
         tiled = any(n.op == "UnsetEncoding" for c in data.classes if data.is_term_class(c) for n in data.choices(c))
         assert untiled_checked > 0 or not tiled, f"no plan drops data tiling on {target.name}:\n{text}"
+        sunk_checked = 0
+        for variant in sink_variants(data):
+            for choice in enumerate_plans(variant, UNTILED_PLANS_PER_VARIANT):
+                for materialized in (False, True):
+                    plan = Emitter(imported).emit(build_term(variant, normalize_choice(variant, choice, materialized)))  # type: ignore[arg-type]
+                    assert materialized or sunk(plan), "the variant's plan runs no generic on an encoded accumulator"
+                    outputs = evaluate(plan, inputs, target=target)
+                    for got, want in zip(outputs, reference, strict=True):
+                        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+                    sunk_checked += 1
+        sinkable = "linalg.generic" in text and tiled and "%c0 = " in text
+        assert sunk_checked > 0 or not sinkable, (
+            f"no plan runs a consumer on the encoded result on {target.name}:\n{text}"
+        )
 
 
 # ------------------------------------------------------------------------------------- dynamic dims

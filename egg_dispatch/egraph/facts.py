@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from egg_dispatch.egraph.imported import ImportedProgram
+from egg_dispatch.egraph.sink_facts import sink_facts, sink_sites
 from egg_dispatch.egraph.size_facts import (
     const_eval_refusal,
     divides_refusal,
@@ -180,7 +181,8 @@ def _dims(imported: ImportedProgram, let: str) -> tuple[int, ...] | None:
 
 def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
     """egglog commands asserting the target-dependent facts for this program."""
-    lines: list[str] = []
+    sink_lines, sink_refusals = sink_facts(imported)  # registers the encodings sunk operands get
+    lines: list[str] = list(sink_lines)
     layouts: dict[str, Layout | None] = {}
     for key, e in imported.encodings.items():
         layout = encoding_layout(target, e)
@@ -198,7 +200,7 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
             lines.append(f"(swapped-result {key})")
         elif e.operand_index == 2:
             lines.append(f"(plain-result {key})")
-    refusals: dict[tuple[str, ...], str] = {}
+    refusals: dict[tuple[str, ...], str] = dict(sink_refusals)
     domains = imported.domains
     sym = imported.shape
     # Sources a set_encoding can have: the imported ones, and (after propagation) their slices' sources.
@@ -233,6 +235,7 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
                     lines.append(f"(tile-aligned {src} {enc_key})")
                 else:
                     refusals[("tile-aligned", src, enc_key)] = why
+    sources |= _sunk_operand_sources(imported)
     accs = _accumulators(imported)
     for dims, elem, enc_key in sorted(sources):
         layout = layouts.get(enc_key)
@@ -285,6 +288,21 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
             if names and all(n == "parallel" for n in names):
                 lines.append(f"(elementwise {quote(key)})")
     return FactReport("\n".join(lines), layouts, refusals)
+
+
+def _sunk_operand_sources(imported: ImportedProgram) -> set[tuple[tuple[int, ...], str, str]]:
+    """(shape, element type, encoding) of the set_encodings ``sink_unset`` gives the other operands of a
+    generic it runs on an encoded accumulator (a bias): their const-eval and layout facts."""
+    out: set[tuple[tuple[int, ...], str, str]] = set()
+    for site in sink_sites(imported):
+        if site.refusal is not None:
+            continue
+        names = re.findall(r"\$v[0-9]+", imported.lets[site.let])
+        for i, enc_key in site.operands.items():
+            t, dims = imported.let_types.get(names[i]), _dims(imported, names[i])
+            if isinstance(t, TensorType) and dims is not None:
+                out.add((dims, t.element.name, enc_key))
+    return out
 
 
 def _accumulators(imported: ImportedProgram) -> dict[tuple[tuple[int, ...], str], list[tuple[int, ...]]]:

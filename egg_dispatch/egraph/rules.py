@@ -32,7 +32,7 @@ ends, a copy of the e-graph each, so taking one before every iteration near the 
 peak memory (four copies on a 64-layer transformer); an iteration that overshoots without one is kept,
 and the report says so."""
 
-FAMILIES = ("clone", "hoist", "const_eval", "propagate", "noop", "untile", "fuse", "materialize")
+FAMILIES = ("clone", "hoist", "const_eval", "propagate", "noop", "untile", "sink_unset", "fuse", "materialize")
 """Rule families in schedule order; every one may be selected alone with ``--rules``."""
 
 

@@ -17,6 +17,7 @@ from egg_dispatch.egraph.imported import ImportedProgram, Parameter
 from egg_dispatch.egraph.terms import enc as enc_text
 from egg_dispatch.emit.clone import EmitError, _clone_region, _inline_captured_constants, _rename, _rename_uses
 from egg_dispatch.emit.dims import SizeValues, dynamic_type
+from egg_dispatch.emit.packed import PackedGenericError, packed_generic_maps
 from egg_dispatch.mlir.ir import (
     AffineMapAttr,
     ArrayAttr,
@@ -374,7 +375,8 @@ class Emitter:
             types = [typ] if op == "Generic" else [r.type for r in proto.results]
             new = self._clone(proto, operands, types, ctx)
             if op == "Generic" and isinstance(typ, TensorType) and typ.rank != proto.results[0].type.rank:
-                _repack_elementwise(new.owner, typ.rank)  # type: ignore[arg-type]
+                layouts = [_packed_layout(x) for x in (*a[1], *a[2])]
+                _repack_elementwise(new.owner, layouts, len(a[2]))  # type: ignore[arg-type]
             return new if op == "Generic" else new.owner.results[a[2]]  # type: ignore[union-attr]
         if op == "Pack":
             layout = _layout(a[1])
@@ -461,15 +463,34 @@ class Emitter:
         return op.results[0]
 
 
-def _repack_elementwise(op: Operation, rank: int) -> None:
-    """An elementwise generic on packed operands runs on the packed shape (what IREE's
-    materialization does to encoded elementwise ops): identity maps of the packed rank."""
-    identity = AffineMapAttr(rank, 0, tuple(("d", i) for i in range(rank)))
-    maps = op.attributes["indexing_maps"]
-    op.attributes["indexing_maps"] = ArrayAttr(
-        tuple(m if isinstance(m, AffineMapAttr) and not m.results else identity for m in maps.items)  # type: ignore[attr-defined]
-    )
+def _repack_elementwise(op: Operation, layouts: list[Layout | None], n_out: int) -> None:
+    """An elementwise generic on packed operands runs on the packed iteration space, with the maps IREE's
+    materialization gives it (``emit.packed``: the identity where every operand has the output's layout,
+    a broadcast bias reading its own tiles)."""
+    try:
+        maps, rank = packed_generic_maps(op.attributes["indexing_maps"].items, layouts, n_out)  # type: ignore[attr-defined]
+    except PackedGenericError as e:
+        raise EmitError(f"cannot spell a linalg.generic on packed operands: {e}") from None
+    op.attributes["indexing_maps"] = ArrayAttr(tuple(maps))
     op.attributes["iterator_types"] = ArrayAttr(tuple(StrAttr("parallel") for _ in range(rank)))
+
+
+def _packed_layout(t: Term) -> Layout | None:
+    """The layout a materialized term's value is stored in (None: plain, or a scalar)."""
+    if not isinstance(t, Term):
+        return None
+    op, a = t.op, t.args
+    if op == "Pack":
+        return _layout(a[1])
+    if op == "Mmt4d":
+        return _packed_layout(a[2])
+    if op == "Fill":
+        return _packed_layout(a[1])
+    if op == "Generic":
+        return _packed_layout(a[2][0]) if a[2] else None
+    if op in ("Dispatch", "ConstEval", "EncodedSlice"):
+        return _packed_layout(a[0])
+    return None
 
 
 def _layout(t: Term) -> Layout:

@@ -10,6 +10,10 @@ Modelled from domain.md §1.4-1.8 and §7 (and checked against IREE's own output
 2. a chain that is not hoistable (a column slice, an opaque producer) stays in the dispatch;
 3. no propagation through slices; identity layouts fold away; elementwise consumers are fused
    into their producer's dispatch (FormDispatchRegions); encodings stay at the encoding level;
+   an elementwise consumer runs on the encoded accumulator when its unset_encoding has one use
+   (SinkUnsetEncodingOp, ``rules/sink_unset.egg``), its bias's encode hoisted like any other; a
+   set_encoding of another dispatch's result whose only use it is, is fused into that producer
+   dispatch (FuseEncodingOpsIntoDispatchRegions);
 4. data tiling is on for every contraction: never the plain contraction ``untile`` adds next to
    an unset_encoding.
 """
@@ -28,13 +32,14 @@ class BaselineError(Exception):
 
 
 def _hoisted_classes(g: EGraphData) -> set[str]:
-    """Classes A for which some contraction reads Dispatch(A): HoistEncodingOps could hoist A."""
+    """Classes A for which some contraction (or operand list of a generic) reads Dispatch(A):
+    HoistEncodingOps could hoist A."""
     out: set[str] = set()
     for c in g.classes:
         for node in g.choices(c):
-            if node.op != "Contract":
+            if node.op not in ("Contract", "TCons"):
                 continue
-            for k in node.children[1:3]:
+            for k in node.children[1:3] if node.op == "Contract" else node.children[:1]:
                 for kn in g.choices(k):
                     if kn.op == "Dispatch" and _has_op(g, kn.children[0], "SetEncoding"):
                         out.add(kn.children[0])
@@ -45,18 +50,67 @@ def _has_op(g: EGraphData, c: str, op: str) -> bool:
     return any(n.op == op for n in g.choices(c))
 
 
+_TRANSPARENT = frozenset({"TCons", "Dispatch", "SetEncoding"})
+"""Nodes that pass a value on to the op that reads it (a list position, a placement, an encode)."""
+
+
+def _owners(g: EGraphData) -> dict[str, set[str]]:
+    """Class -> the classes of the ops that read it (through operand lists, placements and encodes, so
+    the forms of one use count once; IREE's forms only): more than one is a value with several uses,
+    which IREE's sinking and encode fusion refuse."""
+    parents: dict[str, set[tuple[str, str]]] = {}
+    for c in g.classes:
+        for node in g.choices(c):
+            if node.op in MATERIALIZED_OPS or (node.op == "Contract" and _has_op(g, c, "UnsetEncoding")):
+                continue  # forms IREE's plan never has (twins of an encoding op, untile's plain contraction)
+            for k in set(node.children):
+                if k != c and g.is_term_class(k):
+                    parents.setdefault(k, set()).add((node.op, c))
+    memo: dict[str, set[str]] = {}
+
+    def owners(c: str, seen: frozenset[str]) -> set[str]:
+        if c in memo:
+            return memo[c]
+        out: set[str] = set()
+        for op, p in parents.get(c, ()):
+            if p in seen:
+                continue
+            out |= owners(p, seen | {p}) if op in _TRANSPARENT else {p}
+        memo[c] = out
+        return out
+
+    return {c: owners(c, frozenset({c})) for c in g.classes if g.is_term_class(c)}
+
+
+def _computed(g: EGraphData, c: str) -> bool:
+    return any(n.op in ("Generic", "Op", "UnsetEncoding", "InsertSlice") for n in g.choices(c))
+
+
 def iree_baseline_choice(g: EGraphData) -> dict[str, str]:
     allow_deep_recursion()
     hoistable = _hoisted_classes(g)
+    owners = _owners(g)
     choice: dict[str, str] = {}
 
-    def operand_rank(k: str) -> int:
+    def single_use(c: str) -> bool:
+        return len(owners.get(c, ())) <= 1
+
+    def fused_into_producer(n: Node) -> bool:
+        """Dispatch(SetEncoding(x)) with x computed in that dispatch, x used only by this encode."""
+        if n.op != "Dispatch":
+            return False
+        inner = [m for m in g.choices(n.children[0]) if m.op == "SetEncoding"]
+        return any(_computed(g, m.children[0]) and single_use(m.children[0]) for m in inner)
+
+    def operand_rank(k: str) -> float:
         ops = {n.op for n in g.choices(k)}
         if "EncodedSlice" in ops and not ops - {"EncodedSlice"}:
             return 9  # only reachable through propagation: IREE has none
         kinds = [n for n in g.choices(k)]
         if any(n.op == "ConstEval" and n.children[0] in hoistable for n in kinds):
             return 0
+        if any(fused_into_producer(n) for n in kinds):
+            return 0.5  # hoisted, then fused into its producer's dispatch
         if any(n.op == "Dispatch" and n.children[0] in hoistable for n in kinds):
             return 1
         if any(n.op == "ConstEval" for n in kinds):
@@ -70,6 +124,14 @@ def iree_baseline_choice(g: EGraphData) -> dict[str, str]:
             return (9,)  # the contraction with its encodings dropped (rules/untile.egg): data tiling is on
         if node.op == "Contract":
             return (0, sum(operand_rank(k) for k in node.children[1:3]))
+        if node.op == "UnsetEncoding" and _has_op(g, node.children[0], "Generic"):
+            # an elementwise consumer run on the encoded accumulator (rules/sink_unset.egg): IREE's
+            # SinkUnsetEncodingOp does it when the unset_encoding it sinks has one use
+            plain = [n for n in g.choices(node.eclass) if n.op == "Generic"]
+            unsets = [x for n in plain for x in _list_classes(g, n.children[1]) if _has_op(g, x, "UnsetEncoding")]
+            return (0, -1) if unsets and all(single_use(u) for u in unsets) else (9,)
+        if node.op == "TCons":  # an operand list: its encodes placed as IREE places them
+            return (1, operand_rank(node.children[0]))
         if node.op == "SetEncoding":
             src = g.choices(node.children[0])
             copies = any(n.op == "Dispatch" for n in src)
@@ -83,19 +145,21 @@ def iree_baseline_choice(g: EGraphData) -> dict[str, str]:
             return (0,)
         return (1,)
 
-    def choose(c: str, ctx: str) -> None:
+    def choose(c: str, ctx: str, path: frozenset[str]) -> None:
         if c in choice or not g.is_term_class(c):
             return
         options = g.choices(c)
         if not options:
             raise BaselineError(f"class {c} has no extractable node")
-        best = min(options, key=lambda n: (rank(n, ctx), node_order(n.id)))
+        # never a node that reads a class being chosen above it (e.g. the unset_encoding sink_unset
+        # puts in a generic's class, whose set_encoding is that class's encoded twin): a cycle
+        best = min(options, key=lambda n: (bool(path & set(n.children)), rank(n, ctx), node_order(n.id)))
         choice[c] = best.id
         child_ctx = {"Dispatch": "hoisted", "ConstEval": "load"}.get(best.op, ctx)
         for k in best.children:
-            choose(k, child_ctx)
+            choose(k, child_ctx, path | {c})
 
-    choose(g.root, "run")
+    choose(g.root, "run", frozenset())
     if not is_acyclic(g, choice):
         raise BaselineError("IREE's policy picked a cyclic plan")
     return choice
@@ -105,3 +169,17 @@ def _slice_of_arg(g: EGraphData, node: Node) -> bool:
     if node.op == "Dispatch":
         return any(_slice_of_arg(g, n) for n in g.choices(node.children[0]))
     return node.op == "Slice" and any(n.op == "Arg" for n in g.choices(node.children[0]))
+
+
+def _list_classes(g: EGraphData, c: str) -> list[str]:
+    """The element classes of a TList class (following its first extractable node)."""
+    out: list[str] = []
+    seen = set()
+    while c not in seen and g.is_term_class(c):
+        seen.add(c)
+        nodes = [n for n in g.choices(c) if n.op == "TCons"]
+        if not nodes:
+            break
+        out.append(nodes[0].children[0])
+        c = nodes[0].children[1]
+    return out

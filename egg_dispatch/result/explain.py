@@ -24,6 +24,7 @@ from egg_dispatch.egraph.facts import (
     slice_is_flow_mappable,
     tile_aligned,
 )
+from egg_dispatch.egraph.sink_facts import sink_sites
 from egg_dispatch.egraph.size_facts import const_eval_refusal, mappable
 from egg_dispatch.egraph.terms import ivec
 from egg_dispatch.mlir.ir import TensorType, element_nbytes
@@ -182,12 +183,22 @@ def _kind(g, c: str, choice: dict[str, str]) -> str:
             "ConstEval": "propagated (whole tensor packed at load)",
             "Dispatch": "propagated (whole tensor packed by its own dispatch)",
         }.get(inner, "propagated (whole tensor packed in the dispatch)")
+    if node.op == "Dispatch" and _encodes_computed(g, node.children[0], choice):
+        return "fused into its producer's dispatch (after the producer's ops)"
     return {
         "SetEncoding": "fused into the contraction's dispatch",
         "Pack": "fused into the contraction's dispatch",
         "Dispatch": "hoisted into its own encode dispatch",
         "ConstEval": "const-evaluated into a global",
     }.get(node.op, "removed (identity layout)")
+
+
+def _encodes_computed(g, c: str, choice: dict[str, str]) -> bool:
+    """Class c is chosen as an encode of a value computed in the same dispatch (its producer's ops)."""
+    node = g.nodes[choice[c]] if c in choice else None
+    if node is None or node.op not in ("SetEncoding", "Pack") or node.children[0] not in choice:
+        return False
+    return g.nodes[choice[node.children[0]]].op in ("Generic", "Op", "UnsetEncoding", "Unpack", "InsertSlice")
 
 
 def explain(e: Exploration) -> str:
@@ -284,7 +295,62 @@ def explain(e: Exploration) -> str:
             )
     if "untile" in e.saturation.families:
         lines += _data_tiling(e, let_class, dropped)
+    if "sink_unset" in e.saturation.families:
+        lines += _sinking(e, let_class)
     return "\n".join(lines)
+
+
+def _sinking(e: Exploration, let_class: dict[str, str]) -> list[str]:
+    """Per elementwise consumer of a contraction: run on the encoded accumulator or after the
+    unset_encoding (rules/sink_unset.egg), the other choice's cost, or the condition that refused it."""
+    g, best = e.data, e.best.choice
+    sites = sink_sites(e.imported)
+    if not sites:
+        return []
+    lines = ["", "elementwise consumers of contractions (sink_unset):"]
+    for n, site in enumerate(sites, 1):
+        head = f"- linalg.generic #{n} ({_describe(e, site.let)})"
+        c = let_class.get(site.let)
+        if site.refusal is not None:
+            lines.append(f"{head}: after the unset_encoding; refused  sink_unset: {site.refusal}")
+            continue
+        if c is None:
+            continue
+        on_encoded = [m for m in g.choices(c) if m.op == "UnsetEncoding" and _has(g, m.children[0], "Generic")]
+        plain = [m for m in g.choices(c) if m.op == "Generic"]
+        if not on_encoded:
+            why = "9. the accumulator's layout is the identity"
+            lines.append(f"{head}: after the unset_encoding; refused  sink_unset: {why}")
+            continue
+        if c not in best:
+            if any(m.children[0] in best for m in on_encoded):  # only the encoded result is read
+                lines.append(
+                    f"{head}: chosen on the encoded accumulator, its unset_encoding cancelled against the next "
+                    f"set_encoding (noop): objective {e.best.metrics.objective:.4e}"
+                )
+            else:
+                lines.append(f"{head}: not on the chosen plan")
+            continue
+        sunk_ = g.nodes[best[c]].op == "UnsetEncoding"
+        held = "after the unset_encoding" if sunk_ else "on the encoded accumulator"
+        chosen = "on the encoded accumulator" if sunk_ else "after the unset_encoding"
+        lines.append(f"{head}: chosen {chosen}: objective {e.best.metrics.objective:.4e}")
+        for alt in plain if sunk_ else on_encoded:
+            trial = _complete(e, best | {c: alt.id})
+            if not is_acyclic(g, trial):
+                continue
+            metrics = build_plan(g, trial, e.imported, e.target, e.lam).metrics
+            delta = metrics.objective - e.best.metrics.objective
+            lines.append(
+                f"    held     {held}: objective {metrics.objective:.4e} ({delta:+.3e} vs chosen; "
+                f"run {metrics.run_seconds * 1e6:.2f} µs, memory {metrics.memory_bytes} B)"
+            )
+            break
+    return lines
+
+
+def _has(g, c: str, op: str) -> bool:
+    return any(n.op == op for n in g.choices(c))
 
 
 def _encoded_operand(e: Exploration, let: str) -> str | None:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from egg_dispatch.egraph.data import EGraphData
     from egg_dispatch.result.exploration import Candidate, Exploration
 
-__all__ = ["SCHEMA", "differences", "dot", "markdown", "plan_json", "text", "to_json"]
+__all__ = ["SCHEMA", "differences", "dot", "markdown", "plan_json", "sunk", "text", "to_json"]
 
 SCHEMA = "egg-dispatch/explore/1"
 
@@ -38,6 +38,7 @@ _FEATURES = {
     "fuse": "pack fused into the contraction's dispatch",
     "clone": "slice materialized once in its own dispatch",
     "untile": "data tiling dropped: a plain contraction (no pack, no mmt4d)",
+    "sink_unset": "elementwise consumer run on the encoded accumulator (unset_encoding sunk below it)",
 }
 
 
@@ -56,6 +57,20 @@ def untiled(g: EGraphData, choice: dict[str, str]) -> list[str]:
         for c, nid in sorted(choice.items())
         if g.nodes[nid].op == "Contract" and any(n.op == "UnsetEncoding" for n in g.choices(c))
     ]
+
+
+def sunk(mlir: object) -> list[object]:
+    """The generics of a plan that run on an encoded accumulator (``rules/sink_unset.egg``, IREE's
+    SinkUnsetEncodingOp): a linalg.generic whose result carries a contraction's RESULT encoding (a
+    set_encoding bubbled above a generic gives it an LHS or RHS one)."""
+    out = []
+    for op in mlir.walk():  # type: ignore[attr-defined]
+        if op.name != "linalg.generic" or not op.results:
+            continue
+        enc = getattr(op.results[0].type, "encoding", None)
+        if enc is not None and getattr(enc, "operand_index", None) == 2:
+            out.append(op)
+    return out
 
 
 def features(c: Candidate, g: EGraphData | None = None) -> set[str]:
@@ -77,6 +92,8 @@ def features(c: Candidate, g: EGraphData | None = None) -> set[str]:
             out.add("clone")
     if g is not None and untiled(g, c.choice):
         out.add("untile")
+    if sunk(mlir):
+        out.add("sink_unset")
     if "untile" not in out and not any(op.name.startswith("iree_encoding") for op in mlir.walk()):
         out.add("noop")
     return out

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from egg_dispatch.emit.iree.builder import Builder, EmitIreeError
+from egg_dispatch.emit.packed import PackedGenericError, packed_generic_maps
 from egg_dispatch.mlir.ir import (
+    ArrayAttr,
     DenseAttr,
     EncodingAttr,
     FloatAttr,
@@ -15,13 +17,14 @@ from egg_dispatch.mlir.ir import (
     Operation,
     Region,
     ScalarType,
+    StrAttr,
     TensorType,
     Type,
     TypeAttr,
     UnitAttr,
     Value,
 )
-from egg_dispatch.mlir.ops import CONTRACTION_OPS, DYNAMIC, make_int_list, static_slice
+from egg_dispatch.mlir.ops import CONTRACTION_OPS, DYNAMIC, make_int_list, segments, static_slice
 from egg_dispatch.target.layout import Layout, encoding_layout, encoding_matmul_setup, packed_shape, swaps_operands
 from egg_dispatch.target.profile import Target
 
@@ -167,16 +170,38 @@ class _Materializer:
             self.contraction(op, b, mapping, acc_t)
             return
         touched = [v.type for v in [*op.operands, *op.results]]
-        if n not in ("tensor.empty", "linalg.fill", "util.global", "util.global.load", "util.global.store") and any(
+        packed = [
             isinstance(t, TensorType) and t.encoding is not None and _layout_of(self.target, t) is not None
             for t in touched
-        ):
-            raise EmitIreeError(f"cannot spell '{n}' on a packed tensor (only pack, unpack, fill, mmt4d and slices)")
-        new = Operation(n, ins_, [], self.attrs(op), [], op.loc, op.opaque_text, op.generic_form)
+        ]
+        attrs = self.attrs(op)
+        if n == "linalg.generic" and any(packed):
+            attrs.update(self.generic_attrs(op))
+        elif n not in _RETYPED and any(packed):
+            raise EmitIreeError(
+                f"cannot spell '{n}' on a packed tensor (only pack, unpack, fill, mmt4d, elementwise generics, slices)"
+            )
+        new = Operation(n, ins_, [], attrs, [], op.loc, op.opaque_text, op.generic_form)
         new.results = [Value(r.name, self.type(r.type), new, r.index) for r in op.results]
         mapping.update(zip(op.results, new.results, strict=True))
         new.regions = [self.region(r, mapping) for r in op.regions]
         b.block.ops.append(new)
+
+    def generic_attrs(self, op: Operation) -> dict:
+        """An elementwise generic on encoded operands, on their packed tiles (``emit.packed``)."""
+        layouts = []
+        for v in op.operands:
+            t = v.type
+            layouts.append(_layout_of(self.target, t) if isinstance(t, TensorType) and t.rank else None)
+        n_out = segments(op)[1]
+        try:
+            maps, rank = packed_generic_maps(op.attributes["indexing_maps"].items, layouts, n_out)  # type: ignore[attr-defined]
+        except PackedGenericError as e:
+            raise EmitIreeError(f"cannot spell '{op.name}' on packed tensors: {e}") from None
+        return {
+            "indexing_maps": ArrayAttr(tuple(maps)),
+            "iterator_types": ArrayAttr(tuple(StrAttr("parallel") for _ in range(rank))),
+        }
 
     def pack(self, b: Builder, v: Value, lay: Layout, t: TensorType) -> Value:
         packed = self.type(t)
@@ -218,6 +243,13 @@ class _Materializer:
         name = "linalg.mmt4d" if rank == 4 else "linalg.batch_mmt4d"
         attrs = {"operandSegmentSizes": make_int_list((2, 1))}
         mapping[op.results[0]] = b.add(name, [a, c, acc], [out_t], attrs).result
+
+
+_RETYPED = frozenset(
+    {"tensor.empty", "linalg.fill", "util.global", "util.global.load", "util.global.store", "flow.dispatch.region",
+     "flow.return"}
+)  # fmt: skip
+"""Ops that only carry a packed tensor: the same op on the packed type."""
 
 
 def _zero(t: ScalarType) -> FloatAttr | IntAttr:

@@ -1,0 +1,122 @@
+// RUN: egg-dispatch opt --split-input-file --rules sink_unset --target x86_64-avx2 %s | filecheck %s
+
+// Each case has the consumer in the matmul's dispatch with the unset_encoding before it (IREE's start
+// state) and one condition of rules/sink_unset.egg failing: the only plan is the start state.
+// (Conditions 1, 4 with a transpose, 8 and 9: dont_sink_in_dispatch.mlir, dont_sink_identity_layout.mlir.)
+
+
+// Condition 2: the bias is read through a map with a constant ((d0, d1) -> (0, d1)), not a projected
+// permutation: the encoding of a bias [1, N] so read has no meaning.
+// CHECK-LABEL: plans for @dont_sink_with_constant_map: 1; {{.*}} rule matches: none
+// CHECK:       of @dont_sink_with_constant_map: dispatch{{.*}}linalg.matmul, iree_encoding.unset_encoding, linalg.generic}
+func.func @dont_sink_with_constant_map(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %bias: tensor<1x32xf32>) -> tensor<8x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %acc_e = tensor.empty() : tensor<8x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%acc_e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %e = tensor.empty() : tensor<8x32xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%r, %bias : tensor<8x32xf32>, tensor<1x32xf32>) outs(%e : tensor<8x32xf32>) {
+  ^bb0(%x: f32, %c: f32, %o: f32):
+    %s = arith.addf %x, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
+}
+
+// -----
+
+// Condition 3: the matmul's result is the generic's init (read as %o), not one of its inputs.
+// CHECK-LABEL: plans for @dont_sink_into_init: 1; {{.*}} rule matches: none
+// CHECK:       of @dont_sink_into_init: dispatch{{.*}}linalg.matmul, iree_encoding.unset_encoding, linalg.generic}
+func.func @dont_sink_into_init(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %bias: tensor<32xf32>) -> tensor<8x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %acc_e = tensor.empty() : tensor<8x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%acc_e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%bias : tensor<32xf32>) outs(%r : tensor<8x32xf32>) {
+  ^bb0(%c: f32, %o: f32):
+    %s = arith.addf %o, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
+}
+
+// -----
+
+// Condition 4: the generic broadcasts the encoded tensor (a new trailing loop, PR #24171).
+// CHECK-LABEL: plans for @dont_sink_broadcast_of_encoded: 1; {{.*}} rule matches: none
+// CHECK:       of @dont_sink_broadcast_of_encoded: dispatch{{.*}}linalg.matmul, iree_encoding.unset_encoding, linalg.generic}
+func.func @dont_sink_broadcast_of_encoded(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>) -> tensor<8x32x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %acc_e = tensor.empty() : tensor<8x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%acc_e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %e = tensor.empty() : tensor<8x32x4xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%r : tensor<8x32xf32>) outs(%e : tensor<8x32x4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    linalg.yield %x : f32
+  } -> tensor<8x32x4xf32>
+  return %y : tensor<8x32x4xf32>
+}
+
+// -----
+
+// Condition 5: the output map transposes (the result would need an encoding with the inverse
+// permutation appended; not modelled).
+// CHECK-LABEL: plans for @dont_sink_transposed_output: 1; {{.*}} rule matches: none
+// CHECK:       of @dont_sink_transposed_output: dispatch{{.*}}linalg.matmul, iree_encoding.unset_encoding, linalg.generic}
+func.func @dont_sink_transposed_output(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>) -> tensor<32x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %acc_e = tensor.empty() : tensor<8x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%acc_e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %e = tensor.empty() : tensor<32x8xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1, d0)>], iterator_types = ["parallel", "parallel"]} ins(%r : tensor<8x32xf32>) outs(%e : tensor<32x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %t = arith.maximumf %x, %zero : f32
+    linalg.yield %t : f32
+  } -> tensor<32x8xf32>
+  return %y : tensor<32x8xf32>
+}
+
+// -----
+
+// Condition 6: a rank-0 tensor operand (not modelled: IREE would encode it too).
+// CHECK-LABEL: plans for @dont_sink_rank0_operand: 1; {{.*}} rule matches: none
+// CHECK:       of @dont_sink_rank0_operand: dispatch{{.*}}linalg.matmul, iree_encoding.unset_encoding, linalg.generic}
+func.func @dont_sink_rank0_operand(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %s: tensor<f32>) -> tensor<8x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %acc_e = tensor.empty() : tensor<8x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%acc_e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %e = tensor.empty() : tensor<8x32xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%r, %s : tensor<8x32xf32>, tensor<f32>) outs(%e : tensor<8x32xf32>) {
+  ^bb0(%x: f32, %c: f32, %o: f32):
+    %t = arith.mulf %x, %c : f32
+    linalg.yield %t : f32
+  } -> tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
+}
+
+// -----
+
+// Condition 7: the body reads linalg.index (a logical index, outer * tile + inner on the tiles; not
+// modelled).
+// CHECK-LABEL: plans for @dont_sink_linalg_index: 1; {{.*}} rule matches: none
+// CHECK:       of @dont_sink_linalg_index: dispatch{{.*}}linalg.matmul, iree_encoding.unset_encoding, linalg.generic}
+func.func @dont_sink_linalg_index(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>) -> tensor<8x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %acc_e = tensor.empty() : tensor<8x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%acc_e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %e = tensor.empty() : tensor<8x32xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%r : tensor<8x32xf32>) outs(%e : tensor<8x32xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %ii = arith.index_cast %i : index to i32
+    %f = arith.sitofp %ii : i32 to f32
+    %t = arith.addf %x, %f : f32
+    linalg.yield %t : f32
+  } -> tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
+}

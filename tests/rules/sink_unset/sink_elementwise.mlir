@@ -1,0 +1,87 @@
+// RUN: egg-dispatch opt --split-input-file --rules sink_unset --target x86_64-avx2 %s | filecheck %s
+
+// A bias [N] broadcast along rows plus ReLU, fused into the matmul's dispatch (IREE's start state: the
+// unset_encoding between them). The family adds the generic on the encoded accumulator, the bias set
+// to the accumulator's encoding with its map appended ([.., [acc map, (d0, d1) -> (d1)]]: packed
+// [N1, N0]), the unset_encoding after it: IREE's SinkUnsetEncodingOp.
+// CHECK-LABEL: plans for @sink_bias_relu: 2; {{.*}} rule matches: {{.*}}sink-unset-through-elementwise 1
+// CHECK:       of @sink_bias_relu: dispatch{{.*}}linalg.matmul, iree_encoding.set_encoding, linalg.generic, iree_encoding.unset_encoding}
+// CHECK-DAG:   #[[ACC:encoding[0-9]*]] = #iree_encoding.encoding<operand_index = 2 : index, {{.*}}user_indexing_maps = [#map, #map1, #map2], iteration_sizes = [8, 32, 16]>
+// CHECK-DAG:   #[[BIAS:encoding[0-9]*]] = #iree_encoding.encoding<operand_index = 2 : index, {{.*}}user_indexing_maps = [#map, #map1, [#map2, #map3]], iteration_sizes = [8, 32, 16]>
+// CHECK-DAG:   #map3 = affine_map<(d0, d1) -> (d1)>
+// CHECK:         %[[MM:.+]] = linalg.matmul {{.*}} -> tensor<8x32xf32, #[[ACC]]>
+// CHECK-NEXT:    %[[B:.+]] = iree_encoding.set_encoding %arg2 : tensor<32xf32> -> tensor<32xf32, #[[BIAS]]>
+// CHECK-NEXT:    %[[G:.+]] = linalg.generic {{.*}} ins(%[[MM]], %[[B]] : tensor<8x32xf32, #[[ACC]]>, tensor<32xf32, #[[BIAS]]>) outs(%{{.*}} : tensor<8x32xf32, #[[ACC]]>)
+// CHECK:         } -> tensor<8x32xf32, #[[ACC]]>
+// CHECK-NEXT:    iree_encoding.unset_encoding %[[G]] : tensor<8x32xf32, #[[ACC]]> -> tensor<8x32xf32>
+func.func @sink_bias_relu(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %bias: tensor<32xf32>) -> tensor<8x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %acc_e = tensor.empty() : tensor<8x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%acc_e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %e = tensor.empty() : tensor<8x32xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%r, %bias : tensor<8x32xf32>, tensor<32xf32>) outs(%e : tensor<8x32xf32>) {
+  ^bb0(%x: f32, %c: f32, %o: f32):
+    %s = arith.addf %x, %c : f32
+    %t = arith.maximumf %s, %zero : f32
+    linalg.yield %t : f32
+  } -> tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
+}
+
+// -----
+
+// Conditions 4 and 6, other forms: a bias [M] broadcast along columns gets its own appended map
+// ((d0, d1) -> (d0): packed [M1, M0]), a residual of the result's shape (identity map) the
+// accumulator's encoding itself, and a scalar operand stays as it is.
+// CHECK-LABEL: plans for @sink_column_bias_residual_scalar: 2; {{.*}} rule matches: {{.*}}sink-unset-through-elementwise 1
+// CHECK-DAG:   #[[ACC:encoding[0-9]*]] = #iree_encoding.encoding<operand_index = 2 : index, {{.*}}user_indexing_maps = [#map, #map1, #map2], iteration_sizes = [8, 32, 16]>
+// CHECK-DAG:   #[[COL:encoding[0-9]*]] = #iree_encoding.encoding<operand_index = 2 : index, {{.*}}user_indexing_maps = [#map, #map1, [#map2, #[[D0:map[0-9]*]]]], iteration_sizes = [8, 32, 16]>
+// CHECK-DAG:   #[[D0]] = affine_map<(d0, d1) -> (d0)>
+// CHECK:         %[[MM:.+]] = linalg.matmul {{.*}} -> tensor<8x32xf32, #[[ACC]]>
+// CHECK-DAG:     %[[B:.+]] = iree_encoding.set_encoding %arg2 : tensor<8xf32> -> tensor<8xf32, #[[COL]]>
+// CHECK-DAG:     %[[R:.+]] = iree_encoding.set_encoding %arg3 : tensor<8x32xf32> -> tensor<8x32xf32, #[[ACC]]>
+// CHECK:         linalg.generic {{.*}} ins(%[[MM]], %[[B]], %[[R]], %{{.*}} : tensor<8x32xf32, #[[ACC]]>, tensor<8xf32, #[[COL]]>, tensor<8x32xf32, #[[ACC]]>, f32)
+// CHECK:         iree_encoding.unset_encoding %{{.*}} : tensor<8x32xf32, #[[ACC]]> -> tensor<8x32xf32>
+func.func @sink_column_bias_residual_scalar(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %bias: tensor<8xf32>, %res: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %scale = arith.constant 0.5 : f32
+  %acc_e = tensor.empty() : tensor<8x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%acc_e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %e = tensor.empty() : tensor<8x32xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%r, %bias, %res, %scale : tensor<8x32xf32>, tensor<8xf32>, tensor<8x32xf32>, f32) outs(%e : tensor<8x32xf32>) {
+  ^bb0(%x: f32, %c: f32, %q: f32, %k: f32, %o: f32):
+    %s = arith.addf %x, %c : f32
+    %m = arith.mulf %q, %k : f32
+    %t = arith.addf %s, %m : f32
+    linalg.yield %t : f32
+  } -> tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
+}
+
+// -----
+
+// Condition 8, second form: a chain of elementwise ops (bias add, then its own ReLU generic) runs on
+// the encoded accumulator all the way; the unset_encoding ends up after the last one.
+// CHECK-LABEL: plans for @sink_through_a_chain: 3; {{.*}} rule matches: {{.*}}sink-unset-through-elementwise 2
+// CHECK:       of @sink_through_a_chain: dispatch{{.*}}linalg.matmul, iree_encoding.set_encoding, linalg.generic, linalg.generic, iree_encoding.unset_encoding}
+func.func @sink_through_a_chain(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %bias: tensor<32xf32>) -> tensor<8x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %acc_e = tensor.empty() : tensor<8x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%acc_e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %e = tensor.empty() : tensor<8x32xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%r, %bias : tensor<8x32xf32>, tensor<32xf32>) outs(%e : tensor<8x32xf32>) {
+  ^bb0(%x: f32, %c: f32, %o: f32):
+    %s = arith.addf %x, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<8x32xf32>
+  %e2 = tensor.empty() : tensor<8x32xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%y : tensor<8x32xf32>) outs(%e2 : tensor<8x32xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %t = arith.maximumf %x, %zero : f32
+    linalg.yield %t : f32
+  } -> tensor<8x32xf32>
+  return %z : tensor<8x32xf32>
+}
