@@ -13,7 +13,7 @@ import argparse
 import time
 from pathlib import Path
 
-from egg_dispatch.cli.args import InputError, output_file, positive_float
+from egg_dispatch.cli.args import InputError, existing_file, output_file, positive_float
 from egg_dispatch.cli.progress import ProgressBar
 from egg_dispatch.target.host import calibrated_profile_path, host_cpu, host_isa_target
 from egg_dispatch.target.profile import TargetError, builtin_target_names, load_target
@@ -61,12 +61,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="also write every measurement (kind, sizes, element types, seconds) and the fits as JSON",
     )
+    p.add_argument(
+        "--refit",
+        type=existing_file,
+        metavar="SAMPLES",
+        help="measure nothing: fit the measurements a --samples FILE recorded (on whatever machine) again",
+    )
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from egg_dispatch.iree.tools import find_tool
 
+    if args.refit:
+        return _refit(args)
     for tool in ("iree-compile", "iree-benchmark-module", "iree-profile"):
         if find_tool(tool) is None:
             raise InputError(f"error: calibrate needs IREE's {tool} (pip install 'egg-dispatch[iree]')")
@@ -112,4 +120,31 @@ def run(args: argparse.Namespace) -> int:
     f32 = k.mmt4d.get("f32,f32,f32")
     if f32 is not None:
         print(f"  mmt4d f32 {f32.rate_g:.1f} GFLOP/s; launch {k.launch_us:.2f} us; call {k.call_us:.2f} us")
+    return 0
+
+
+def _refit(args: argparse.Namespace) -> int:
+    """``calibrate --refit SAMPLES``: the recorded measurements fitted again, with their own provenance."""
+    import json
+
+    from egg_dispatch.measure.calibrate import calibration_from_samples, profile_dict, write_profile
+
+    path = Path(args.refit)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        measured = data["provenance"]
+        base_name = args.base or measured["base_profile"]
+        base = load_target(base_name)
+        cal = calibration_from_samples(data, base)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{path}: error: not a calibration samples file: {e}") from None
+    except (KeyError, TypeError, ValueError) as e:
+        raise InputError(f"{path}: error: not a calibration samples file (field {e})") from None
+    if not cal.samples:
+        raise InputError(f"{path}: error: no measurements in it")
+    out = Path(args.output) if args.output else calibrated_profile_path()
+    write_profile(profile_dict(base, cal, quick=False, measured=measured), out)
+    print(f"wrote {out} (refit of {path}: measured on {measured.get('cpu')}, {measured.get('date')})")
+    for key, r in sorted(cal.residuals.items()):
+        print(f"  fit {key}: median |log(model/measured)| {r:.2f}")
     return 0

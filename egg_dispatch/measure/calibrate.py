@@ -42,7 +42,7 @@ from egg_dispatch.iree.tools import compile_module
 from egg_dispatch.measure.micro import Case, MicroProgram, chain, contractions, generics
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.target.host import host_cpu
-from egg_dispatch.target.kernels import Fit, KernelCosts, kernels_to_dict
+from egg_dispatch.target.kernels import ROLES, Fit, KernelCosts, kernels_to_dict
 from egg_dispatch.target.layout import packed_nbytes, resolve_layout
 from egg_dispatch.target.profile import Target
 from egg_dispatch.util.files import atomic_write
@@ -52,6 +52,7 @@ __all__ = [
     "Calibration",
     "Plan",
     "calibrate",
+    "calibration_from_samples",
     "fit_linear",
     "plan_programs",
     "profile_dict",
@@ -217,21 +218,43 @@ def unique_encode_groups(
     return [members for _, members in groups]
 
 
+def size_classes(shapes: Sequence[tuple[int, int, int]]) -> list[list[tuple[int, int, int]]]:
+    """Shapes grouped by the size of their largest operand, within a factor 4 of each other.
+
+    One program runs all its cases in a loop, so a small case sharing a program with a [1024, 1536]
+    one is measured with its caches flushed by its neighbour: a 6 K-element pack took 1.7 µs there and
+    0.24 µs for 3 K elements among small neighbours. Each size class is a program of its own, so every
+    case is measured as it runs among dispatches of its own size."""
+    by_class: dict[int, list[tuple[int, int, int]]] = {}
+    for m, n, k in shapes:
+        largest = max(m * k, n * k, m * n)
+        by_class.setdefault(int(math.log(max(largest, 1), 4)), []).append((m, n, k))
+    return [by_class[c] for c in sorted(by_class)]
+
+
 def _programs(plan: Plan, target: Target) -> list[MicroProgram]:
     """The calibration programs; in-dispatch packs only where IREE's codegen takes them (the fused-pack
     footprint model the e-graph's legality uses, ``egraph.facts.fused_footprint_legal``)."""
     out: list[MicroProgram] = []
 
     def add(name: str, kind: str, types: str, shapes: Sequence[tuple[int, int, int]]) -> None:
-        groups = [list(shapes)] if kind == "matmul" else unique_encode_groups(shapes, kind, types)
+        groups = []
+        for size_class in size_classes(shapes):
+            groups += [size_class] if kind == "matmul" else unique_encode_groups(size_class, kind, types)
         for i, group in enumerate(groups):
             out.append(contractions(f"{name}_{i}" if len(groups) > 1 else name, kind, types, group))
 
     for types in plan.types:
         tag = types.split(",")[0]
-        add(f"mmt4d_{tag}", "mmt4d", types, plan.contraction_shapes)
+        if target.encoding_resolver:
+            add(f"mmt4d_{tag}", "mmt4d", types, plan.contraction_shapes)
         add(f"matmul_{tag}", "matmul", types, plan.contraction_shapes)
     f32 = "f32,f32,f32"
+    if not target.encoding_resolver:  # IREE without data tiling: plain contractions, generics, overheads
+        out.append(generics("elementwise1", "elementwise", plan.generic_shapes, 1))
+        out.append(generics("elementwise4", "elementwise", plan.generic_shapes, 4))
+        out.append(generics("reduction", "reduction", plan.generic_shapes))
+        return out + [chain(f"chain{n}", n) for n in plan.chains]
     add("unpack_f32", "mmt4d+unpack", f32, plan.contraction_shapes)
     lhs_ok = [s for s in plan.in_dispatch_shapes if _fused_ok(target, f32, s, 0)]
     rhs_ok = [s for s in plan.in_dispatch_shapes if _fused_ok(target, f32, s, 1)]
@@ -371,11 +394,18 @@ def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str
     mmt4d = {t: f for t in {ts for _, ts, _ in s.get("mmt4d", [])} if (f := contraction_fit("mmt4d", t))}
     matmul = {t: f for t in {ts for _, ts, _ in s.get("matmul", [])} if (f := contraction_fit("matmul", t))}
     pack_rows, unpack_rows = [], []
+    by_role: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
     for kind, rows in (("pack", pack_rows), ("unpack", unpack_rows)):
         for (m, n, k, operand), types, t in s.get(kind, []):
             logical, packed = _layout_bytes(target, types, (m, n, k), operand)
-            elements = logical // _BYTES[types.split(",")[operand]]
-            rows.append((float(elements), float(logical + packed), t, t))
+            element = types.split(",")[operand]
+            row = (float(logical // _BYTES[element]), float(logical + packed), t, t)
+            rows.append(row)
+            by_role.setdefault((kind, f"{ROLES[operand]}:{element}"), []).append(row)
+    pack_by = {key: traffic_fit(f"pack.{key}", rows) for (kind, key), rows in sorted(by_role.items())
+               if kind == "pack" and len(rows) >= 4}  # fmt: skip
+    unpack_by = {key: traffic_fit(f"unpack.{key}", rows) for (kind, key), rows in sorted(by_role.items())
+                 if kind == "unpack" and len(rows) >= 4}  # fmt: skip
     base = {(sz, ts): t for sz, ts, t in s.get("mmt4d", [])}
     delta_unpack, delta_pack = [], []
     for kind, operand, rows in (
@@ -420,23 +450,31 @@ def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str
         unpack_in_dispatch=traffic_fit("unpack_in_dispatch", delta_unpack),
         elementwise=generic_fit("elementwise"),
         reduction=generic_fit("reduction"),
+        pack_by=pack_by,
+        unpack_by=unpack_by,
     )
     return kernels, res
 
 
-def profile_dict(base: Target, cal: Calibration, *, quick: bool) -> dict:
+def profile_dict(base: Target, cal: Calibration, *, quick: bool, measured: dict | None = None) -> dict:
     """The calibrated profile as JSON data: ``base``'s tiles and limits, the measured kernels, and the
-    analytic fields derived from them (for plans priced without the kernel table), with provenance."""
+    analytic fields derived from them (for plans priced without the kernel table), with provenance.
+    ``measured``: the provenance of the run the samples come from (``--refit``), instead of this one."""
     assert cal.kernels is not None
     k = cal.kernels
-    cpu, flags = host_cpu()
-    try:
-        iree_version = metadata.version("iree-base-compiler")
-    except metadata.PackageNotFoundError:  # pragma: no cover - calibrate needs IREE
-        iree_version = "unknown"
-    when = datetime.date.today().isoformat()
+    if measured is not None:
+        cpu, isa = str(measured.get("cpu", "unknown")), list(measured.get("isa_flags", []))
+        iree_version, when = str(measured.get("iree_compiler", "unknown")), str(measured.get("date", "unknown"))
+        quick = bool(measured.get("quick", quick))
+    else:
+        cpu, flags = host_cpu()
+        isa = sorted(f for f in flags if f.startswith(("avx", "fma", "amx", "asimd", "sve")))
+        try:
+            iree_version = metadata.version("iree-base-compiler")
+        except metadata.PackageNotFoundError:  # pragma: no cover - calibrate needs IREE
+            iree_version = "unknown"
+        when = datetime.date.today().isoformat()
     where = f"measured on {cpu} with iree-compile {iree_version} ({iree_cpu(base).compile_flags[0]}), {when}"
-    isa = sorted(f for f in flags if f.startswith(("avx", "fma", "amx", "asimd", "sve")))
 
     def peaks(table: dict[str, Fit], fallback: dict[str, float]) -> dict[str, float]:
         out = dict(fallback)
@@ -445,7 +483,8 @@ def profile_dict(base: Target, cal: Calibration, *, quick: bool) -> dict:
                 out[types.split(",")[0]] = round(fit.rate_g, 3)
         return out
 
-    bw = k.unpack.rate_g or k.pack.rate_g or base.memory_bandwidth_gbps
+    n = 1 << 18  # a 1 MiB f32 operand: logical + packed bytes moved by its encode (pack fits are per element)
+    bw = 8 * n / k.pack.seconds(n, 8 * n) / 1e9 if k.pack.seconds(n, 8 * n) > 0 else base.memory_bandwidth_gbps
     notes = dict(base.notes)
     for key in ("mmt4d_peak_gflops", "matmul_peak_gflops", "memory_bandwidth_gbps", "dispatch_overhead_us"):
         notes[key] = f"Derived from the kernels table, {where}."
@@ -477,6 +516,7 @@ def profile_dict(base: Target, cal: Calibration, *, quick: bool) -> dict:
             "fits": {key: round(v, 4) for key, v in sorted(cal.residuals.items())},
             "samples": {kind: len(rows) for kind, rows in sorted(cal.samples.items())},
             "base_profile": base.name,
+            **({"refit": datetime.date.today().isoformat()} if measured is not None else {}),
         },
         "notes": notes,
     }
@@ -495,6 +535,20 @@ def samples_dict(cal: Calibration, profile: dict) -> dict:
         },
         "chains": [{"dispatches": n, "kernel_seconds": k, "call_seconds": c} for n, k, c in cal.chains],
     }
+
+
+def calibration_from_samples(data: dict, target: Target) -> Calibration:
+    """A ``Calibration`` rebuilt from ``samples_dict`` output and fitted again (``calibrate --refit``): a
+    change of the fits needs no new measurement, and a recorded run can be re-fitted anywhere."""
+    cal = Calibration()
+    for kind, rows in data.get("samples", {}).items():
+        cal.samples[kind] = [(tuple(r["sizes"]), r["types"], float(r["seconds"])) for r in rows]
+    cal.chains = [
+        (int(c["dispatches"]), float(c["kernel_seconds"]), float(c["call_seconds"])) for c in data.get("chains", [])
+    ]
+    cal.stopped = str(data.get("provenance", {}).get("stopped_early", ""))
+    cal.kernels, cal.residuals = fit_kernels(cal, target)
+    return cal
 
 
 def write_profile(data: dict, path: Path) -> None:

@@ -6,7 +6,9 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
 * ``mmt4d[types]``: a data-tiled contraction dispatch's kernel (operands pre-packed, accumulator
   initialized in it, result unpacked in it), on padded flops and packed bytes;
 * ``matmul[types]``: the same contraction without data tiling (plain codegen);
-* ``pack``, ``unpack``: an encode / decode dispatch of its own, on logical + packed bytes;
+* ``pack``, ``unpack``: an encode / decode dispatch of its own, on elements and logical + packed bytes;
+  ``pack_by`` / ``unpack_by`` the same per operand and element type (``"rhs:i8"``: an i8 RHS packs at
+  half an f32 LHS's rate per element), used where measured;
 * ``pack_in_dispatch``: the *extra* time a pack costs when it runs inside the contraction's dispatch
   (IREE re-packs the operand on every call there; measured against the pre-packed contraction);
 * ``unpack_in_dispatch``: the same for the unpack of the result inside the contraction's dispatch;
@@ -29,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Fit", "KernelCosts", "kernels_from_dict", "kernels_to_dict"]
+__all__ = ["ROLES", "Fit", "KernelCosts", "kernels_from_dict", "kernels_to_dict"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,15 @@ class KernelCosts:
     unpack_in_dispatch: Fit = Fit()
     elementwise: Fit = Fit()
     reduction: Fit = Fit()
+    pack_by: Mapping[str, Fit] = field(default_factory=dict)
+    unpack_by: Mapping[str, Fit] = field(default_factory=dict)
+
+    def traffic(self, kind: str, operand: int | None, element: str) -> Fit:
+        """The pack (``kind="pack"``) or unpack fit for operand ``operand`` (0 LHS, 1 RHS, 2 result) of
+        ``element``; the overall fit where that pair was not measured."""
+        table, overall = (self.pack_by, self.pack) if kind == "pack" else (self.unpack_by, self.unpack)
+        key = f"{ROLES.get(operand, '?')}:{element}"
+        return table.get(key, overall)
 
     def contraction(self, types: str, data_tiled: bool) -> Fit | None:
         """The fit for a contraction on ``types`` (``"f32,f32,f32"``); its LHS class falls back to f32."""
@@ -93,6 +104,9 @@ class KernelCosts:
                 return fit
         return table.get("f32,f32,f32")
 
+
+ROLES = {0: "lhs", 1: "rhs", 2: "acc"}
+"""Operand names in ``pack_by`` / ``unpack_by`` keys, by the encoding's operand_index."""
 
 _FIT_KEYS = {"fixed_us", "rate_g", "gbps", "points", "residual"}
 _SINGLE = ("pack", "pack_in_dispatch", "unpack", "unpack_in_dispatch", "elementwise", "reduction")
@@ -128,7 +142,7 @@ def kernels_from_dict(data: Any, fail: Any) -> KernelCosts:
     """Validate the ``kernels`` object of a profile; ``fail(field, problem)`` builds the error."""
     if not isinstance(data, dict):
         raise fail("kernels", f"expected an object, got {type(data).__name__}")
-    allowed = {"launch_us", "call_us", "alloc_gbps", "mmt4d", "matmul", *_SINGLE}
+    allowed = {"launch_us", "call_us", "alloc_gbps", "mmt4d", "matmul", "pack_by", "unpack_by", *_SINGLE}
     unknown = set(data) - allowed
     if unknown:
         raise fail("kernels", f"unknown keys {sorted(unknown)} (expected {sorted(allowed)})")
@@ -138,7 +152,7 @@ def kernels_from_dict(data: Any, fail: Any) -> KernelCosts:
         if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
             raise fail(f"kernels.{key}", f"must be a finite number >= 0, got {v!r}")
         out[key] = float(v)
-    for key in ("mmt4d", "matmul"):
+    for key in ("mmt4d", "matmul", "pack_by", "unpack_by"):
         table = data.get(key, {})
         if not isinstance(table, dict):
             raise fail(f"kernels.{key}", "expected an object of element types -> fit")
@@ -163,5 +177,7 @@ def kernels_to_dict(k: KernelCosts) -> dict:
         "alloc_gbps": k.alloc_gbps,
         "mmt4d": {t: _fit_dict(f) for t, f in k.mmt4d.items()},
         "matmul": {t: _fit_dict(f) for t, f in k.matmul.items()},
+        "pack_by": {t: _fit_dict(f) for t, f in sorted(k.pack_by.items())},
+        "unpack_by": {t: _fit_dict(f) for t, f in sorted(k.unpack_by.items())},
         **{key: _fit_dict(getattr(k, key)) for key in _SINGLE},
     }
