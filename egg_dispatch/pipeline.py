@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from egg_dispatch.cost.measured import MeasuredTimes
-from egg_dispatch.cost.model import cost_table, default_lambda
+from egg_dispatch.cost.model import conflicts_of, cost_table, default_lambda
 from egg_dispatch.cost.sizes import Assumption, cost_at_sizes, size_plan
 from egg_dispatch.egraph.data import EGraphData, build_term
 from egg_dispatch.egraph.importer import import_function
@@ -256,6 +256,8 @@ def explore(
     t1 = time.perf_counter()
     data = EGraphData.from_serialized(graph.serialized(), keep_refused=True)  # the start state is always a plan
     costs = cost_at_sizes(data, imported, sizes, lambda g: cost_table(g, imported, tgt, measured))
+    if imported.dynamic:  # what no allowed size may compile to, not only the priced ones
+        costs.conflicts = tuple(sorted({*costs.conflicts, *conflicts_of(data, tgt)}))
     timings["cost_table"] = time.perf_counter() - t1
 
     def extract(weight: float):

@@ -10,8 +10,9 @@ tiled layout, for a plain matmul otherwise):
   M·N·K), time = flops / peak + (stored(lhs) + stored(rhs) + 2·stored(acc)) / bw;
 * pack (set_encoding) / unpack (unset_encoding): (logical + stored bytes) / bw, "roughly
   proportional to bytes moved" (domain.md §9);
-* fill: stored(result) / bw; elementwise / other ops: bytes in + out over bw, plus
-  ``ELEMENTWISE_FLOPS_PER_ELEMENT``·elements per body op at the plain-matmul peak;
+* fill: stored(result) / bw; elementwise / other ops: stored bytes in + out over bw, plus
+  ``ELEMENTWISE_FLOPS_PER_ELEMENT``·stored elements per body op at the plain-matmul peak (a generic on
+  encoded operands, ``rules/sink_unset.egg``, runs on the padded tiles);
   attention: 4·B·M·K2·(K1 + N) flops;
 * a dispatch (``Dispatch``): launch overhead; its result buffer is transient memory;
 * a global (``ConstEval``): no run time; its stored bytes are persistent memory, and what it
@@ -39,6 +40,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from egg_dispatch.cost.conflicts import codegen_conflicts
 from egg_dispatch.cost.measured import MeasuredTimes
 from egg_dispatch.cost.table import CostTable, NodeCost
 from egg_dispatch.egraph.data import EGraphData, Term
@@ -49,14 +51,14 @@ from egg_dispatch.target.profile import Target
 
 __all__ = [
     "ELEMENTWISE_FLOPS_PER_ELEMENT",
-    "TensorInfo",
     "LAMBDA_PACK_FRACTION",
+    "TensorInfo",
     "alloc_seconds",
     "call_seconds",
     "contraction_sizes",
     "cost_table",
-    "exclusive_nodes",
     "default_lambda",
+    "exclusive_nodes",
     "launch_seconds",
     "node_seconds",
     "node_signature",
@@ -122,11 +124,16 @@ class TensorInfo:
         return self.numel * self.elem_bytes
 
     @property
-    def stored_bytes(self) -> int:
+    def stored_numel(self) -> int:
+        """Elements as stored: padded to whole tiles when encoded with a tiled layout."""
         if self.layout is None:
-            return self.logical_bytes
+            return self.numel
         tile = dict(zip(self.layout.inner_dims_pos, self.layout.inner_tiles, strict=True))
-        return math.prod(-(-s // tile.get(d, 1)) * tile.get(d, 1) for d, s in enumerate(self.shape)) * self.elem_bytes
+        return math.prod(-(-s // tile.get(d, 1)) * tile.get(d, 1) for d, s in enumerate(self.shape))
+
+    @property
+    def stored_bytes(self) -> int:
+        return self.stored_numel * self.elem_bytes
 
     def padded_dim(self, d: int) -> int:
         if self.layout is None:
@@ -180,10 +187,12 @@ def op_seconds(
     target: Target,
     body_ops: int = 1,
     reduction: bool = False,
+    operand: int | None = None,
 ) -> float:
-    """Time of one op (not counting its dispatch's launch)."""
+    """Time of one op (not counting its dispatch's launch); ``operand``: for a pack or unpack, which
+    operand of its contraction the encoding is for (0 LHS, 1 RHS, 2 result), when known."""
     if target.kernels is not None and kind != "attention":
-        return _measured_seconds(kind, operands, result, target, body_ops, reduction)
+        return _measured_seconds(kind, operands, result, target, body_ops, reduction, operand)
     bw = target.memory_bandwidth_gbps * 1e9
     moved = sum(o.stored_bytes for o in operands) + result.stored_bytes
     if kind.startswith("contract:") or kind == "mmt4d":
@@ -204,13 +213,19 @@ def op_seconds(
         keys = k.shape[-2] if len(k.shape) >= 2 else 1  # global optimization folds a unit key dim away
         flops = 4 * b_m * keys * ((q.shape[-1] if q.shape else 1) + (v.shape[-1] if v.shape else 1))
         return flops / (target.peak_gflops("f32,f32,f32", data_tiled=False) * 1e9) + moved / bw
-    domain = max([o.numel for o in operands] + [result.numel])
+    domain = max([o.stored_numel for o in operands] + [result.stored_numel])  # encoded: the padded tiles too
     flops = domain * body_ops * ELEMENTWISE_FLOPS_PER_ELEMENT
     return flops / (target.peak_gflops("f32,f32,f32", data_tiled=False) * 1e9) + moved / bw
 
 
 def _measured_seconds(
-    kind: str, operands: Sequence[TensorInfo], result: TensorInfo, target: Target, body_ops: int, reduction: bool
+    kind: str,
+    operands: Sequence[TensorInfo],
+    result: TensorInfo,
+    target: Target,
+    body_ops: int,
+    reduction: bool,
+    operand: int | None = None,
 ) -> float:
     """``op_seconds`` from a calibrated profile's fits (``target.kernels``)."""
     k = target.kernels
@@ -222,27 +237,33 @@ def _measured_seconds(
         fit = k.contraction(",".join([o.element for o in operands[:2]] + [result.element]), encoded)
         if fit is not None:
             return fit.seconds(flops, moved)
-    if kind == "pack":
-        return k.pack.seconds(moved)
+    if kind == "pack":  # fitted on elements and logical + packed bytes, per operand and element type
+        src = operands[0]
+        return k.traffic("pack", operand, src.element).seconds(src.numel, src.logical_bytes + result.stored_bytes)
     if kind == "unpack":
-        return k.unpack.seconds(moved)
+        src = operands[0]
+        return k.traffic("unpack", operand, result.element).seconds(
+            result.numel, src.stored_bytes + result.logical_bytes
+        )
     if kind == "fill":
         return 0.0  # the accumulator's fill runs inside the measured contraction kernel
     if kind == "generic":
-        domain = max([o.numel for o in operands] + [result.numel])
+        domain = max([o.stored_numel for o in operands] + [result.stored_numel])
         fit = k.reduction if reduction else k.elementwise
         return fit.seconds(domain * (1 if reduction else body_ops), moved)
     bw = target.memory_bandwidth_gbps * 1e9
     return moved / bw  # copies, and a contraction on element types never measured
 
 
-def in_dispatch_pack_extra(target: Target, packed_bytes: float) -> float:
+def in_dispatch_pack_extra(target: Target, src: TensorInfo, packed: TensorInfo, operand: int | None) -> float:
     """What a pack inside the contraction's dispatch costs beyond the standalone pack its node is
     charged (measured; the analytic model prices both the same)."""
     k = target.kernels
     if k is None:
         return 0.0
-    return k.pack_in_dispatch.seconds(packed_bytes) - k.pack.seconds(packed_bytes)
+    nbytes = src.logical_bytes + packed.stored_bytes
+    standalone = k.traffic("pack", operand, src.element).seconds(src.numel, nbytes)
+    return k.pack_in_dispatch.seconds(src.numel, nbytes) - standalone
 
 
 def _mmt4d_flops(operands: Sequence[TensorInfo]) -> int:
@@ -261,15 +282,14 @@ def _is_boundary(g: EGraphData, c: str) -> bool:
     return bool(nodes) and all(n.op in _BOUNDARY for n in nodes)
 
 
-def _fused_pack_bytes(g: EGraphData, c: str, info: object) -> float | None:
-    """Logical + packed bytes of the pack an operand class runs inside its consumer's dispatch, if it
-    is one (a set_encoding, or a slice of one: then the whole packed tensor)."""
+def _fused_pack(g: EGraphData, c: str, facts: _Facts) -> tuple[TensorInfo, TensorInfo, int | None] | None:
+    """(source, packed tensor, operand index) of the pack an operand class runs inside its consumer's
+    dispatch, if it is one (a set_encoding, or a slice of one: then the whole packed tensor)."""
     for n in g.choices(c):
         if n.op == "EncodedSlice":
-            return _fused_pack_bytes(g, n.children[0], info)
+            return _fused_pack(g, n.children[0], facts)
         if n.op in ("SetEncoding", "Pack") and not any(m.op == "Empty" for m in g.choices(n.children[0])):
-            src = info(n.children[0], packed=False)  # type: ignore[operator]
-            return float(src.logical_bytes + info(c).stored_bytes)  # type: ignore[operator]
+            return facts.info(n.children[0], packed=False), facts.info(c), facts.operand_index(c)
     return None
 
 
@@ -304,6 +324,13 @@ class _Facts:
                 t = _strip_class(g.leaf_value(c))  # info() looks encoding-of values up without their class
                 self.term_layout[t] = layout_of_term(g.facts.get(c, {}).get("layout-of"))  # type: ignore[index]
 
+    def operand_index(self, c: str) -> int | None:
+        """Which operand of its contraction class c is encoded for (the encoding's operand_index)."""
+        enc = self.g.facts.get(c, {}).get("encoding-of")
+        if isinstance(enc, Term) and enc.args and isinstance(enc.args[0], int):
+            return enc.args[0]
+        return None
+
     def info(self, c: str, *, packed: bool | None = None) -> TensorInfo:
         f = self.g.facts.get(c, {})
         shape = tuple(f.get("shape", ()))  # type: ignore[arg-type]
@@ -326,7 +353,9 @@ def cost_table(
     signature ``measured`` holds is priced by that measurement instead of the formulas."""
     facts = _Facts(g)
     launch = launch_seconds(target)
-    table = CostTable(exclusive=exclusive_nodes(g))
+    table = CostTable(
+        exclusive=exclusive_nodes(g), conflicts=codegen_conflicts(g, target.max_stack_allocation_size, facts.info)
+    )
     for c in g.classes:
         if not g.is_term_class(c):
             continue
@@ -334,6 +363,11 @@ def cost_table(
         for node in g.choices(c):
             table[node.id] = _node_cost(c, node.op, node.children, out, facts, imported, target, launch, g, measured)
     return table
+
+
+def conflicts_of(g: EGraphData, target: Target) -> tuple[tuple[str, ...], ...]:
+    """``cost.conflicts`` of the e-graph for the target (a '?' dim as unbounded)."""
+    return codegen_conflicts(g, target.max_stack_allocation_size, _Facts(g).info)
 
 
 _TIMELESS = frozenset(
@@ -393,7 +427,7 @@ def node_signature(
         kind_class, operand_classes = (kids[0], kids[1:]) if op == "Contract" else _contract_twin(g, c, kids)
         parts.append(str(g.leaf_value(kind_class)))
         for k in operand_classes:
-            packed_here = k in operand_classes[:2] and _fused_pack_bytes(g, k, info) is not None
+            packed_here = k in operand_classes[:2] and _fused_pack(g, k, facts) is not None
             parts.append(_tensor_key(info(k)) + ("+pack-in-dispatch" if packed_here else ""))
     elif op in ("SetEncoding", "Pack"):
         parts.append(_tensor_key(info(kids[0], packed=False)))
@@ -441,13 +475,13 @@ def _model_seconds(
     if op == "Fill":
         return op_seconds("fill", [], out, target)
     if op in ("SetEncoding", "Pack"):
-        return op_seconds("pack", [info(kids[0], packed=False)], out, target)
+        return op_seconds("pack", [info(kids[0], packed=False)], out, target, operand=facts.operand_index(c))
     if op in ("UnsetEncoding", "Unpack"):
         src = info(kids[0])
         plain = TensorInfo(out.shape, out.element)
         if target.kernels is not None and not _is_boundary(g, kids[0]):
-            return target.kernels.unpack_in_dispatch.seconds(src.stored_bytes + plain.logical_bytes)
-        return op_seconds("unpack", [src], plain, target)
+            return target.kernels.unpack_in_dispatch.seconds(plain.numel, src.stored_bytes + plain.logical_bytes)
+        return op_seconds("unpack", [src], plain, target, operand=facts.operand_index(kids[0]))
     if op in ("Contract", "Mmt4d"):
         kind_class, operands_classes = (kids[0], kids[1:]) if op == "Contract" else _contract_twin(g, c, kids)
         seconds = op_seconds(
@@ -455,9 +489,9 @@ def _model_seconds(
         )
         if target.kernels is not None:  # operands packed in this dispatch cost more than standalone packs
             for k in operands_classes[:2]:
-                packed = _fused_pack_bytes(g, k, info)
-                if packed is not None:
-                    seconds += in_dispatch_pack_extra(target, packed)
+                fused = _fused_pack(g, k, facts)
+                if fused is not None:
+                    seconds += in_dispatch_pack_extra(target, *fused)
         return max(seconds, 0.0)
     if op == "InsertSlice":
         return op_seconds("copy", [info(kids[0])], out, target)

@@ -210,7 +210,8 @@ def cost_at_sizes(
         return price(g)
     tables = [(price(specialize(g, imported, env)), w) for env, w in sizes.configs]
     first = tables[0][0]
-    out = CostTable(exclusive=first.exclusive)
+    conflicts = sorted({c for t, _ in tables for c in getattr(t, "conflicts", ())})
+    out = CostTable(exclusive=first.exclusive, conflicts=tuple(conflicts))  # at any size: refused
     for nid in first:
         run = load = mem = 0.0
         for t, w in tables:
@@ -220,6 +221,6 @@ def cost_at_sizes(
             mem += w * c.memory_bytes
         out[nid] = NodeCost(run, load, mem)
     for attr, value in vars(first).items():  # whatever else a table carries (measured prices, ...)
-        if attr != "exclusive" and not hasattr(out, attr):
+        if attr not in ("exclusive", "conflicts") and not hasattr(out, attr):
             setattr(out, attr, value)
     return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["LOAD_BOUNDARY_OPS", "CostTable", "NodeCost", "objective_weights"]
+__all__ = ["LOAD_BOUNDARY_OPS", "CostTable", "NodeCost", "objective_weights", "violated_conflicts"]
 
 LOAD_BOUNDARY_OPS = frozenset({"ConstEval"})
 """Ops whose children are evaluated at module load, not at run time."""
@@ -45,8 +45,25 @@ def objective_weights(lam: float) -> tuple[float, float]:
 
 
 class CostTable(dict):
-    """node id -> NodeCost, plus the ids of the ``exclusive`` nodes (charged per use)."""
+    """node id -> NodeCost, plus the ids of the ``exclusive`` nodes (charged per use) and the
+    ``conflicts``: sets of node ids no plan may choose all of (``cost.conflicts``: combinations
+    IREE's codegen rejects), each listed in the order a repair would ban its nodes."""
 
-    def __init__(self, costs: dict[str, NodeCost] | None = None, exclusive: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        costs: dict[str, NodeCost] | None = None,
+        exclusive: frozenset[str] = frozenset(),
+        conflicts: tuple[tuple[str, ...], ...] = (),
+    ):
         super().__init__(costs or {})
         self.exclusive = exclusive
+        self.conflicts = conflicts
+
+
+def violated_conflicts(costs: object, choice: dict[str, str] | object) -> list[tuple[str, ...]]:
+    """The conflicts of ``costs`` (a ``CostTable``; none for a plain mapping) a plan chooses all of."""
+    conflicts = getattr(costs, "conflicts", ())
+    if not conflicts:
+        return []
+    chosen = set(choice.values())  # type: ignore[attr-defined]
+    return [c for c in conflicts if all(n in chosen for n in c)]

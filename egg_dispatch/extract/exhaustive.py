@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from egg_dispatch.cost.table import NodeCost
+from egg_dispatch.cost.table import NodeCost, violated_conflicts
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.enumerate import enumerate_plans
 from egg_dispatch.extract.common import ExtractionResult, _result, check_costs, no_plan_error, plan_objective
@@ -19,7 +19,8 @@ def exhaustive(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, limit: 
     Raises ``ValueError`` when the e-graph holds more than ``limit`` plans (or none). Note that
     ``enumerate_plans`` skips a materialized spelling (Pack / Unpack / Mmt4d) when its
     encoding-level twin is in the class: it is the optimum over placements, and equals the exact
-    optimum whenever the cost table prices twins alike (as ``cost/model.py`` does).
+    optimum whenever the cost table prices twins alike (as ``cost/model.py`` does). Plans that
+    violate one of the table's ``conflicts`` are skipped.
     """
     start = time.perf_counter()
     check_costs(costs, lam)
@@ -29,6 +30,8 @@ def exhaustive(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, limit: 
         count += 1
         if count > limit:
             raise ValueError(f"the e-graph holds more than {limit} plans")
+        if violated_conflicts(costs, plan):  # IREE's codegen rejects it (cost.conflicts)
+            continue
         obj = plan_objective(g, plan, costs, lam)
         if best is None or obj < best[0]:
             best = (obj, plan)

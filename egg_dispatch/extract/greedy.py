@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost
+from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, CostTable, NodeCost, violated_conflicts
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.extract.common import (
     _ZERO,
@@ -182,6 +182,38 @@ class _Greedy:
 
 
 def greedy_dag(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, rounds: int = 8) -> ExtractionResult:
+    """:func:`_greedy_dag`, repaired where its plan chooses all nodes of one of the table's
+    ``conflicts`` (combinations IREE's codegen rejects, ``cost.conflicts``): the first node of each
+    violated conflict not banned yet is priced out (``_BANNED`` seconds) and greedy runs again, until
+    the plan violates none; the result is priced with the real costs. Raises ``ValueError`` when
+    every plan the e-graph holds violates one."""
+    start = time.perf_counter()
+    result = _greedy_dag(g, costs, lam, rounds)
+    banned: set[str] = set()
+    while bad := violated_conflicts(costs, result.choice):
+        new = {next((n for n in c if n not in banned), c[0]) for c in bad} - banned
+        if not new:
+            raise ValueError(
+                f"every plan the e-graph holds is one IREE's codegen rejects ({len(bad)} conflict(s), "
+                "e.g. a set_encoding fused after a plain generic of an unset_encoding over the stack limit)"
+            )
+        banned |= new
+        priced = CostTable(
+            {n: (NodeCost(_BANNED, 0.0, 0.0) if n in banned else c) for n, c in costs.items()},
+            getattr(costs, "exclusive", frozenset()),
+        )
+        priced.update({n: NodeCost(_BANNED, 0.0, 0.0) for n in banned if n not in priced})
+        repaired = _greedy_dag(g, priced, lam, rounds)
+        stats = {**repaired.stats, "banned": len(banned)}
+        result = _result(g, repaired.choice, costs, lam, "greedy-dag", start, stats=stats)
+    return result
+
+
+_BANNED = 1e6
+"""Seconds a banned node is priced at in a repair (finite: ``check_costs`` refuses inf)."""
+
+
+def _greedy_dag(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, rounds: int = 8) -> ExtractionResult:
     """Quick extraction: DAG-cost greedy, tree-cost greedy, then rounds of "sunk-cost" greedy.
 
     Greedy DAG is myopic: it prices ``op(a, b)`` with b's whole subtree even when the plan needs b

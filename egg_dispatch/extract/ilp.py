@@ -40,7 +40,7 @@ import highspy
 import networkx as nx
 import numpy as np
 
-from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost
+from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, violated_conflicts
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.extract.common import _ZERO, ExtractionResult, _result, check_costs, plan_contexts
 from egg_dispatch.extract.greedy import greedy_dag
@@ -181,7 +181,7 @@ def solve_ilp(
 
     def allowed(choice: Mapping[str, str]) -> bool:
         mapped_choice = frozenset({c: p.kept(n) for c, n in choice.items()}.items())
-        return not any(ex <= mapped_choice for ex in excluded)
+        return not any(ex <= mapped_choice for ex in excluded) and not violated_conflicts(costs, choice)
 
     candidates = [
         cand
@@ -275,6 +275,10 @@ def solve_ilp(
                 for u in sorted(users.get(c, ())):
                     w = m.col(run_s / scale, 0.0, 1.0, False)
                     m.row([(cols[("x", u)], 1.0), (cols[("x", n)], 1.0), (w, -1.0)], -math.inf, 1.0)
+    kept = {n for ns in p.nodes.values() for n in ns}
+    for conflict in getattr(costs, "conflicts", ()):  # combinations IREE's codegen rejects: not all of one
+        if all(n in kept for n in conflict):  # (a pruned node is in no plan the model can return)
+            m.row([(cols[("x", n)], 1.0) for n in dict.fromkeys(conflict)], -math.inf, float(len(set(conflict)) - 1))
     for ex in excluded:  # no-good cuts: not every node of an excluded plan again
         chosen_cols = [cols[("x", n)] for _, n in sorted(ex) if ("x", n) in cols]
         if chosen_cols:

@@ -48,7 +48,10 @@ def _dominates(
 
 
 def prune(g: EGraphData, costs: Mapping[str, NodeCost]) -> PrunedGraph:
-    """Exact pruning to the classes and nodes some optimal plan may use (module docstring)."""
+    """Exact pruning to the classes and nodes some optimal plan may use (module docstring). A node of
+    one of the table's ``conflicts`` never dominates a sibling: it may not be choosable with the rest
+    of a plan that its sibling is."""
+    protected = {n for c in getattr(costs, "conflicts", ()) for n in c}
     term = [c for c in g.classes if g.is_term_class(c)]
     options = {c: [n.id for n in g.choices(c)] for c in term}
     kids = {nid: _term_kids(g, nid) for c in term for nid in options[c]}
@@ -66,7 +69,7 @@ def prune(g: EGraphData, costs: Mapping[str, NodeCost]) -> PrunedGraph:
         info = [(n, costs.get(n, _ZERO), frozenset(kids[n]), g.nodes[n].op in LOAD_BOUNDARY_OPS) for n in ns]
         for n, cn, kn, bn in info:
             for m, cm, km, bm in info:
-                if m != n and _dominates(m, n, cm, cn, km, kn, bm, bn):
+                if m != n and m not in protected and _dominates(m, n, cm, cn, km, kn, bm, bn):
                     replaced[n] = m
                     break
         grounded[c] = [n for n in ns if n not in replaced]

@@ -1,0 +1,134 @@
+"""Plans IREE's codegen rejects although every node in them is legal alone: extraction-level conflicts.
+
+A *conflict* is a set of e-nodes no plan may choose all of. The rules' legality facts judge one
+rewrite at a time, on one e-class; some failures of IREE's codegen depend on what *several* classes
+chose, which no rule can see because the alternatives live in the same classes. The one found so far:
+
+**An encode fused into its producer's dispatch after a plain elementwise consumer of an unset_encoding
+in that dispatch** -- ``{contraction, unset_encoding, linalg.generic (bias + ReLU, on the plain
+value), set_encoding}`` in one dispatch, the plan the ``fuse`` family's
+``fuse-encode-into-producer-dispatch`` rule builds when the generic was *not* sunk onto the encoded
+accumulator (``sink_unset``). LLVMCPU's tiling cannot fuse the unpack -> generic -> pack chain through
+the pack's padded tiles, so the generic's whole result and the pack's padded destination are
+allocated on the stack: ``iree-compile`` fails with "exceeded stack allocation limit of 32768 bytes"
+or "One or more operations with large vector sizes (32768 bytes) were found". Probed with IREE 3.13
+on AVX-512 (Intel Xeon), f32 MLPs with bias + ReLU, the generic's result [M, F]: rejected whenever
+``padded(x) + logical(x) >= 32 KiB`` (16x256, 32x128, 64x64, 24x160 rejected; 8x256, 16x128, 32x64
+compiled); AVX2 compiled every size tried, so the condition is conservative there. The same dispatch
+with the generic on the *encoded* accumulator (IREE's own MLP plan: SinkUnsetEncodingOp, then
+FuseEncodingOpsIntoDispatchRegions) compiles at every size, and stays allowed: the conflict names the
+plain generic's node, not the class.
+
+The conflicts are found on the e-graph (the chosen-together nodes of one such dispatch: the Dispatch
+node, its set_encoding, the plain generic(s) -- up to ``CHAIN_DEPTH`` elementwise ops -- the operand
+list nodes through which they read, and the unset_encoding), priced at the sizes the cost model uses;
+a dynamic dim counts as unbounded (refused), as the fused pack's footprint does (egraph/size_facts.py).
+Each conflict lists the plain generic first: the node a greedy repair bans first (its class then takes
+the sunk form, when ``sink_unset`` built one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Protocol
+
+from egg_dispatch.egraph.data import EGraphData, Node
+
+__all__ = ["CHAIN_DEPTH", "MAX_PER_SITE", "codegen_conflicts", "unset_generic_set_over_stack"]
+
+CHAIN_DEPTH = 3
+"""Elementwise generics between the unset_encoding and the set_encoding that are looked through."""
+
+MAX_PER_SITE = 64
+"""Conflicts listed per (dispatch, set_encoding, generic); beyond it the operand-list nodes are left
+out of the sets (coarser, so conservative: it may forbid a plan that reads the unset from elsewhere)."""
+
+_ENCODE = ("SetEncoding", "Pack")
+_DECODE = ("UnsetEncoding", "Unpack")
+
+
+class _Info(Protocol):
+    """What a conflict test needs of a class (``cost.model.TensorInfo``)."""
+
+    shape: tuple[int, ...]
+    layout: object
+
+    @property
+    def elem_bytes(self) -> int: ...
+
+    @property
+    def numel(self) -> int: ...
+
+    @property
+    def stored_numel(self) -> int: ...
+
+
+def unset_generic_set_over_stack(x: _Info, packed: _Info, limit: int) -> bool:
+    """The generic's result x and the pack's padded destination do not fit the stack together (any
+    dynamic dim: not provably)."""
+    if any(d < 0 for d in x.shape):
+        return True
+    return x.numel * x.elem_bytes + packed.stored_numel * packed.elem_bytes >= limit
+
+
+def codegen_conflicts(g: EGraphData, limit: int, info: Callable[[str], _Info]) -> tuple[tuple[str, ...], ...]:
+    """Every conflict of the e-graph (module docstring), sorted; ``limit`` is the target's
+    ``max_stack_allocation_size`` and ``info(class)`` the cost model's tensor facts."""
+    out: set[tuple[str, ...]] = set()
+    for c in g.classes:
+        if not g.is_term_class(c):
+            continue
+        for n in g.choices(c):
+            if n.op != "Dispatch":
+                continue
+            for s in g.choices(n.children[0]):
+                if s.op not in _ENCODE or not g.is_term_class(s.children[0]):
+                    continue
+                x = s.children[0]
+                if not unset_generic_set_over_stack(info(x), info(s.eclass), limit):
+                    continue
+                for m in g.choices(x):
+                    if m.op != "Generic":
+                        continue
+                    paths = []
+                    for path in _reads_of_unset(g, m, CHAIN_DEPTH, info, True):
+                        paths.append(path)
+                        if len(paths) > MAX_PER_SITE:
+                            break
+                    if len(paths) > MAX_PER_SITE:
+                        paths = sorted({_coarse(g, p) for p in paths})
+                    out.update((m.id, n.id, s.id, *p) for p in paths)
+    return tuple(sorted(out))
+
+
+def _coarse(g: EGraphData, path: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(nid for nid in path if g.nodes[nid].op != "TCons")
+
+
+def _reads_of_unset(
+    g: EGraphData, generic: Node, depth: int, info: Callable[[str], _Info], first: bool = False
+) -> Iterator[tuple[str, ...]]:
+    """Node paths by which a plain generic reads an unset_encoding in its own dispatch: the operand
+    list's TCons nodes down to the operand, then the unset (or a plain generic and its own path)."""
+    if len(generic.children) < 2 or (not first and info(generic.eclass).layout is not None):
+        return
+    for elem, via in _operands(g, generic.children[1], ()):
+        for k in g.choices(elem):
+            if k.op in _DECODE:
+                yield (*via, k.id)
+            elif k.op == "Generic" and depth > 1:
+                for rest in _reads_of_unset(g, k, depth - 1, info):
+                    yield (*via, k.id, *rest)
+
+
+def _operands(g: EGraphData, lst: str, via: tuple[str, ...], seen: frozenset[str] = frozenset()) -> Iterator[
+    tuple[str, tuple[str, ...]]
+]:  # fmt: skip
+    """(operand class, the TCons nodes that reach it) for every spelling of an operand list."""
+    if lst in seen or not g.is_term_class(lst):
+        return
+    for t in g.choices(lst):
+        if t.op != "TCons" or len(t.children) != 2:
+            continue
+        yield t.children[0], (*via, t.id)
+        yield from _operands(g, t.children[1], (*via, t.id), seen | {lst})
