@@ -19,6 +19,13 @@ with the generic on the *encoded* accumulator (IREE's own MLP plan: SinkUnsetEnc
 FuseEncodingOpsIntoDispatchRegions) compiles at every size, and stays allowed: the conflict names the
 plain generic's node, not the class.
 
+**A set_encoding left in the dispatch of a linalg.generic that reads it** (a contraction written as a
+generic, e.g. f16 x f16 -> f32 with ``arith.extf``, or an op a set_encoding was bubbled through) over
+the fused-pack footprint the ``fuse`` family's legality uses for contractions: explore's plan for a
+128x512 f16 activation times a 512x2048 f16 weight kept both packs in the dispatch and iree-compile
+rejected it ("large vector sizes (32768 bytes)"); with the conflict, the weight is const-evaluated and
+the activation encoded in a dispatch of its own, as IREE does.
+
 The conflicts are found on the e-graph (the chosen-together nodes of one such dispatch: the Dispatch
 node, its set_encoding, the plain generic(s) -- up to ``CHAIN_DEPTH`` elementwise ops -- the operand
 list nodes through which they read, and the unset_encoding), priced at the sizes the cost model uses;
@@ -34,7 +41,13 @@ from typing import Protocol
 
 from egg_dispatch.egraph.data import EGraphData, Node
 
-__all__ = ["CHAIN_DEPTH", "MAX_PER_SITE", "codegen_conflicts", "unset_generic_set_over_stack"]
+__all__ = [
+    "CHAIN_DEPTH",
+    "MAX_PER_SITE",
+    "codegen_conflicts",
+    "unset_generic_set_conflicts",
+    "unset_generic_set_over_stack",
+]
 
 CHAIN_DEPTH = 3
 """Elementwise generics between the unset_encoding and the set_encoding that are looked through."""
@@ -71,9 +84,19 @@ def unset_generic_set_over_stack(x: _Info, packed: _Info, limit: int) -> bool:
     return x.numel * x.elem_bytes + packed.stored_numel * packed.elem_bytes >= limit
 
 
-def codegen_conflicts(g: EGraphData, limit: int, info: Callable[[str], _Info]) -> tuple[tuple[str, ...], ...]:
+def codegen_conflicts(
+    g: EGraphData, limit: int, info: Callable[[str], _Info], vector_bytes: int | None = None
+) -> tuple[tuple[str, ...], ...]:
     """Every conflict of the e-graph (module docstring), sorted; ``limit`` is the target's
-    ``max_stack_allocation_size`` and ``info(class)`` the cost model's tensor facts."""
+    ``max_stack_allocation_size``, ``vector_bytes`` its vector-size limit (default: the stack limit)
+    and ``info(class)`` the cost model's tensor facts."""
+    out = set(_generic_fused_packs(g, limit, vector_bytes or limit, info))
+    out.update(unset_generic_set_conflicts(g, limit, info))
+    return tuple(sorted(out))
+
+
+def unset_generic_set_conflicts(g: EGraphData, limit: int, info: Callable[[str], _Info]) -> set[tuple[str, ...]]:
+    """The {contraction, unset_encoding, plain generic, set_encoding} dispatches over ``limit``."""
     out: set[tuple[str, ...]] = set()
     for c in g.classes:
         if not g.is_term_class(c):
@@ -98,7 +121,37 @@ def codegen_conflicts(g: EGraphData, limit: int, info: Callable[[str], _Info]) -
                     if len(paths) > MAX_PER_SITE:
                         paths = sorted({_coarse(g, p) for p in paths})
                     out.update((m.id, n.id, s.id, *p) for p in paths)
-    return tuple(sorted(out))
+    return out
+
+
+def _generic_fused_packs(
+    g: EGraphData, limit: int, vector_bytes: int, info: Callable[[str], _Info]
+) -> Iterator[tuple[str, ...]]:
+    """A set_encoding left inside the dispatch of a linalg.generic that reads it (a contraction written as
+    a generic, or an op a set_encoding was bubbled through): the same footprint condition as the
+    ``fuse`` family's fused pack into a contraction (egraph/facts.py ``fused_footprint_legal``: packed
+    operand + the generic's packed result within the stack limit, the operand under the vector
+    limit), which no rule checks for a generic's operands."""
+    for c in g.classes:
+        if not g.is_term_class(c):
+            continue
+        for m in g.choices(c):
+            if m.op != "Generic" or len(m.children) < 2:
+                continue
+            out_info = info(m.eclass)
+            acc = out_info.stored_numel * out_info.elem_bytes if out_info.layout is not None else 0
+            for elem, via in _operands(g, m.children[1], ()):
+                for s in g.choices(elem):
+                    if s.op not in _ENCODE or not g.is_term_class(s.children[0]):
+                        continue
+                    if any(k.op == "Empty" for k in g.choices(s.children[0])):
+                        continue  # an init's encoding: nothing is packed
+                    packed = info(elem)
+                    if packed.layout is None:
+                        continue
+                    nbytes = packed.stored_numel * packed.elem_bytes
+                    if any(d < 0 for d in packed.shape) or nbytes + acc > limit or nbytes >= vector_bytes:
+                        yield (m.id, *via, s.id)
 
 
 def _coarse(g: EGraphData, path: tuple[str, ...]) -> tuple[str, ...]:

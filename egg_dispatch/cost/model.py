@@ -353,9 +353,7 @@ def cost_table(
     signature ``measured`` holds is priced by that measurement instead of the formulas."""
     facts = _Facts(g)
     launch = launch_seconds(target)
-    table = CostTable(
-        exclusive=exclusive_nodes(g), conflicts=codegen_conflicts(g, target.max_stack_allocation_size, facts.info)
-    )
+    table = CostTable(exclusive=exclusive_nodes(g), conflicts=_conflicts(g, target, facts))
     for c in g.classes:
         if not g.is_term_class(c):
             continue
@@ -367,7 +365,13 @@ def cost_table(
 
 def conflicts_of(g: EGraphData, target: Target) -> tuple[tuple[str, ...], ...]:
     """``cost.conflicts`` of the e-graph for the target (a '?' dim as unbounded)."""
-    return codegen_conflicts(g, target.max_stack_allocation_size, _Facts(g).info)
+    return _conflicts(g, target, _Facts(g))
+
+
+def _conflicts(g: EGraphData, target: Target, facts: _Facts) -> tuple[tuple[str, ...], ...]:
+    if not target.encoding_resolver:
+        return ()  # nothing is ever packed
+    return codegen_conflicts(g, target.max_stack_allocation_size, facts.info, target.max_vector_bytes)
 
 
 _TIMELESS = frozenset(
