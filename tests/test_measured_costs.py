@@ -24,9 +24,11 @@ from egg_dispatch.measure.calibrate import (
     Calibration,
     _layout_bytes,
     _padded_flops,
+    calibration_from_samples,
     fit_kernels,
     fit_linear,
     profile_dict,
+    samples_dict,
     unique_encode_groups,
     write_profile,
 )
@@ -383,3 +385,32 @@ def test_tune_and_calibrate_budgets_stop_cleanly_with_what_was_measured(monkeypa
     cal = calibrate_mod.calibrate(target, deadline=n_programs + 2.5, clock=lambda: float(next(clock)))
     assert cal.stopped.startswith("time budget reached in repeat 1")
     assert cal.samples and cal.kernels is not None  # the programs timed before the deadline are fitted
+
+
+def test_pack_fits_per_operand_and_element_recover_their_own_rates(tmp_path: Path) -> None:
+    """An f32 LHS packing at 2 G elements/s and an i8 RHS at 0.5 G/s: one overall fit would misprice
+    both; the per-role fits (``pack_by``) recover each, and the model prices by them."""
+    target = load_target("x86_64-avx512")
+    cal = _synthetic_calibration(target, 0.1, 1.7, 150.0)
+    cal.samples["pack"] = []
+    for m, n, k in ((1, 64, 96), (8, 256, 384), (32, 1024, 1536), (128, 256, 384), (512, 64, 96)):
+        for operand, types, rate in ((0, "f32,f32,f32", 2e9), (1, "i8,i8,i32", 0.5e9)):
+            elems = (m * k) if operand == 0 else (n * k)
+            cal.samples["pack"].append(((m, n, k, operand), types, 0.05e-6 + elems / rate))
+    kernels, residuals = fit_kernels(cal, target)
+    assert kernels.traffic("pack", 0, "f32").rate_g == pytest.approx(2.0, rel=1e-2)
+    assert kernels.traffic("pack", 1, "i8").rate_g == pytest.approx(0.5, rel=1e-2)
+    assert residuals["pack.lhs:f32"] < 0.01 and residuals["pack.rhs:i8"] < 0.01
+    assert residuals["pack"] > residuals["pack.lhs:f32"]  # the overall fit cannot fit both
+    assert kernels.traffic("pack", 1, "f16") is kernels.pack  # never measured: the overall fit
+    # --refit of the recorded samples gives the same fits (no measuring, the provenance kept)
+    cal.kernels, cal.residuals = kernels, residuals
+    profile = profile_dict(target, cal, quick=True)
+    samples = tmp_path / "samples.json"
+    samples.write_text(json.dumps(samples_dict(cal, profile)))
+    refit = calibration_from_samples(json.loads(samples.read_text()), target)
+    assert refit.kernels is not None
+    assert refit.kernels.traffic("pack", 1, "i8") == kernels.traffic("pack", 1, "i8")
+    out = tmp_path / "refit.json"
+    assert main(["calibrate", "--refit", str(samples), "-o", str(out)]) == 0
+    assert load_target(str(out)).kernels.traffic("pack", 0, "f32") == kernels.traffic("pack", 0, "f32")  # type: ignore[union-attr]
