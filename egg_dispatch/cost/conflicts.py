@@ -30,8 +30,9 @@ The conflicts are found on the e-graph (the chosen-together nodes of one such di
 node, its set_encoding, the plain generic(s) -- up to ``CHAIN_DEPTH`` elementwise ops -- the operand
 list nodes through which they read, and the unset_encoding), priced at the sizes the cost model uses;
 a dynamic dim counts as unbounded (refused), as the fused pack's footprint does (egraph/size_facts.py).
-Each conflict lists the plain generic first: the node a greedy repair bans first (its class then takes
-the sunk form, when ``sink_unset`` built one).
+Each conflict lists first the node a greedy repair bans first: the plain generic of the unset_encoding
+chain (its class then takes the sunk form, when ``sink_unset`` built one), the operand-list node that
+reads an in-dispatch pack of a generic (the list then takes the hoisted or const-evaluated operand).
 """
 
 from __future__ import annotations
@@ -151,7 +152,9 @@ def _generic_fused_packs(
                         continue
                     nbytes = packed.stored_numel * packed.elem_bytes
                     if any(d < 0 for d in packed.shape) or nbytes + acc > limit or nbytes >= vector_bytes:
-                        yield (m.id, *via, s.id)
+                        # the list node reading the pack first: banning it leaves the hoisted and the
+                        # const-evaluated spellings of that operand (the pack's own class has them too)
+                        yield (via[-1], *via[:-1], m.id, s.id)
 
 
 def _coarse(g: EGraphData, path: tuple[str, ...]) -> tuple[str, ...]:
