@@ -31,6 +31,7 @@ from pathlib import Path
 from egg_dispatch.cost.measured import MeasuredTimes
 from egg_dispatch.cost.model import conflicts_of, cost_table, default_lambda
 from egg_dispatch.cost.sizes import Assumption, cost_at_sizes, size_plan
+from egg_dispatch.cost.table import violated_conflicts
 from egg_dispatch.egraph.data import EGraphData, build_term
 from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.egraph.rules import FAMILIES, Budget, saturate
@@ -288,6 +289,12 @@ def explore(
         warnings.append(
             f"warning: the plan keeps forms legality refuses ({', '.join(kept)} with a pack fused into its "
             f"dispatch, IREE #21100): {why}"
+        )
+    if bad := violated_conflicts(costs, best.choice):
+        warnings.append(
+            f"warning: the plan keeps {len(bad)} combination(s) of nodes IREE's codegen rejects (cost/conflicts.py: "
+            "a pack left in a generic's dispatch, or a set_encoding after a plain generic of an unset_encoding, "
+            "over the stack limit): the selected rule families derive no alternative"
         )
     if baseline:
         try:

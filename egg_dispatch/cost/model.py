@@ -88,6 +88,7 @@ def default_lambda(target: Target) -> float:
         per_byte = 2.0 / (target.memory_bandwidth_gbps * 1e9)
     return LAMBDA_PACK_FRACTION * per_byte
 
+
 ELEMENTWISE_FLOPS_PER_ELEMENT = 1.0
 """Each arith/math op in a generic's body is one flop per element of the iteration space."""
 
@@ -296,6 +297,29 @@ def _fused_pack(g: EGraphData, c: str, facts: _Facts) -> tuple[TensorInfo, Tenso
 def _has_reduction(op: object) -> bool:
     its = getattr(getattr(op, "attributes", {}).get("iterator_types"), "items", ())
     return any(getattr(a, "value", "") == "reduction" for a in its)
+
+
+_MULS = frozenset({"arith.mulf", "arith.muli"})
+_ADDS = frozenset({"arith.addf", "arith.addi"})
+
+
+def generic_contraction_kind(op: object) -> str | None:
+    """A ``linalg.generic`` that is a contraction (two inputs, one init, projected-permutation maps, a
+    reduction loop, a multiply-accumulate body, e.g. f16 x f16 -> f32 with ``arith.extf``): the
+    ``contract:`` kind its maps give (``linalg.generic:(d0,d2);(d2,d1);(d0,d1)``), priced like a
+    named contraction (flops at the contraction peak, data-tiled when encoded); else None."""
+    if getattr(op, "name", "") != "linalg.generic" or not _has_reduction(op):
+        return None
+    maps = getattr(op.attributes.get("indexing_maps"), "items", ())  # type: ignore[attr-defined]
+    if len(maps) != 3 or len(getattr(op, "results", ())) != 1:
+        return None
+    dims = [m.dim_positions() if hasattr(m, "dim_positions") else None for m in maps]
+    if any(d is None for d in dims):
+        return None
+    body = {o.name for o in op.regions[0].entry.ops} if getattr(op, "regions", ()) else set()  # type: ignore[attr-defined]
+    if not (body & _MULS and body & _ADDS):
+        return None
+    return "linalg.generic:" + ";".join("(" + ",".join(f"d{i}" for i in d) + ")" for d in dims)  # type: ignore[union-attr]
 
 
 def body_op_count(op: object) -> int:
@@ -507,6 +531,9 @@ def _model_seconds(
         if op == "Generic":
             inputs += [info(k) for k in _list_classes(g, kids[2])]
         kind = "attention" if proto is not None and proto.name == "iree_linalg_ext.attention" else "generic"
+        contraction = generic_contraction_kind(proto) if op == "Generic" else None
+        if contraction is not None and len(inputs) == 3:  # lhs, rhs, init
+            return op_seconds("contract:" + contraction, inputs, out, target)
         return op_seconds(kind, inputs, out, target, body_op_count(proto), _has_reduction(proto))
     if op in _TIMELESS:
         return 0.0

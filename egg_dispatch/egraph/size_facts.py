@@ -94,7 +94,8 @@ def divides_refusal(layout: Layout, shape: Shape, domains: Mapping[str, Domain],
     """``what`` when an inner tile does not divide its dim for every allowed size, else None."""
     for d, t in zip(layout.inner_dims_pos, layout.inner_tiles, strict=True):
         if not divides(t, shape[d], domains):
-            return f"{what}: dim {d} = {describe(domains, as_dim(shape[d]))} is not a multiple of the tile {t} for every size"
+            size = describe(domains, as_dim(shape[d]))
+            return f"{what}: dim {d} = {size} is not a multiple of the tile {t} for every size"
     return None
 
 

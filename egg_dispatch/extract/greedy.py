@@ -185,18 +185,17 @@ def greedy_dag(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, rounds:
     """:func:`_greedy_dag`, repaired where its plan chooses all nodes of one of the table's
     ``conflicts`` (combinations IREE's codegen rejects, ``cost.conflicts``): the first node of each
     violated conflict not banned yet is priced out (``_BANNED`` seconds) and greedy runs again, until
-    the plan violates none; the result is priced with the real costs. Raises ``ValueError`` when
-    every plan the e-graph holds violates one."""
+    the plan violates none; the result is priced with the real costs. When banning finds no plan
+    without them (the e-graph holds no alternative), the plan keeps them and ``stats["conflicts_kept"]``
+    counts them."""
     start = time.perf_counter()
     result = _greedy_dag(g, costs, lam, rounds)
     banned: set[str] = set()
     while bad := violated_conflicts(costs, result.choice):
         new = {next((n for n in c if n not in banned), c[0]) for c in bad} - banned
-        if not new:
-            raise ValueError(
-                f"every plan the e-graph holds is one IREE's codegen rejects ({len(bad)} conflict(s), "
-                "e.g. a set_encoding fused after a plain generic of an unset_encoding over the stack limit)"
-            )
+        if not new:  # no alternative found: the plan keeps them, and says so (stats; explore warns)
+            result.stats["conflicts_kept"] = len(bad)
+            break
         banned |= new
         priced = CostTable(
             {n: (NodeCost(_BANNED, 0.0, 0.0) if n in banned else c) for n, c in costs.items()},

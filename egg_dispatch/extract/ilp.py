@@ -179,9 +179,16 @@ def solve_ilp(
     mapped = mapped_res.choice  # only what the root still reaches: the rest may be pruned away
     excluded = [frozenset({c: p.kept(n) for c, n in e.items()}.items()) for e in exclude]
 
+    # Conflicts (combinations IREE's codegen rejects) are excluded when greedy found a plan without them;
+    # else the e-graph may hold none, and the model's best is returned (explore warns that it keeps them).
+    conflicts = () if violated_conflicts(costs, greedy.choice) else getattr(costs, "conflicts", ())
+
     def allowed(choice: Mapping[str, str]) -> bool:
         mapped_choice = frozenset({c: p.kept(n) for c, n in choice.items()}.items())
-        return not any(ex <= mapped_choice for ex in excluded) and not violated_conflicts(costs, choice)
+        chosen = set(choice.values())
+        return not any(ex <= mapped_choice for ex in excluded) and not any(
+            all(n in chosen for n in c) for c in conflicts
+        )
 
     candidates = [
         cand
@@ -276,7 +283,7 @@ def solve_ilp(
                     w = m.col(run_s / scale, 0.0, 1.0, False)
                     m.row([(cols[("x", u)], 1.0), (cols[("x", n)], 1.0), (w, -1.0)], -math.inf, 1.0)
     kept = {n for ns in p.nodes.values() for n in ns}
-    for conflict in getattr(costs, "conflicts", ()):  # combinations IREE's codegen rejects: not all of one
+    for conflict in conflicts:  # combinations IREE's codegen rejects: not all of one
         if all(n in kept for n in conflict):  # (a pruned node is in no plan the model can return)
             m.row([(cols[("x", n)], 1.0) for n in dict.fromkeys(conflict)], -math.inf, float(len(set(conflict)) - 1))
     for ex in excluded:  # no-good cuts: not every node of an excluded plan again
