@@ -19,20 +19,14 @@ with the generic on the *encoded* accumulator (IREE's own MLP plan: SinkUnsetEnc
 FuseEncodingOpsIntoDispatchRegions) compiles at every size, and stays allowed: the conflict names the
 plain generic's node, not the class.
 
-**A set_encoding left in the dispatch of a linalg.generic that reads it** (a contraction written as a
-generic, e.g. f16 x f16 -> f32 with ``arith.extf``, or an op a set_encoding was bubbled through) over
-the fused-pack footprint the ``fuse`` family's legality uses for contractions: explore's plan for a
-128x512 f16 activation times a 512x2048 f16 weight kept both packs in the dispatch and iree-compile
-rejected it ("large vector sizes (32768 bytes)"); with the conflict, the weight is const-evaluated and
-the activation encoded in a dispatch of its own, as IREE does.
-
 The conflicts are found on the e-graph (the chosen-together nodes of one such dispatch: the Dispatch
 node, its set_encoding, the plain generic(s) -- up to ``CHAIN_DEPTH`` elementwise ops -- the operand
 list nodes through which they read, and the unset_encoding), priced at the sizes the cost model uses;
 a dynamic dim counts as unbounded (refused), as the fused pack's footprint does (egraph/size_facts.py).
 Each conflict lists first the node a greedy repair bans first: the plain generic of the unset_encoding
-chain (its class then takes the sunk form, when ``sink_unset`` built one), the operand-list node that
-reads an in-dispatch pack of a generic (the list then takes the hoisted or const-evaluated operand).
+chain (its class then takes the sunk form, when ``sink_unset`` built one). (A pack fused into a
+generic's dispatch over the stack is a rule-level refusal, ``refuse-fused-pack-generic-operand`` in
+rules/analysis.egg: the bad node is one operand-list node, which legality can subsume.)
 """
 
 from __future__ import annotations
@@ -85,15 +79,10 @@ def unset_generic_set_over_stack(x: _Info, packed: _Info, limit: int) -> bool:
     return x.numel * x.elem_bytes + packed.stored_numel * packed.elem_bytes >= limit
 
 
-def codegen_conflicts(
-    g: EGraphData, limit: int, info: Callable[[str], _Info], vector_bytes: int | None = None
-) -> tuple[tuple[str, ...], ...]:
+def codegen_conflicts(g: EGraphData, limit: int, info: Callable[[str], _Info]) -> tuple[tuple[str, ...], ...]:
     """Every conflict of the e-graph (module docstring), sorted; ``limit`` is the target's
-    ``max_stack_allocation_size``, ``vector_bytes`` its vector-size limit (default: the stack limit)
-    and ``info(class)`` the cost model's tensor facts."""
-    out = set(_generic_fused_packs(g, limit, vector_bytes or limit, info))
-    out.update(unset_generic_set_conflicts(g, limit, info))
-    return tuple(sorted(out))
+    ``max_stack_allocation_size`` and ``info(class)`` the cost model's tensor facts."""
+    return tuple(sorted(unset_generic_set_conflicts(g, limit, info)))
 
 
 def unset_generic_set_conflicts(g: EGraphData, limit: int, info: Callable[[str], _Info]) -> set[tuple[str, ...]]:
@@ -123,38 +112,6 @@ def unset_generic_set_conflicts(g: EGraphData, limit: int, info: Callable[[str],
                         paths = sorted({_coarse(g, p) for p in paths})
                     out.update((m.id, n.id, s.id, *p) for p in paths)
     return out
-
-
-def _generic_fused_packs(
-    g: EGraphData, limit: int, vector_bytes: int, info: Callable[[str], _Info]
-) -> Iterator[tuple[str, ...]]:
-    """A set_encoding left inside the dispatch of a linalg.generic that reads it (a contraction written as
-    a generic, or an op a set_encoding was bubbled through): the same footprint condition as the
-    ``fuse`` family's fused pack into a contraction (egraph/facts.py ``fused_footprint_legal``: packed
-    operand + the generic's packed result within the stack limit, the operand under the vector
-    limit), which no rule checks for a generic's operands."""
-    for c in g.classes:
-        if not g.is_term_class(c):
-            continue
-        for m in g.choices(c):
-            if m.op != "Generic" or len(m.children) < 2:
-                continue
-            out_info = info(m.eclass)
-            acc = out_info.stored_numel * out_info.elem_bytes if out_info.layout is not None else 0
-            for elem, via in _operands(g, m.children[1], ()):
-                for s in g.choices(elem):
-                    if s.op not in _ENCODE or not g.is_term_class(s.children[0]):
-                        continue
-                    if any(k.op == "Empty" for k in g.choices(s.children[0])):
-                        continue  # an init's encoding: nothing is packed
-                    packed = info(elem)
-                    if packed.layout is None:
-                        continue
-                    nbytes = packed.stored_numel * packed.elem_bytes
-                    if any(d < 0 for d in packed.shape) or nbytes + acc > limit or nbytes >= vector_bytes:
-                        # the list node reading the pack first: banning it leaves the hoisted and the
-                        # const-evaluated spellings of that operand (the pack's own class has them too)
-                        yield (via[-1], *via[:-1], m.id, s.id)
 
 
 def _coarse(g: EGraphData, path: tuple[str, ...]) -> tuple[str, ...]:

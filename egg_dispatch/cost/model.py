@@ -395,7 +395,7 @@ def conflicts_of(g: EGraphData, target: Target) -> tuple[tuple[str, ...], ...]:
 def _conflicts(g: EGraphData, target: Target, facts: _Facts) -> tuple[tuple[str, ...], ...]:
     if not target.encoding_resolver:
         return ()  # nothing is ever packed
-    return codegen_conflicts(g, target.max_stack_allocation_size, facts.info, target.max_vector_bytes)
+    return codegen_conflicts(g, target.max_stack_allocation_size, facts.info)
 
 
 _TIMELESS = frozenset(

@@ -145,10 +145,13 @@ def iree_baseline_choice(g: EGraphData) -> dict[str, str]:
             return (0,)
         return (1,)
 
+    derivable = _derivable(g)
+
     def choose(c: str, ctx: str, path: frozenset[str]) -> None:
         if c in choice or not g.is_term_class(c):
             return
-        options = g.choices(c)
+        # only nodes whose children can be built (legality may have emptied a class: a refused operand list)
+        options = [n for n in g.choices(c) if all(k in derivable or not g.is_term_class(k) for k in n.children)]
         if not options:
             raise BaselineError(f"class {c} has no extractable node")
         # never a node that reads a class being chosen above it (e.g. the unset_encoding sink_unset
@@ -163,6 +166,21 @@ def iree_baseline_choice(g: EGraphData) -> dict[str, str]:
     if not is_acyclic(g, choice):
         raise BaselineError("IREE's policy picked a cyclic plan")
     return choice
+
+
+def _derivable(g: EGraphData) -> set[str]:
+    """Term classes some acyclic node choice can build (a fixpoint from the leaves)."""
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for c in g.classes:
+            if c in out or not g.is_term_class(c):
+                continue
+            if any(all(k in out or not g.is_term_class(k) for k in n.children) for n in g.choices(c)):
+                out.add(c)
+                changed = True
+    return out
 
 
 def _slice_of_arg(g: EGraphData, node: Node) -> bool:

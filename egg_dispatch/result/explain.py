@@ -107,7 +107,8 @@ def _sites(e: Exploration) -> list[tuple[str, int, str, str]]:
 
 
 def _complete(e: Exploration, choice: dict[str, str]) -> dict[str, str]:
-    """Fill classes a modified choice newly needs with their cheapest node (tree cost)."""
+    """Fill classes a modified choice newly needs with their cheapest node (tree cost); {} when one of
+    them has no node at all."""
     g, costs, lam = e.data, e.costs, e.lam
     memo: dict[str, float] = {}
 
@@ -142,6 +143,8 @@ def _complete(e: Exploration, choice: dict[str, str]) -> dict[str, str]:
                 for k in n.children:
                     cost += tree(k, frozenset({c}))
                 priced.append((cost, n.id))
+            if not priced:  # a class legality emptied (a refused operand list): no plan this way
+                return {}
             out[c] = min(priced)[1]
         todo.extend(g.nodes[out[c]].children)
     return {c: n for c, n in out.items() if c in seen}
@@ -281,7 +284,7 @@ def explain(e: Exploration) -> str:
             if alt.op != "Contract" or alt.children[2 - index] != chosen_node.children[2 - index]:
                 continue
             trial = _complete(e, best | {c: alt.id})
-            if not is_acyclic(g, trial):
+            if not trial or not is_acyclic(g, trial):
                 continue
             kind = _kind(g, alt.children[1 + index], trial)
             if kind in seen:
@@ -335,18 +338,23 @@ def _sinking(e: Exploration, let_class: dict[str, str]) -> list[str]:
         held = "after the unset_encoding" if sunk_ else "on the encoded accumulator"
         chosen = "on the encoded accumulator" if sunk_ else "after the unset_encoding"
         lines.append(f"{head}: chosen {chosen}: objective {e.best.metrics.objective:.4e}")
-        for alt in plain if sunk_ else on_encoded:
-            trial = _complete(e, best | {c: alt.id})
-            if not is_acyclic(g, trial):
-                continue
-            metrics = build_plan(g, trial, e.imported, e.target, e.lam).metrics
-            delta = metrics.objective - e.best.metrics.objective
-            lines.append(
-                f"    held     {held}: objective {metrics.objective:.4e} ({delta:+.3e} vs chosen; "
-                f"run {metrics.run_seconds * 1e6:.2f} µs, memory {metrics.memory_bytes} B)"
-            )
-            break
+        lines += _held_line(e, best, c, plain if sunk_ else on_encoded, held)
     return lines
+
+
+def _held_line(e: Exploration, best: dict[str, str], c: str, alts: list, held: str) -> list[str]:
+    """The first alternative of class c that completes to a plan, priced against the chosen one."""
+    for alt in alts:
+        trial = _complete(e, best | {c: alt.id})
+        if not trial or not is_acyclic(e.data, trial):
+            continue
+        metrics = _metrics(e, trial)
+        delta = metrics.objective - e.best.metrics.objective
+        return [
+            f"    held     {held}: objective {metrics.objective:.4e} ({delta:+.3e} vs chosen; "
+            f"run {metrics.run_seconds * 1e6:.2f} µs, memory {metrics.memory_bytes} B)"
+        ]
+    return []
 
 
 def _has(g, c: str, op: str) -> bool:
@@ -416,15 +424,5 @@ def _data_tiling(e: Exploration, let_class: dict[str, str], dropped: set[str]) -
         else:
             chosen, alts, held = "data-tiled (mmt4d)", plain, "data tiling dropped (plain " + op_name + ")"
         lines.append(f"{head}: chosen {chosen}: objective {e.best.metrics.objective:.4e}")
-        for alt in alts:
-            trial = _complete(e, best | {c: alt.id})
-            if not is_acyclic(g, trial):
-                continue
-            metrics = _metrics(e, trial)
-            delta = metrics.objective - e.best.metrics.objective
-            lines.append(
-                f"    held     {held}: objective {metrics.objective:.4e} ({delta:+.3e} vs chosen; "
-                f"run {metrics.run_seconds * 1e6:.2f} µs, memory {metrics.memory_bytes} B)"
-            )
-            break
+        lines += _held_line(e, best, c, alts, held)
     return lines

@@ -146,10 +146,10 @@ func.func @dont_bubble_dynamic_dequant_unbounded(%x: tensor<?x32xf16>, %w: tenso
 // -----
 
 // With util.assume.int promising multiples of 8 the tiles divide every size: the set_encoding moves
-// above the extf and packs the f16 tensor.
-// CHECK-LABEL: plans for @bubble_dynamic_dequant_rows_multiple_of_8: 2;
-// CHECK:       plan 1 of @bubble_dynamic_dequant_rows_multiple_of_8
-// CHECK:       iree_encoding.set_encoding %arg0 encoding_dims{%{{.*}}} : tensor<?x32xf16> -> tensor<?x32xf16, #encoding
+// above the extf (the rule fires). Left in the dispatch, its pack of an unbounded ?x32 tensor is refused
+// (refuse-fused-pack-generic-operand: the fused-pack footprint is not provable), so without `hoist` the
+// start state stays the only plan; with `hoist` the bubbled set_encoding becomes an encode dispatch.
+// CHECK-LABEL: plans for @bubble_dynamic_dequant_rows_multiple_of_8: 1; {{.*}} bubble-set-encoding-through-elementwise 1{{.*}} refuse-fused-pack-generic-operand 1
 #map = affine_map<(d0, d1, d2) -> (d0, d2)>
 #map1 = affine_map<(d0, d1, d2) -> (d1, d2)>
 #map2 = affine_map<(d0, d1, d2) -> (d0, d1)>
