@@ -293,8 +293,8 @@ def explore(
     if bad := violated_conflicts(costs, best.choice):
         warnings.append(
             f"warning: the plan keeps {len(bad)} combination(s) of nodes IREE's codegen rejects (cost/conflicts.py: "
-            "a pack left in a generic's dispatch, or a set_encoding after a plain generic of an unset_encoding, "
-            "over the stack limit): the selected rule families derive no alternative"
+            "a set_encoding after a plain generic of an unset_encoding in one dispatch, over the stack limit): "
+            "the selected rule families derive no alternative"
         )
     if baseline:
         try:
