@@ -440,6 +440,37 @@ def budget_from_args(args: argparse.Namespace) -> Budget:
         raise InputError(f"error: {e}") from None
 
 
+def add_cost_arguments(p: argparse.ArgumentParser) -> None:
+    """``--target-file`` and ``--lambda``, shared by the commands that explore (explore, tune)."""
+    p.add_argument(
+        "--target-file",
+        type=target_file,
+        metavar="JSON",
+        help="load a target profile from a JSON file (overrides --target)",
+    )
+    p.add_argument(
+        "--lambda",
+        dest="lam",
+        type=non_negative_float,
+        default=None,
+        metavar="L",
+        help="weight of memory in the objective, seconds per byte (default: from the target, 1%% of the time it "
+        "takes to pack a byte once, so memory breaks ties but never buys kilobytes with per-call work)",
+    )
+
+
+def require_iree(command: str, tools: tuple[str, ...]) -> None:
+    """Exit 2 naming the first of IREE's tools a command needs that is not installed, and the extra."""
+    from egg_dispatch.iree.tools import find_tool
+
+    for tool in tools:
+        if find_tool(tool) is None:
+            raise InputError(
+                f"error: {command} needs IREE's {tool}, which was not found "
+                "(pip install 'egg-dispatch[iree]' or put IREE on PATH)"
+            )
+
+
 def add_budget_arguments(p: argparse.ArgumentParser) -> None:
     d = Budget()
     p.add_argument(

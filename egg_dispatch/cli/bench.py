@@ -18,10 +18,11 @@ from egg_dispatch.cli.args import (
     load_target_arg,
     positive_float,
     positive_int,
+    require_iree,
     target_spec,
 )
 from egg_dispatch.iree.dispatch_creation import first_error_line
-from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, find_tool
+from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError
 from egg_dispatch.measure.bench import DEFAULT_REPEATS, bench, render, report_json
 from egg_dispatch.target.host import HOST
 
@@ -67,9 +68,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--min-time: error: must be positive, got {args.min_time:g}")
     target = load_target_arg(args.target)
     path = input_path(args.file)  # missing, or a directory: one line, exit 2
-    for tool in ("iree-compile", "iree-benchmark-module"):
-        if find_tool(tool) is None:
-            raise InputError(f"error: {tool} not found (install egg-dispatch[iree] or put IREE on PATH)")
+    require_iree("bench", ("iree-compile", "iree-benchmark-module"))
     try:
         report = bench(
             path,

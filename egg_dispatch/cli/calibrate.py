@@ -13,7 +13,7 @@ import argparse
 import time
 from pathlib import Path
 
-from egg_dispatch.cli.args import InputError, existing_file, output_file, positive_float
+from egg_dispatch.cli.args import InputError, existing_file, output_file, positive_float, require_iree
 from egg_dispatch.cli.progress import ProgressBar
 from egg_dispatch.target.host import calibrated_profile_path, host_cpu, host_isa_target
 from egg_dispatch.target.profile import TargetError, builtin_target_names, load_target
@@ -71,13 +71,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from egg_dispatch.iree.tools import find_tool
-
     if args.refit:
         return _refit(args)
-    for tool in ("iree-compile", "iree-benchmark-module", "iree-profile"):
-        if find_tool(tool) is None:
-            raise InputError(f"error: calibrate needs IREE's {tool} (pip install 'egg-dispatch[iree]')")
+    require_iree("calibrate", ("iree-compile", "iree-benchmark-module", "iree-profile"))
     base_name = args.base
     if base_name is None:
         base_name, why = host_isa_target()

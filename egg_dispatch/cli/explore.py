@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from egg_dispatch.cli.args import (
     InputError,
     add_budget_arguments,
+    add_cost_arguments,
     add_input_arguments,
     budget_from_args,
     input_source,
@@ -26,7 +27,6 @@ from egg_dispatch.cli.args import (
     non_negative_float,
     parameters_from_args,
     parse_families,
-    target_file,
 )
 from egg_dispatch.cli.assume import add_assume_argument
 from egg_dispatch.cli.cache import add_cache_arguments, measurement_cache
@@ -49,21 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_assume_argument(p)
     add_input_arguments(p)
     add_cache_arguments(p)
-    p.add_argument(
-        "--target-file",
-        type=target_file,
-        metavar="JSON",
-        help="load a target profile from a JSON file (overrides --target)",
-    )
-    p.add_argument(
-        "--lambda",
-        dest="lam",
-        type=non_negative_float,
-        default=None,
-        metavar="L",
-        help="weight of memory in the objective, seconds per byte (default: from the target, 1%% of the time it "
-        "takes to pack a byte once, so memory breaks ties but never buys kilobytes with per-call work)",
-    )
+    add_cost_arguments(p)
     p.add_argument("--pareto", action="store_true", help="also compute the time/memory frontier (a λ sweep)")
     p.add_argument(
         "--extractor",

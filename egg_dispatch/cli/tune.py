@@ -18,17 +18,17 @@ from pathlib import Path
 from egg_dispatch.cli.args import (
     InputError,
     add_budget_arguments,
+    add_cost_arguments,
     add_input_arguments,
     budget_from_args,
     input_source,
     load_target_arg,
-    non_negative_float,
     output_file,
     parameters_from_args,
     parse_families,
     positive_float,
     positive_int,
-    target_file,
+    require_iree,
 )
 from egg_dispatch.cli.cache import add_cache_arguments, measurement_cache
 from egg_dispatch.cli.progress import ProgressBar
@@ -53,16 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_budget_arguments(p)
     add_input_arguments(p)
-    p.add_argument("--target-file", type=target_file, metavar="JSON", help="a target profile JSON (overrides --target)")
-    p.add_argument(
-        "--lambda",
-        dest="lam",
-        type=non_negative_float,
-        default=None,
-        metavar="L",
-        help="weight of memory in the objective, seconds per byte (default: from the target, 1%% of the time it "
-        "takes to pack a byte once, so memory breaks ties but never buys kilobytes with per-call work)",
-    )
+    add_cost_arguments(p)
     p.add_argument(
         "--top-k",
         type=positive_int,
@@ -116,12 +107,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from egg_dispatch.iree.tools import IreeError, find_tool
+    from egg_dispatch.iree.tools import IreeError
     from egg_dispatch.measure.tune import tune
 
-    for tool in ("iree-compile", "iree-benchmark-module", "iree-profile"):
-        if find_tool(tool) is None:
-            raise InputError(f"error: tune needs IREE's {tool} (pip install 'egg-dispatch[iree]')")
+    require_iree("tune", ("iree-compile", "iree-benchmark-module", "iree-profile"))
     target = load_target_arg(args.target_file or args.target)
     source = input_source(args.file)
     if not isinstance(source, Path):

@@ -237,6 +237,21 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
                     refusals[("tile-aligned", src, enc_key)] = why
     sources |= _sunk_operand_sources(imported)
     accs = _accumulators(imported)
+
+    def refuse_fused(
+        dims: tuple[int, ...], enc_key: str, layout: Layout, shape: tuple, eb: int, acc_shapes: Sequence
+    ) -> None:
+        """A fused pack that some allowed size (of the source or of an accumulator it feeds) may not
+        fit: the fact, and the first reason found for --explain."""
+        enc = imported.encodings[enc_key]
+        worst = None
+        for acc in acc_shapes:
+            why = fused_pack_refusal(target, layout, shape, eb, _acc_bytes(target, enc, acc, imported), domains)
+            worst = worst or why
+        if worst:
+            lines.append(f"(fused-pack-illegal {ivec(dims)} {enc_key})")
+            refusals[("fused-pack", ivec(dims), enc_key)] = worst
+
     for dims, elem, enc_key in sorted(sources):
         layout = layouts.get(enc_key)
         shape = sym(dims)
@@ -245,14 +260,7 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
             refusals[("const-eval", ivec(dims), enc_key)] = const_eval_refusal(shape, None, 0) or ""
             if layout is None:
                 continue
-            enc = imported.encodings[enc_key]
-            worst = None
-            for acc in accs.get((dims, enc_key)) or [None]:
-                why = fused_pack_refusal(target, layout, shape, eb, _acc_bytes(target, enc, acc, imported), domains)
-                worst = worst or why
-            if worst:
-                lines.append(f"(fused-pack-illegal {ivec(dims)} {enc_key})")
-                refusals[("fused-pack", ivec(dims), enc_key)] = worst
+            refuse_fused(dims, enc_key, layout, shape, eb, accs.get((dims, enc_key)) or [None])
             continue
         nbytes = math.prod(dims) * eb
         if layout is None:
@@ -268,13 +276,7 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
         if not acc_shapes and enc.iteration_sizes and None in enc.iteration_sizes:
             acc_shapes = [None]  # a contraction of a dynamic size that no term here shows: unbounded
         if acc_shapes:  # a static pack feeding a contraction with a dynamic accumulator (a weight)
-            worst = None
-            for a in acc_shapes:
-                why = fused_pack_refusal(target, layout, shape, eb, _acc_bytes(target, enc, a, imported), domains)
-                worst = worst or why
-            if worst:
-                lines.append(f"(fused-pack-illegal {ivec(dims)} {enc_key})")
-                refusals[("fused-pack", ivec(dims), enc_key)] = worst
+            refuse_fused(dims, enc_key, layout, shape, eb, acc_shapes)
             continue
         acc = accumulator_nbytes(target, enc)
         if not fused_pack_legal(target, layout, dims, eb, acc):

@@ -595,12 +595,17 @@ class _Walker:
                 elif not isinstance(r.type, ScalarType):
                     out.shape(r)
 
-    def slice(self, op: Operation) -> None:
+    def _slice_sizes(self, op: Operation) -> list[Dim]:
+        """The sizes of a slice-like op (extract_slice, dispatch.tensor.load): static ones, and its
+        dynamic size operands, which follow the dynamic offsets."""
         offs, sizes, _strides = static_slice(op)
         dyn = iter(self.dims_of(base_operands(op)[1:]))
         for _ in (s for s in offs if s == DYNAMIC):
             next(dyn)
-        dims = [next(dyn) if s == DYNAMIC else Dim.const(s) for s in sizes]
+        return [next(dyn) if s == DYNAMIC else Dim.const(s) for s in sizes]
+
+    def slice(self, op: Operation) -> None:
+        dims = self._slice_sizes(op)
         r = op.results[0]
         rank = r.type.rank if isinstance(r.type, TensorType) else len(dims)
         i = 0
@@ -619,11 +624,7 @@ class _Walker:
         self.set_shape(op.results[0], tuple(s + lo + hi for s, lo, hi in zip(src, low, high, strict=True)))
 
     def load(self, op: Operation) -> None:
-        offs, sizes, _strides = static_slice(op)
-        dyn = iter(self.dims_of(base_operands(op)[1:]))
-        for _ in (s for s in offs if s == DYNAMIC):
-            next(dyn)
-        dims = [next(dyn) if s == DYNAMIC else Dim.const(s) for s in sizes]
+        dims = self._slice_sizes(op)
         r = op.results[0]
         rank = r.type.rank if isinstance(r.type, TensorType) else len(dims)
         dims = [d for d in dims if not (len(dims) > rank and d.is_const and d.value == 1)][-rank:] if rank else []
