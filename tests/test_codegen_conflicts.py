@@ -173,13 +173,13 @@ def f16_linear(m: int, d: int, f: int) -> str:
 
 
 def _generic_reads_a_fused_pack(ex: Exploration, choice: dict[str, str]) -> bool:
+    """Some chosen operand-list node reads a set_encoding (or its Pack twin) directly: a pack in the
+    dispatch of the generic that reads it."""
     g = ex.data
     for nid in choice.values():
         node = g.nodes[nid]
-        if node.op == "TCons" and any(m.op in ("SetEncoding", "Pack") for m in g.choices(node.children[0])):
-            if choice.get(node.children[0]) in {
-                m.id for m in g.choices(node.children[0]) if m.op in ("SetEncoding", "Pack")
-            }:
+        if node.op == "TCons" and node.children[0] in choice:
+            if g.nodes[choice[node.children[0]]].op in ("SetEncoding", "Pack"):
                 return True
     return False
 

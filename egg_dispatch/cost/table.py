@@ -18,9 +18,10 @@ below a ``ConstEval`` (so they are always at run time).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["LOAD_BOUNDARY_OPS", "CostTable", "NodeCost", "objective_weights", "violated_conflicts"]
+__all__ = ["LOAD_BOUNDARY_OPS", "CostTable", "NodeCost", "objective_weights", "violated", "violated_conflicts"]
 
 LOAD_BOUNDARY_OPS = frozenset({"ConstEval"})
 """Ops whose children are evaluated at module load, not at run time."""
@@ -60,10 +61,14 @@ class CostTable(dict):
         self.conflicts = conflicts
 
 
-def violated_conflicts(costs: object, choice: dict[str, str] | object) -> list[tuple[str, ...]]:
-    """The conflicts of ``costs`` (a ``CostTable``; none for a plain mapping) a plan chooses all of."""
-    conflicts = getattr(costs, "conflicts", ())
+def violated(conflicts: Sequence[tuple[str, ...]], choice: Mapping[str, str]) -> list[tuple[str, ...]]:
+    """The conflicts a plan (class -> node) chooses every node of."""
     if not conflicts:
         return []
-    chosen = set(choice.values())  # type: ignore[attr-defined]
+    chosen = set(choice.values())
     return [c for c in conflicts if all(n in chosen for n in c)]
+
+
+def violated_conflicts(costs: object, choice: Mapping[str, str]) -> list[tuple[str, ...]]:
+    """The conflicts of ``costs`` (a ``CostTable``; none for a plain mapping) a plan chooses all of."""
+    return violated(getattr(costs, "conflicts", ()), choice)

@@ -40,7 +40,7 @@ import highspy
 import networkx as nx
 import numpy as np
 
-from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, violated_conflicts
+from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, violated, violated_conflicts
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.extract.common import _ZERO, ExtractionResult, _result, check_costs, plan_contexts
 from egg_dispatch.extract.greedy import greedy_dag
@@ -185,10 +185,7 @@ def solve_ilp(
 
     def allowed(choice: Mapping[str, str]) -> bool:
         mapped_choice = frozenset({c: p.kept(n) for c, n in choice.items()}.items())
-        chosen = set(choice.values())
-        return not any(ex <= mapped_choice for ex in excluded) and not any(
-            all(n in chosen for n in c) for c in conflicts
-        )
+        return not any(ex <= mapped_choice for ex in excluded) and not violated(conflicts, choice)
 
     candidates = [
         cand
