@@ -64,8 +64,11 @@ def test_fit_linear_drops_a_term_that_would_go_negative() -> None:
     assert 1 / coef[1] == pytest.approx(50e9, rel=0.02)
 
 
-def _synthetic_calibration(target, launch_us: float, call_us: float, gflops: float) -> Calibration:
-    """Measurements a machine with these parameters would give (mmt4d only: fixed 0.2 µs + flops/rate)."""
+def _synthetic_calibration(
+    target, launch_us: float, call_us: float, gflops: float, output_us: float = 0.25, transient_us: float = 0.9
+) -> Calibration:
+    """Measurements a machine with these parameters would give (mmt4d only: fixed 0.2 µs + flops/rate;
+    chains of n dispatches with one result and a transient from n = 2; fans of n results, no transient)."""
     cal = Calibration()
     for m, n, k in ((1, 64, 96), (8, 256, 384), (32, 1024, 1536), (128, 256, 384), (512, 64, 96)):
         flops = _padded_flops(target, "f32,f32,f32", (m, n, k))
@@ -74,17 +77,23 @@ def _synthetic_calibration(target, launch_us: float, call_us: float, gflops: flo
             logical, _ = _layout_bytes(target, "f32,f32,f32", (m, n, k), operand)
             t = 0.05e-6 + (logical // 4) / 2e9  # 2 G elements per second
             cal.samples.setdefault("pack", []).append(((m, n, k, operand), "f32,f32,f32", t))
-    for n in (1, 4, 16, 48):
+    for n in (1, 2, 4, 16, 48):
         kernel = n * 0.03e-6
-        cal.chains.append((n, kernel, call_us * 1e-6 + n * launch_us * 1e-6 + kernel))
+        overhead = call_us + output_us + (transient_us if n > 1 else 0.0) + n * launch_us
+        cal.chains.append((n, 1, kernel, overhead * 1e-6 + kernel))
+    for n in (2, 8):
+        kernel = n * 0.03e-6
+        cal.chains.append((n, n, kernel, (call_us + n * (output_us + launch_us)) * 1e-6 + kernel))
     return cal
 
 
 def test_fit_kernels_recovers_launch_call_and_contraction_rate() -> None:
     target = load_target("x86_64-avx512")
-    kernels, residuals = fit_kernels(_synthetic_calibration(target, 0.12, 1.7, 150.0), target)
+    kernels, residuals = fit_kernels(_synthetic_calibration(target, 0.12, 1.7, 150.0, 0.3, 1.1), target)
     assert kernels.launch_us == pytest.approx(0.12, rel=1e-6)
     assert kernels.call_us == pytest.approx(1.7, rel=1e-6)
+    assert kernels.output_us == pytest.approx(0.3, rel=1e-6)
+    assert kernels.transient_us == pytest.approx(1.1, rel=1e-6)
     f32 = kernels.mmt4d["f32,f32,f32"]
     assert f32.rate_g == pytest.approx(150.0, rel=1e-3) and f32.fixed_us == pytest.approx(0.2, rel=1e-3)
     assert residuals["mmt4d.f32,f32,f32"] < 1e-6

@@ -115,7 +115,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"  fit {key}: median |log(model/measured)| {r:.2f}")
     f32 = k.mmt4d.get("f32,f32,f32")
     if f32 is not None:
-        print(f"  mmt4d f32 {f32.rate_g:.1f} GFLOP/s; launch {k.launch_us:.2f} us; call {k.call_us:.2f} us")
+        print(
+            f"  mmt4d f32 {f32.rate_g:.1f} GFLOP/s; launch {k.launch_us:.2f} us; call {k.call_us:.2f} us; "
+            f"result {k.output_us:.2f} us; transient step {k.transient_us:.2f} us"
+        )
     return 0
 
 

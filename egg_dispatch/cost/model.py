@@ -28,7 +28,9 @@ With a calibrated profile (``target.kernels``, written by ``egg-dispatch calibra
 fits replace those formulas: a data-tiled or plain contraction, a pack or unpack in a dispatch of its
 own or inside the contraction's dispatch (priced on the contraction node, whose operands say which),
 an elementwise or a reduction generic; a dispatch costs its measured launch plus the allocation of the
-buffer it writes, and a call its fixed overhead (on the root).
+buffer it writes, and a call its fixed overhead plus one per result (on the root). A plan with any
+transient buffer (a run-time dispatch whose result is not a function result) pays the measured
+transient step once per call: a ``once`` charge over ``transient_dispatches`` (``cost/table.py``).
 
 objective = run time + λ · (persistent + transient bytes).
 """
@@ -63,6 +65,10 @@ __all__ = [
     "node_seconds",
     "node_signature",
     "op_seconds",
+    "output_classes",
+    "output_seconds",
+    "transient_dispatches",
+    "transient_seconds",
 ]
 
 LAMBDA_PACK_FRACTION = 0.01
@@ -173,6 +179,16 @@ def launch_seconds(target: Target) -> float:
 def call_seconds(target: Target) -> float:
     """Per-call overhead whatever the plan (import, export, submission); measured, else 0."""
     return target.kernels.call_us * 1e-6 if target.kernels else 0.0
+
+
+def output_seconds(target: Target) -> float:
+    """Per function result and call (its buffer is allocated and exported): measured, else 0."""
+    return target.kernels.output_us * 1e-6 if target.kernels else 0.0
+
+
+def transient_seconds(target: Target) -> float:
+    """Once per call when the plan has a transient buffer (``KernelCosts.transient_us``): measured, else 0."""
+    return target.kernels.transient_us * 1e-6 if target.kernels else 0.0
 
 
 def alloc_seconds(target: Target, nbytes: float) -> float:
@@ -377,7 +393,9 @@ def cost_table(
     signature ``measured`` holds is priced by that measurement instead of the formulas."""
     facts = _Facts(g)
     launch = launch_seconds(target)
-    table = CostTable(exclusive=exclusive_nodes(g), conflicts=_conflicts(g, target, facts))
+    step = transient_seconds(target)
+    once = ((step, transient_dispatches(g, imported)),) if step > 0 else ()
+    table = CostTable(exclusive=exclusive_nodes(g), conflicts=_conflicts(g, target, facts), once=once)
     for c in g.classes:
         if not g.is_term_class(c):
             continue
@@ -559,7 +577,7 @@ def _node_cost(
     if op == "Dispatch":
         return NodeCost(run_seconds=launch + alloc_seconds(target, out.stored_bytes), memory_bytes=out.stored_bytes)
     if op == "Results":
-        return NodeCost(run_seconds=call_seconds(target))
+        return NodeCost(run_seconds=call_seconds(target) + output_seconds(target) * len(_list_classes(g, kids[0])))
     if op == "ConstEval":
         return NodeCost(memory_bytes=out.stored_bytes)
     seconds = node_seconds(g, c, op, kids, facts, imported, target, measured)
@@ -576,6 +594,34 @@ def is_reshape(g: EGraphData, imported: ImportedProgram, c: str) -> bool:
     return bool(nodes) and all(
         n.op == "Op" and getattr(imported.ops.get(str(g.leaf_value(n.children[0]))), "name", "") in RESHAPE_OPS
         for n in nodes
+    )
+
+
+def output_classes(g: EGraphData, imported: ImportedProgram) -> frozenset[str]:
+    """Classes whose buffer is a function result: the root's results, and what a reshape of one views."""
+    todo = [d for n in g.choices(g.root) if n.op == "Results" for d in _list_classes(g, n.children[0])]
+    out: set[str] = set()
+    while todo:
+        c = todo.pop()
+        if c in out:
+            continue
+        out.add(c)
+        for n in g.choices(c):
+            if n.op == "Dispatch" and is_reshape(g, imported, n.children[0]):
+                todo.extend(d for body in g.choices(n.children[0]) for d in _list_classes(g, body.children[1]))
+    return frozenset(out)
+
+
+def transient_dispatches(g: EGraphData, imported: ImportedProgram) -> frozenset[str]:
+    """Dispatch nodes whose result, at run time, is a transient buffer: not a function result (so
+    another dispatch reads it), and not a reshape (a view of its operand's buffer)."""
+    outputs = output_classes(g, imported)
+    return frozenset(
+        n.id
+        for c in g.classes
+        if c not in outputs and g.is_term_class(c)
+        for n in g.choices(c)
+        if n.op == "Dispatch" and not is_reshape(g, imported, n.children[0])
     )
 
 

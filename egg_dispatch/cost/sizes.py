@@ -211,7 +211,8 @@ def cost_at_sizes(
     tables = [(price(specialize(g, imported, env)), w) for env, w in sizes.configs]
     first = tables[0][0]
     conflicts = sorted({c for t, _ in tables for c in getattr(t, "conflicts", ())})
-    out = CostTable(exclusive=first.exclusive, conflicts=tuple(conflicts))  # at any size: refused
+    # A conflict at any size is refused; the once charges (a per-call step) do not depend on sizes.
+    out = CostTable(exclusive=first.exclusive, conflicts=tuple(conflicts), once=getattr(first, "once", ()))
     for nid in first:
         run = load = mem = 0.0
         for t, w in tables:
@@ -221,6 +222,6 @@ def cost_at_sizes(
             mem += w * c.memory_bytes
         out[nid] = NodeCost(run, load, mem)
     for attr, value in vars(first).items():  # whatever else a table carries (measured prices, ...)
-        if attr not in ("exclusive", "conflicts") and not hasattr(out, attr):
+        if attr not in ("exclusive", "conflicts", "once") and not hasattr(out, attr):
             setattr(out, attr, value)
     return out

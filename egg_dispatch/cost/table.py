@@ -14,6 +14,12 @@ A table may name ``exclusive`` nodes: computations that are not shared for free.
 dispatches they run twice (IREE clones the producer into each consumer), so their run_seconds are
 charged once per chosen node that uses their class, not once per plan. Exclusive nodes are never
 below a ``ConstEval`` (so they are always at run time).
+
+A table may also carry ``once`` charges: (seconds, nodes) pairs, where a plan that needs any of the
+nodes at run time pays the seconds once, however many of them it chooses (the transient buffers of
+a call are allocated together: ``cost.model.transient_dispatches``). They are part of the objective:
+
+    objective += Σ_{(s, N) in once, N ∩ run-time nodes ≠ ∅} s
 """
 
 from __future__ import annotations
@@ -21,7 +27,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["LOAD_BOUNDARY_OPS", "CostTable", "NodeCost", "objective_weights", "violated", "violated_conflicts"]
+__all__ = [
+    "LOAD_BOUNDARY_OPS",
+    "CostTable",
+    "NodeCost",
+    "objective_weights",
+    "once_charges",
+    "once_seconds",
+    "violated",
+    "violated_conflicts",
+]
 
 LOAD_BOUNDARY_OPS = frozenset({"ConstEval"})
 """Ops whose children are evaluated at module load, not at run time."""
@@ -48,17 +63,30 @@ def objective_weights(lam: float) -> tuple[float, float]:
 class CostTable(dict):
     """node id -> NodeCost, plus the ids of the ``exclusive`` nodes (charged per use) and the
     ``conflicts``: sets of node ids no plan may choose all of (``cost.conflicts``: combinations
-    IREE's codegen rejects), each listed in the order a repair would ban its nodes."""
+    IREE's codegen rejects), each listed in the order a repair would ban its nodes, and the ``once``
+    charges (module docstring)."""
 
     def __init__(
         self,
         costs: dict[str, NodeCost] | None = None,
         exclusive: frozenset[str] = frozenset(),
         conflicts: tuple[tuple[str, ...], ...] = (),
+        once: tuple[tuple[float, frozenset[str]], ...] = (),
     ):
         super().__init__(costs or {})
         self.exclusive = exclusive
         self.conflicts = conflicts
+        self.once = once
+
+
+def once_charges(costs: object) -> tuple[tuple[float, frozenset[str]], ...]:
+    """The ``once`` charges of ``costs`` with a positive price (none for a plain mapping)."""
+    return tuple((s, nodes) for s, nodes in getattr(costs, "once", ()) if s > 0 and nodes)
+
+
+def once_seconds(costs: object, run_nodes: set[str] | frozenset[str]) -> float:
+    """What the ``once`` charges of ``costs`` add to a plan needing ``run_nodes`` at run time."""
+    return sum(s for s, nodes in once_charges(costs) if not nodes.isdisjoint(run_nodes))
 
 
 def violated(conflicts: Sequence[tuple[str, ...]], choice: Mapping[str, str]) -> list[tuple[str, ...]]:

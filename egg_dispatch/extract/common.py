@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost
+from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, once_seconds
 from egg_dispatch.egraph.data import EGraphData
 
 __all__ = [
@@ -124,7 +124,7 @@ def _totals(
         if n in exclusive
         else costs.get(n, _ZERO).run_seconds
         for n in run
-    )
+    ) + once_seconds(costs, run)
     mem = math.fsum(costs.get(n, _ZERO).memory_bytes for n in run | load)
     load_s = math.fsum(costs.get(n, _ZERO).load_seconds for n in load)
     return run_s + lam * mem, run_s, mem, load_s
@@ -146,7 +146,8 @@ def plan_objective(g: EGraphData, choice: Mapping[str, str], costs: Mapping[str,
 
     Σ run_seconds over the chosen nodes needed at run time + λ·Σ memory_bytes over every chosen
     node, each node once however many parents share it -- except ``costs.exclusive`` nodes, whose
-    run_seconds count once per chosen node using them. Nodes missing from ``costs`` cost nothing.
+    run_seconds count once per chosen node using them -- plus each ``costs.once`` charge some
+    run-time node of the plan is in. Nodes missing from ``costs`` cost nothing.
     """
     return _totals(g, choice, costs, lam)[0]
 

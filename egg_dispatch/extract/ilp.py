@@ -11,6 +11,8 @@ Model (egglog-notes.md §7, extended with the run/load contexts of ``cost/table.
   no ``ConstEval`` reaches, and classes every plan needs at run time, are always at run time:
   they get no r, and their nodes pay run time on x. (An assignment form, Σ_n z_n = r_c with
   z_n ≤ x_n, has a tighter LP but solved the 5k benchmark more slowly.)
+* a ``once`` charge (``cost/table.py``) is a column z ∈ [0, 1] carrying its seconds, with
+  z ≥ x_n (or z ≥ x_n + r_c − 1 below a ``ConstEval``) for each of its nodes n.
 * acyclicity: a level l_c ∈ [0, M−1] only for classes inside a non-trivial SCC of the class graph
   (networkx), with l_c − l_d + M·x_n ≤ M − 1 for edges inside it, M = the SCC's size. Acyclic
   graphs (every real one so far) need no ordering at all (egglog-notes.md §4.4, lesson 2).
@@ -40,7 +42,7 @@ import highspy
 import networkx as nx
 import numpy as np
 
-from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, violated, violated_conflicts
+from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, once_charges, violated, violated_conflicts
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.extract.common import _ZERO, ExtractionResult, _result, check_costs, plan_contexts
 from egg_dispatch.extract.greedy import greedy_dag
@@ -125,10 +127,15 @@ def _warm_values(
     cols: Mapping[tuple[str, str], int],
     ncol: int,
     sccs: list[list[str]],
+    once: Sequence[tuple[float, frozenset[str]]] = (),
 ) -> list[float]:
-    """Column values of a (mapped) plan: x, a, r, y from its contexts, levels from a topological order."""
+    """Column values of a (mapped) plan: x, a, r, y from its contexts, z from the ``once`` charges
+    it pays, levels from a topological order."""
     values = [0.0] * ncol
     run, _ = plan_contexts(g, choice)
+    for i, (_, nodes) in enumerate(once):
+        if ("z", str(i)) in cols and not nodes.isdisjoint(run):
+            values[cols[("z", str(i))]] = 1.0
     for c, nid in choice.items():
         values[cols[("x", nid)]] = values[cols[("a", c)]] = 1.0
         if ("r", c) in cols and nid in run:
@@ -280,6 +287,18 @@ def solve_ilp(
                     w = m.col(run_s / scale, 0.0, 1.0, False)
                     m.row([(cols[("x", u)], 1.0), (cols[("x", n)], 1.0), (w, -1.0)], -math.inf, 1.0)
     kept = {n for ns in p.nodes.values() for n in ns}
+    charges = once_charges(costs)
+    for i, (seconds, nodes) in enumerate(charges):  # paid once if any of the nodes runs: z >= run(n)
+        members = [(c, n) for c in p.classes for n in p.nodes[c] if n in nodes]
+        if not members:
+            continue
+        z = cols[("z", str(i))] = m.col(seconds / scale, 0.0, 1.0, False)
+        for c, n in members:
+            rc = cols.get(("r", c))
+            if rc is None:  # always at run time when chosen
+                m.row([(cols[("x", n)], 1.0), (z, -1.0)], -math.inf, 0.0)
+            else:  # at run time when chosen in a run context: x + r - 1 <= z
+                m.row([(cols[("x", n)], 1.0), (rc, 1.0), (z, -1.0)], -math.inf, 1.0)
     for conflict in conflicts:  # combinations IREE's codegen rejects: not all of one
         if all(n in kept for n in conflict):  # (a pruned node is in no plan the model can return)
             m.row([(cols[("x", n)], 1.0) for n in dict.fromkeys(conflict)], -math.inf, float(len(set(conflict)) - 1))
@@ -309,7 +328,7 @@ def solve_ilp(
         if h.setOptionValue(name, value) != highspy.HighsStatus.kOk:  # HiGHS only returns the error
             raise ValueError(f"HiGHS rejected option {name}={value!r}")
     h.passModel(m.lp())
-    warm = _warm_values(g, p, mapped, cols, len(m.cost), big)
+    warm = _warm_values(g, p, mapped, cols, len(m.cost), big, charges)
     solution = highspy.HighsSolution()
     solution.col_value = warm
     solution.value_valid = True

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost
+from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, once_charges
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.extract.common import _ZERO, _term_kids, derivable_classes, no_plan_error
 
@@ -50,8 +50,11 @@ def _dominates(
 def prune(g: EGraphData, costs: Mapping[str, NodeCost]) -> PrunedGraph:
     """Exact pruning to the classes and nodes some optimal plan may use (module docstring). A node of
     one of the table's ``conflicts`` never dominates a sibling: it may not be choosable with the rest
-    of a plan that its sibling is."""
+    of a plan that its sibling is. A node with a ``once`` charge its sibling does not have never
+    dominates it either: that charge is not in its own run_seconds."""
     protected = {n for c in getattr(costs, "conflicts", ()) for n in c}
+    charges = once_charges(costs)
+    once_of = {n: frozenset(i for i, (_, ns) in enumerate(charges) if n in ns) for _, ns in charges for n in ns}
     term = [c for c in g.classes if g.is_term_class(c)]
     options = {c: [n.id for n in g.choices(c)] for c in term}
     kids = {nid: _term_kids(g, nid) for c in term for nid in options[c]}
@@ -69,7 +72,12 @@ def prune(g: EGraphData, costs: Mapping[str, NodeCost]) -> PrunedGraph:
         info = [(n, costs.get(n, _ZERO), frozenset(kids[n]), g.nodes[n].op in LOAD_BOUNDARY_OPS) for n in ns]
         for n, cn, kn, bn in info:
             for m, cm, km, bm in info:
-                if m != n and m not in protected and _dominates(m, n, cm, cn, km, kn, bm, bn):
+                if (
+                    m != n
+                    and m not in protected
+                    and once_of.get(m, frozenset()) <= once_of.get(n, frozenset())
+                    and _dominates(m, n, cm, cn, km, kn, bm, bn)
+                ):
                     replaced[n] = m
                     break
         grounded[c] = [n for n in ns if n not in replaced]

@@ -3,8 +3,8 @@
 Micro-programs (``measure.micro``) cover what the cost model prices: data-tiled contractions with
 their operands pre-packed (over a grid of M, N, K, per element-type triple), the same with the unpack
 or one operand's pack inside the contraction's dispatch, plain (non-data-tiled) contractions, encode
-and decode dispatches, elementwise and reduction generics, and chains of almost empty dispatches for
-the launch overhead. Each is emitted in IREE's post-dispatch-creation form (``emit.iree``, so the
+and decode dispatches, elementwise and reduction generics, and chains and fans of almost empty
+dispatches for the per-call overheads. Each is emitted in IREE's post-dispatch-creation form (``emit.iree``, so the
 dispatch boundaries are ours), compiled with ``iree-compile`` for the target's CPU (the flags ``bench``
 and ``tune`` use), and run by ``iree-benchmark-module`` on the single-threaded ``local-sync`` device
 with IREE's host-execution profiling, which gives every dispatch's kernel time; the whole call is also
@@ -15,10 +15,12 @@ Fits (``fit_linear``) are least squares on relative error with non-negative coef
 active-set refit drops a term that would go negative): ``seconds = fixed + work / rate + bytes /
 bandwidth``. Each fit records its median |log(model / measured)|; where that exceeds
 ``TABLE_RESIDUAL`` the measured points are kept as a table the model interpolates (``target.kernels``).
-Launch and per-call overheads are fitted on the whole-call times of chains of almost empty dispatches:
-call = per-call + dispatches x launch + Σ kernels (on the programs with big kernels the difference
-is within their noise). The profile is written with provenance for every number (CPU, flags, IREE version, date,
-residual), atomically, so an interrupted run leaves the previous profile as it was.
+Per-call overheads are fitted on the whole-call times of chains (each dispatch reads the one before:
+one result, and a transient buffer once there are two) and fans (independent dispatches, each a
+result: no transient) of almost empty dispatches: call = per-call + results x output + [any
+transient] x transient step + dispatches x launch + Σ kernels (on the programs with big kernels the
+difference is within their noise). The profile is written with provenance for every number (CPU,
+flags, IREE version, date, residual), atomically, so an interrupted run leaves the previous profile as it was.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from egg_dispatch.egraph.facts import fused_footprint_legal
 from egg_dispatch.emit.iree.module import emit_iree, iree_cpu
 from egg_dispatch.iree.profiling import DispatchTimes, profile_module
 from egg_dispatch.iree.tools import compile_module
-from egg_dispatch.measure.micro import Case, MicroProgram, chain, contractions, generics
+from egg_dispatch.measure.micro import Case, MicroProgram, chain, contractions, fan, generics
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.target.host import host_cpu
 from egg_dispatch.target.kernels import ROLES, Fit, KernelCosts, kernels_to_dict
@@ -79,6 +81,7 @@ class Plan:
     chains: tuple[int, ...]
     repeats: int
     min_time: float
+    fans: tuple[int, ...] = ()
 
 
 def plan_programs(quick: bool, target: Target) -> Plan:
@@ -89,11 +92,11 @@ def plan_programs(quick: bool, target: Target) -> Plan:
     # shape, so IREE's encode names tell them apart (``unique_encode_groups``).
     if quick:
         return Plan(types[:2], ((1, 64, 96), (16, 256, 384), (128, 512, 768)), ((8, 32, 48), (32, 64, 48)),
-                    ((16, 256), (256, 1024)), (1, 16), 3, 0.05)  # fmt: skip
+                    ((16, 256), (256, 1024)), (1, 2, 16), 3, 0.05, fans=(4,))  # fmt: skip
     grid = tuple((m, n, n + n // 2) for m in (1, 8, 32, 128, 512) for n in (64, 256, 1024))
     small = ((1, 32, 48), (4, 64, 32), (16, 64, 32), (16, 32, 64), (32, 48, 64), (8, 64, 48), (32, 64, 48))
     gen = ((1, 64), (16, 256), (64, 1024), (256, 4096))
-    return Plan(types, grid, small, gen, (1, 4, 16, 48), 3, 0.1)
+    return Plan(types, grid, small, gen, (1, 2, 4, 16, 48), 3, 0.1, fans=(2, 8))
 
 
 @dataclass
@@ -105,8 +108,9 @@ class Calibration:
     calls: list[tuple[int, int, float, float]] = field(default_factory=list)
     """(dispatches per call, bytes they write, kernel seconds per call, call seconds), of the repeat with
     the least overhead."""
-    chains: list[tuple[int, float, float]] = field(default_factory=list)
-    """The launch-chain programs' (dispatches, kernel seconds per call, call seconds)."""
+    chains: list[tuple[int, int, float, float]] = field(default_factory=list)
+    """The chain and fan programs' (dispatches, results, kernel seconds per call, call seconds); a
+    program with more dispatches than results has a transient buffer."""
     kernels: KernelCosts | None = None
     residuals: dict[str, float] = field(default_factory=dict)
     stopped: str = ""
@@ -254,7 +258,7 @@ def _programs(plan: Plan, target: Target) -> list[MicroProgram]:
         out.append(generics("elementwise1", "elementwise", plan.generic_shapes, 1))
         out.append(generics("elementwise4", "elementwise", plan.generic_shapes, 4))
         out.append(generics("reduction", "reduction", plan.generic_shapes))
-        return out + [chain(f"chain{n}", n) for n in plan.chains]
+        return out + _overhead_programs(plan)
     add("unpack_f32", "mmt4d+unpack", f32, plan.contraction_shapes)
     lhs_ok = [s for s in plan.in_dispatch_shapes if _fused_ok(target, f32, s, 0)]
     rhs_ok = [s for s in plan.in_dispatch_shapes if _fused_ok(target, f32, s, 1)]
@@ -267,8 +271,11 @@ def _programs(plan: Plan, target: Target) -> list[MicroProgram]:
     out.append(generics("elementwise1", "elementwise", plan.generic_shapes, 1))
     out.append(generics("elementwise4", "elementwise", plan.generic_shapes, 4))
     out.append(generics("reduction", "reduction", plan.generic_shapes))
-    out += [chain(f"chain{n}", n) for n in plan.chains]
-    return out
+    return out + _overhead_programs(plan)
+
+
+def _overhead_programs(plan: Plan) -> list[MicroProgram]:
+    return [chain(f"chain{n}", n) for n in plan.chains] + [fan(f"fan{n}", n) for n in plan.fans]
 
 
 def _fused_ok(target: Target, types: str, sizes: tuple[int, int, int], operand: int) -> bool:
@@ -351,8 +358,8 @@ def calibrate(
     for fn, pairs in call_raw.items():
         kern, call = min(pairs, key=lambda p: p[1] - p[0])
         cal.calls.append((by_name[fn].dispatch_count, by_name[fn].transient_bytes, kern, call))
-        if by_name[fn].cases and by_name[fn].cases[0].kind == "chain":
-            cal.chains.append((by_name[fn].dispatch_count, kern, call))
+        if by_name[fn].cases and by_name[fn].cases[0].kind in ("chain", "fan"):
+            cal.chains.append((by_name[fn].dispatch_count, by_name[fn].outputs, kern, call))
     cal.kernels, cal.residuals = fit_kernels(cal, target)
     return cal
 
@@ -434,14 +441,18 @@ def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str
         res[kind] = rr
         return _to_fit(coef, rr, pts)
 
-    launch, call = 0.0, 0.0
-    if cal.chains:  # call - kernels = per-call + dispatches x launch, on programs that are nearly all launches
-        coef, rr = fit_linear([(1.0, n) for n, _, _ in cal.chains], [max(c - k, 1e-9) for n, k, c in cal.chains])
-        call, launch = coef
+    launch = call = output = transient = 0.0
+    if cal.chains:  # call - kernels = per-call + results x output + [transient] x step + dispatches x launch
+        coef, rr = fit_linear(
+            [(1.0, r, float(n > r), n) for n, r, _, _ in cal.chains], [max(c - k, 1e-9) for _, _, k, c in cal.chains]
+        )
+        call, output, transient, launch = coef
         res["launch"] = rr
     kernels = KernelCosts(
         launch_us=launch * 1e6,
         call_us=call * 1e6,
+        output_us=output * 1e6,
+        transient_us=transient * 1e6,
         mmt4d=mmt4d,
         matmul=matmul,
         pack=traffic_fit("pack", pack_rows),
@@ -533,7 +544,9 @@ def samples_dict(cal: Calibration, profile: dict) -> dict:
             kind: [{"sizes": list(sizes), "types": types, "seconds": t} for sizes, types, t in rows]
             for kind, rows in sorted(cal.samples.items())
         },
-        "chains": [{"dispatches": n, "kernel_seconds": k, "call_seconds": c} for n, k, c in cal.chains],
+        "chains": [
+            {"dispatches": n, "results": r, "kernel_seconds": k, "call_seconds": c} for n, r, k, c in cal.chains
+        ],
     }
 
 
@@ -543,8 +556,9 @@ def calibration_from_samples(data: dict, target: Target) -> Calibration:
     cal = Calibration()
     for kind, rows in data.get("samples", {}).items():
         cal.samples[kind] = [(tuple(r["sizes"]), r["types"], float(r["seconds"])) for r in rows]
-    cal.chains = [
-        (int(c["dispatches"]), float(c["kernel_seconds"]), float(c["call_seconds"])) for c in data.get("chains", [])
+    cal.chains = [  # samples recorded before fans were measured are chains: one result
+        (int(c["dispatches"]), int(c.get("results", 1)), float(c["kernel_seconds"]), float(c["call_seconds"]))
+        for c in data.get("chains", [])
     ]
     cal.stopped = str(data.get("provenance", {}).get("stopped_early", ""))
     cal.kernels, cal.residuals = fit_kernels(cal, target)

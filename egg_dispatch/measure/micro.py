@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Case", "MicroProgram", "chain", "contractions", "generics"]
+__all__ = ["Case", "MicroProgram", "chain", "contractions", "fan", "generics"]
 
 MAPS = (
     "#map = affine_map<(d0, d1, d2) -> (d0, d2)>\n"
@@ -53,6 +53,8 @@ class MicroProgram:
     """Dispatches one call runs (workgroups and encodes), for the launch-overhead fit."""
     transient_bytes: int = 0
     """Bytes of the buffers those dispatches write (fresh each call), for the allocation-cost fit."""
+    outputs: int = 1
+    """Results of the function (each a buffer allocated and exported per call)."""
 
 
 def _t(shape: Sequence[int], elem: str, enc: str | None = None) -> str:
@@ -220,6 +222,32 @@ def chain(name: str, length: int, width: int = 16) -> MicroProgram:
     prog.cases.append(Case("chain", "f32,f32,f32", (length, width, 0)))
     prog.dispatch_count = length
     prog.transient_bytes = length * width * 4
+    return prog
+
+
+def fan(name: str, width: int, count: int = 16) -> MicroProgram:
+    """``width`` independent one-op dispatches on a 1 x ``count`` tensor, each a function result: as
+    many launches as a chain of that length, but no transient buffer (``KernelCosts.transient_us``).
+    Each scales by its own constant, so that no two dispatches are alike and none is CSE'd away."""
+    t = _t((1, count), "f32")
+    id2 = "affine_map<(d0, d1) -> (d0, d1)>"
+    body = []
+    for i in range(width):
+        body.append(
+            f"%r{i} = flow.dispatch.region -> ({t}) {{\n      %e{i} = tensor.empty() : {t}\n"
+            f"      %g{i} = linalg.generic {{indexing_maps = [{id2}, {id2}], "
+            f'iterator_types = ["parallel", "parallel"]}} '
+            f"ins(%x : {t}) outs(%e{i} : {t}) {{\n      ^bb0(%i: f32, %o: f32):\n"
+            f"        %c = arith.constant {i + 2}.0 : f32\n        %s = arith.mulf %i, %c : f32\n"
+            f"        linalg.yield %s : f32\n      }} -> {t}\n"
+            f"      flow.return %g{i} : {t}\n    }}"
+        )
+    results = [f"%r{i}" for i in range(width)]
+    text = _function(name, [], [f"%x: {t}"], body, results, [t] * width)
+    prog = MicroProgram(name, text, [np.ones((1, count), np.float32)])
+    prog.cases.append(Case("fan", "f32,f32,f32", (width, count, 0)))
+    prog.dispatch_count = width
+    prog.outputs = width
     return prog
 
 

@@ -27,6 +27,9 @@ from egg_dispatch.cost.model import (
     launch_seconds,
     node_seconds,
     node_signature,
+    output_classes,
+    output_seconds,
+    transient_seconds,
 )
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.imported import ImportedProgram
@@ -114,6 +117,8 @@ def build_plan(
     load_temporaries = 0
     load_seconds = 0.0
     top_seconds = 0.0
+    outputs = output_classes(g, imported)
+    transients = 0  # run-time dispatch results no function result is: the call pays the step once
 
     def producer(c: str) -> str:
         node = g.nodes[choice[c]]
@@ -161,7 +166,7 @@ def build_plan(
             into.ops.append(node.op)
 
     def visit(c: str, at_load: bool) -> None:
-        nonlocal persistent
+        nonlocal persistent, transients
         node = g.nodes[choice[c]]
         name = producer(c)
         if (c, at_load) in owned and name in graph:
@@ -197,6 +202,7 @@ def build_plan(
                 load_temporaries += facts.info(c).stored_bytes
                 fuse(node.children[0], True, None, [], choice[c])
                 return
+            transients += c not in outputs
             d = DispatchInfo(name, launch_seconds=launch + alloc_seconds(target, facts.info(c).stored_bytes))
             d.bytes_out = facts.info(c).stored_bytes
             reads = []
@@ -217,7 +223,9 @@ def build_plan(
         for src, b in reads:
             graph.add_edge(src, f"result{i}", bytes=b)
     transient = sum(d.bytes_out for d in dispatches) + load_temporaries
-    run_seconds = sum(d.seconds for d in dispatches) + top_seconds + call_seconds(target)
+    per_call = call_seconds(target) + output_seconds(target) * len(results)
+    per_call += transient_seconds(target) if transients else 0.0
+    run_seconds = sum(d.seconds for d in dispatches) + top_seconds + per_call
     encodes = sum(1 for d in dispatches if d.ops == ["SetEncoding"] or d.ops == ["Pack"])
     metrics = PlanMetrics(
         run_seconds,

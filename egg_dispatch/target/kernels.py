@@ -16,7 +16,13 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
 * ``launch_us``: per dispatch, on top of its kernel (host-side scheduling in the command buffer);
 * ``alloc_gbps``: the buffer a dispatch writes is allocated (and first touched) on every call: its
   bytes at this rate (0: free);
-* ``call_us``: per call of the function, whatever its plan (import, export, submission).
+* ``call_us``: per call of the function, whatever its plan (import, export, submission);
+* ``output_us``: per result of the function (its buffer is allocated and exported on every call);
+* ``transient_us``: once per call when the plan has any transient buffer (a dispatch result that is
+  not a function result: another dispatch reads it). IREE's stream allocates a call's transients
+  together (``stream.resource.alloca`` / ``dealloca`` around the command buffer) and orders the
+  dependent dispatches with barriers: on the Xeon this cost about 1 µs for the first transient and
+  0.03-0.08 µs for each further dispatch, so it is a step, not a per-dispatch term.
 
 Any fit may also hold ``points``: measured (work, seconds) pairs. Where the formula misses small
 shapes by more than its residual allows, the model interpolates the points (log-log, between the
@@ -75,6 +81,8 @@ class KernelCosts:
     launch_us: float
     call_us: float
     alloc_gbps: float = 0.0
+    output_us: float = 0.0
+    transient_us: float = 0.0
     mmt4d: Mapping[str, Fit] = field(default_factory=dict)
     matmul: Mapping[str, Fit] = field(default_factory=dict)
     pack: Fit = Fit()
@@ -108,6 +116,7 @@ class KernelCosts:
 ROLES = {0: "lhs", 1: "rhs", 2: "acc"}
 """Operand names in ``pack_by`` / ``unpack_by`` keys, by the encoding's operand_index."""
 
+_SCALARS = ("launch_us", "call_us", "alloc_gbps", "output_us", "transient_us")
 _FIT_KEYS = {"fixed_us", "rate_g", "gbps", "points", "residual"}
 _SINGLE = ("pack", "pack_in_dispatch", "unpack", "unpack_in_dispatch", "elementwise", "reduction")
 
@@ -142,13 +151,13 @@ def kernels_from_dict(data: Any, fail: Any) -> KernelCosts:
     """Validate the ``kernels`` object of a profile; ``fail(field, problem)`` builds the error."""
     if not isinstance(data, dict):
         raise fail("kernels", f"expected an object, got {type(data).__name__}")
-    allowed = {"launch_us", "call_us", "alloc_gbps", "mmt4d", "matmul", "pack_by", "unpack_by", *_SINGLE}
+    allowed = {*_SCALARS, "mmt4d", "matmul", "pack_by", "unpack_by", *_SINGLE}
     unknown = set(data) - allowed
     if unknown:
         raise fail("kernels", f"unknown keys {sorted(unknown)} (expected {sorted(allowed)})")
     out: dict[str, Any] = {}
-    for key in ("launch_us", "call_us", "alloc_gbps"):
-        v = data.get(key, 0.0 if key == "alloc_gbps" else None)
+    for key in _SCALARS:
+        v = data.get(key, None if key in ("launch_us", "call_us") else 0.0)
         if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
             raise fail(f"kernels.{key}", f"must be a finite number >= 0, got {v!r}")
         out[key] = float(v)
@@ -175,6 +184,8 @@ def kernels_to_dict(k: KernelCosts) -> dict:
         "launch_us": k.launch_us,
         "call_us": k.call_us,
         "alloc_gbps": k.alloc_gbps,
+        "output_us": k.output_us,
+        "transient_us": k.transient_us,
         "mmt4d": {t: _fit_dict(f) for t, f in k.mmt4d.items()},
         "matmul": {t: _fit_dict(f) for t, f in k.matmul.items()},
         "pack_by": {t: _fit_dict(f) for t, f in sorted(k.pack_by.items())},
