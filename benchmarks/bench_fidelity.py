@@ -49,7 +49,8 @@ from bench_vs_iree import _acc, _func, _t, _weights, gemv, mlp, qkv
 from egg_dispatch.cost.measured import MeasuredTimes, measurement_context
 from egg_dispatch.iree.tools import benchmark_module
 from egg_dispatch.measure.bench import spearman
-from egg_dispatch.measure.tune import TuneReport, tune
+from egg_dispatch.measure.tune import TuneCandidate, TuneReport, tune
+from egg_dispatch.result.decision import decide
 from egg_dispatch.target.host import host_cpu
 from egg_dispatch.target.profile import Target, load_target
 from egg_dispatch.util.table import table_lines
@@ -188,6 +189,20 @@ def _predictions_under(report: TuneReport, source: str | Path, before: str) -> d
     return out
 
 
+def explore_choice(report: TuneReport) -> TuneCandidate | None:
+    """The plan ``explore`` recommends (``result.decision``): the model's best, or IREE's own plan when
+    IREE's plan is priced and ours is not predicted ``MIN_GAIN`` faster than it. Then explore's
+    ``--emit iree`` writes IREE's own dispatch-creation output, which compiles to the module IREE
+    builds from the input: the one measured here as IREE's plan."""
+    best, iree = report.model_best, report.iree
+    if best is None or best.predicted_seconds is None:
+        return best
+    priced_iree = iree is not None and not any("not costed" in n for n in report.notes)
+    if priced_iree and decide(best.predicted_seconds, iree.predicted_seconds).keep_iree:  # type: ignore[union-attr]
+        return iree
+    return best
+
+
 def run_program(name: str, source: str | Path, target: Target, args: argparse.Namespace) -> dict:
     t0 = time.perf_counter()
     measured = MeasuredTimes(measurement_context(target))  # in memory: each program priced by the model alone
@@ -223,7 +238,8 @@ def run_program(name: str, source: str | Path, target: Target, args: argparse.Na
     med, worst = _ratio_stats(pairs)  # type: ignore[arg-type]
     iree = report.iree
     best = report.model_best
-    explore_ratio = best.median / iree.median if best and iree and best.median and iree.median else None
+    choice = explore_choice(report)
+    explore_ratio = choice.median / iree.median if choice and iree and choice.median and iree.median else None
     tune_ratio = confirm(report, args.repeats, args.min_time)
     out = {
         "program": name,
@@ -234,6 +250,8 @@ def run_program(name: str, source: str | Path, target: Target, args: argparse.Na
         "median_pred_over_meas": med,
         "worst_pred_over_meas": worst,
         "explore_over_iree": explore_ratio,
+        "explore_choice": choice.label if choice else None,
+        "model_best_over_iree": best.median / iree.median if best and iree and best.median and iree.median else None,
         "tune_over_iree": tune_ratio,
         "tune_choice": report.winner.label if report.winner else None,
         "notes": report.notes,

@@ -34,6 +34,7 @@ from egg_dispatch.cost.sizes import AssumeError
 from egg_dispatch.egraph.imported import ImportError_
 from egg_dispatch.evaluate.values import EvaluationError
 from egg_dispatch.mlir.ir import Module
+from egg_dispatch.result.decision import MIN_GAIN, decide
 
 if TYPE_CHECKING:
     from egg_dispatch.result.exploration import Exploration
@@ -90,6 +91,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "IREE's passes modelled in the e-graph ('modelled'), or IREE's when it is installed and compiles the "
         "input, the modelled one otherwise ('auto', default)",
     )
+    p.add_argument(
+        "--min-gain",
+        type=non_negative_float,
+        default=MIN_GAIN,
+        metavar="F",
+        help=f"recommend (and emit) IREE's own plan unless ours is predicted at least this fraction faster "
+        f"(default {MIN_GAIN}: the model's median error between two plans, benchmarks/bench_fidelity.py; "
+        "0: always ours). Applies when IREE's own plan is the baseline",
+    )
 
 
 class _Progress:
@@ -121,12 +131,15 @@ def _emit_iree(result: Exploration) -> str:
     from egg_dispatch.emit.iree.abi import abi_shell
     from egg_dispatch.emit.iree.module import emit_iree
 
+    if result.recommended is not result.best and result.iree_plan_text:
+        return result.iree_plan_text.rstrip()  # IREE's own plan, as IREE printed it
     shell = abi_shell(result.module, result.imported.function)
     return emit_iree(result.best.mlir, result.target, abi=shell).rstrip()
 
 
 def _use_iree_baseline(result: Exploration, module: Module, args: argparse.Namespace) -> None:
-    """Replace the modelled baseline by IREE's own plan (issue #6), or say why not."""
+    """Replace the modelled baseline by IREE's own plan (issue #6), or say why not; with IREE's plan,
+    decide which of the two explore recommends (``result.decision``)."""
     from egg_dispatch.iree.tools import iree_available
 
     if not iree_available():
@@ -149,6 +162,8 @@ def _use_iree_baseline(result: Exploration, module: Module, args: argparse.Names
             plan.candidate.label = "baseline (IREE 3.13 iree-compile, costed by our model)"  # type: ignore[attr-defined]
             result.baseline = plan.candidate  # type: ignore[assignment]
             result.warnings += plan.warnings
+            result.iree_plan_text = plan.text
+            result.decision = decide(result.best.metrics.run_seconds, plan.candidate.metrics.run_seconds, args.min_gain)
             return
         why = f"our model cannot cost IREE's plan: {plan.error}"
     if args.baseline == "iree":
@@ -201,8 +216,8 @@ def run(args: argparse.Namespace) -> int:
     emit: dict[str, Callable[[], str]] = {
         "text": lambda: report.text(result),
         "json": lambda: json.dumps(report.to_json(result, args.timings), indent=2, sort_keys=True),
-        "mlir": lambda: report.print_mlir(result.best.mlir).rstrip(),
-        "dot": lambda: report.dot(result.best),
+        "mlir": lambda: report.print_mlir(result.recommended.mlir).rstrip(),
+        "dot": lambda: report.dot(result.recommended),
         "iree": lambda: _emit_iree(result),
     }
     print(emit[args.emit]())

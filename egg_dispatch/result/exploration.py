@@ -22,6 +22,7 @@ from egg_dispatch.evaluate.sizes import check_sizes, label, shapes_at
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.shapes import function_shapes
 from egg_dispatch.plan.graph import Plan
+from egg_dispatch.result.decision import Decision
 from egg_dispatch.target.profile import Target
 
 __all__ = ["Candidate", "CheckResult", "Exploration", "InputInfo"]
@@ -107,6 +108,18 @@ class Exploration:
     """The measurement cache those times came from (None: none, or in memory)."""
     sizes: SizePlan | None = None
     """The sizes a dynamic program's costs are the weighted mean over (``cost.sizes``; None: static)."""
+    decision: Decision | None = None
+    """Ours or IREE's own plan (``result.decision``), once IREE's plan is priced (the CLI; None: not made)."""
+    iree_plan_text: str | None = None
+    """IREE's own post-dispatch-creation output, when the baseline is IREE's plan (what ``--emit iree``
+    writes when the decision keeps it: IREE's plan exactly, not our emission of it)."""
+
+    @property
+    def recommended(self) -> Candidate:
+        """The plan to emit: IREE's own when the decision keeps it, else the model's best."""
+        if self.decision is not None and self.decision.keep_iree and self.baseline is not None:
+            return self.baseline
+        return self.best
 
     @property
     def stats(self) -> dict[str, object]:

@@ -6,7 +6,8 @@ asked for)::
     {schema, file, function, target, lambda,
      input: {form, explored_form, steps: [str], notes: [str]} | null,
      egraph: {enodes, eclasses, iterations, stop_reason, rule_matches: {rule: n}},
-     best: PLAN, baseline: PLAN | null, pareto: [PLAN], warnings: [str]}
+     best: PLAN, baseline: PLAN | null, pareto: [PLAN], warnings: [str],
+     decision?: {keep_iree, reason}}  (the CLI's recommendation, ``result.decision``)
     PLAN = {label, signature, objective, run_seconds, load_seconds, persistent_bytes,
             transient_bytes, peak_live_bytes, dispatches: [{name, ops, bytes_in, bytes_out,
             seconds, seconds_max_form}], globals: [{name, bytes, initializer_ops}],
@@ -201,6 +202,8 @@ def to_json(e: Exploration, with_timings: bool = False) -> dict:
     }
     if (sizes := sizes_json(e)) is not None:
         out["sizes"] = sizes
+    if e.decision is not None:
+        out["decision"] = {"keep_iree": e.decision.keep_iree, "reason": e.decision.reason}
     if with_timings:
         out["timings"] = e.timings
     return out
@@ -259,6 +262,8 @@ def text(e: Exploration, include_mlir: bool = True) -> str:
     lines.append(_costs_line(e))
     lines += size_lines(e)
     lines += [f"  {w}" for w in e.warnings]
+    if e.decision is not None:
+        lines.append(f"recommendation: {e.decision.reason}")
     lines.append("")
     lines.append(f"chosen plan: {plan_signature(c.mlir)}")
     if c.extraction is not None:
