@@ -52,12 +52,20 @@ def big_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def _as_in_a_terminal() -> None:
+    """SIGINT handled as in a foreground terminal: a suite started in the background (``cmd &``, nohup)
+    inherits SIGINT ignored, and a child that inherits that never sees the interrupt (POSIX)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(path: Path, delay: float) -> tuple[int, list[str], list[str]]:
     """Run explore, wait for its first progress line, then ``delay`` s, then SIGINT.
     Returns (exit code, stderr lines up to the interrupt, stderr lines after it)."""
     env = {k: v for k, v in os.environ.items() if k != "EGG_DISPATCH_DEBUG"}
     argv = [sys.executable, "-m", "egg_dispatch", "explore", str(path), "--from", "input", "--check", "--pareto"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_as_in_a_terminal
+    )
     assert proc.stderr is not None
     before: list[str] = []
     while not (before and before[-1].startswith("egg-dispatch: ")):  # the progress line (runs over 2 s)
