@@ -154,7 +154,8 @@ def attribute_dispatch_times(candidate: Candidate, dispatch_seconds: dict[str, f
     ``_encoding_<N>_...`` for the N-th encode or decode); ``candidate.dispatch_order`` says which plan
     dispatch each one is. A dispatch's kernel time is shared among the computations it fuses in
     proportion to their modelled times. Dispatches IREE deduplicated (their ordinal has no function of
-    its own) are left out rather than guessed."""
+    its own) are left out rather than guessed; when IREE ran more dispatches than the plan lists, the
+    ordinals do not line up and nothing is attributed."""
     dispatches: dict[int, float] = {}
     encodes: dict[int, float] = {}
     funcs: set[str] = set()
@@ -165,6 +166,11 @@ def attribute_dispatch_times(candidate: Candidate, dispatch_seconds: dict[str, f
             dispatches[int(m["n"])] = seconds
             funcs.add(m["func"])
     if len(funcs) > 1:  # dispatches of several functions: ordinals are per function, not ours alone
+        return []
+    kinds = [kind for kind, _ in candidate.dispatch_order]
+    if max(dispatches, default=-1) >= kinds.count("dispatch") or max(encodes, default=-1) >= kinds.count("encode"):
+        # IREE numbered executables the plan does not list (a slice between dispatches that IREE runs as
+        # a copy dispatch of its own): from there on ordinal N is not the plan's N-th dispatch
         return []
     by_name = {d.name: d for d in candidate.plan.dispatches}
     out: list[tuple[str, float]] = []
