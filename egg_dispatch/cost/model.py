@@ -30,7 +30,9 @@ own or inside the contraction's dispatch (priced on the contraction node, whose 
 an elementwise or a reduction generic; a dispatch costs its measured launch plus the allocation of the
 buffer it writes, and a call its fixed overhead plus one per result (on the root). A plan with any
 transient buffer (a run-time dispatch whose result is not a function result) pays the measured
-transient step once per call: a ``once`` charge over ``transient_dispatches`` (``cost/table.py``).
+transient step once per call: a ``once`` charge over ``transient_dispatches`` (``cost/table.py``). An
+elementwise generic that reads an ``unset_encoding`` in its dispatch pays the measured
+``consumer_after_unpack`` extra when both are chosen: a ``pairs`` charge (``consumer_pairs``).
 
 objective = run time + λ · (persistent + transient bytes).
 """
@@ -57,6 +59,7 @@ __all__ = [
     "TensorInfo",
     "alloc_seconds",
     "call_seconds",
+    "consumer_pairs",
     "contraction_sizes",
     "cost_table",
     "default_lambda",
@@ -395,7 +398,12 @@ def cost_table(
     launch = launch_seconds(target)
     step = transient_seconds(target)
     once = ((step, transient_dispatches(g, imported)),) if step > 0 else ()
-    table = CostTable(exclusive=exclusive_nodes(g), conflicts=_conflicts(g, target, facts), once=once)
+    table = CostTable(
+        exclusive=exclusive_nodes(g),
+        conflicts=_conflicts(g, target, facts),
+        once=once,
+        pairs=consumer_pairs(g, imported, target, facts),
+    )
     for c in g.classes:
         if not g.is_term_class(c):
             continue
@@ -610,6 +618,34 @@ def output_classes(g: EGraphData, imported: ImportedProgram) -> frozenset[str]:
             if n.op == "Dispatch" and is_reshape(g, imported, n.children[0]):
                 todo.extend(d for body in g.choices(n.children[0]) for d in _list_classes(g, body.children[1]))
     return frozenset(out)
+
+
+def consumer_pairs(
+    g: EGraphData, imported: ImportedProgram, target: Target, facts: _Facts | None = None
+) -> tuple[tuple[float, str, str], ...]:
+    """(seconds, generic node, unset node): an elementwise generic reading the result of an
+    ``unset_encoding`` (or unpack) inside its dispatch pays ``KernelCosts.consumer_after_unpack`` per
+    element of its result when a plan chooses both (on the Xeon a bias + ReLU after the unpack of a
+    32 x 96 contraction cost 1.6 µs more than the contraction with the unpack alone; the same generic on
+    the encoded accumulator, ``rules/sink_unset.egg``, pays nothing extra). Empty without that fit."""
+    k = target.kernels
+    if k is None or (k.consumer_after_unpack.rate_g <= 0 and not k.consumer_after_unpack.fixed_us):
+        return ()
+    facts = facts or _Facts(g)
+    out: list[tuple[float, str, str]] = []
+    for c in g.classes:
+        for p in g.choices(c):
+            if p.op != "Generic":
+                continue
+            proto = imported.ops.get(str(g.leaf_value(p.children[0])))
+            if _has_reduction(proto) or generic_contraction_kind(proto) is not None:
+                continue
+            seconds = k.consumer_after_unpack.seconds(facts.info(c).numel, 0.0)
+            if seconds <= 0:
+                continue
+            for d in dict.fromkeys(_list_classes(g, p.children[1])):
+                out += [(seconds, p.id, n.id) for n in g.choices(d) if n.op in ("UnsetEncoding", "Unpack")]
+    return tuple(out)
 
 
 def transient_dispatches(g: EGraphData, imported: ImportedProgram) -> frozenset[str]:

@@ -213,6 +213,11 @@ def cost_at_sizes(
     conflicts = sorted({c for t, _ in tables for c in getattr(t, "conflicts", ())})
     # A conflict at any size is refused; the once charges (a per-call step) do not depend on sizes.
     out = CostTable(exclusive=first.exclusive, conflicts=tuple(conflicts), once=getattr(first, "once", ()))
+    weighted: dict[tuple[str, str], float] = {}  # a pair's price depends on sizes: the weighted mean
+    for t, w in tables:
+        for sec, gen, unset in getattr(t, "pairs", ()):
+            weighted[(gen, unset)] = weighted.get((gen, unset), 0.0) + w * sec
+    out.pairs = tuple((sec, gen, unset) for (gen, unset), sec in weighted.items())
     for nid in first:
         run = load = mem = 0.0
         for t, w in tables:
@@ -222,6 +227,6 @@ def cost_at_sizes(
             mem += w * c.memory_bytes
         out[nid] = NodeCost(run, load, mem)
     for attr, value in vars(first).items():  # whatever else a table carries (measured prices, ...)
-        if attr not in ("exclusive", "conflicts", "once") and not hasattr(out, attr):
+        if attr not in ("exclusive", "conflicts", "once", "pairs") and not hasattr(out, attr):
             setattr(out, attr, value)
     return out

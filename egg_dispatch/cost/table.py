@@ -20,6 +20,10 @@ nodes at run time pays the seconds once, however many of them it chooses (the tr
 a call are allocated together: ``cost.model.transient_dispatches``). They are part of the objective:
 
     objective += Σ_{(s, N) in once, N ∩ run-time nodes ≠ ∅} s
+
+and ``pairs``: (seconds, p, n) triples, paid when a plan needs both p and n at run time (a generic
+p reading the unset n inside its dispatch: ``cost.model.consumer_pairs``), once per user of p's
+class when p is exclusive (it runs in each dispatch it is cloned into, with its unset).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ __all__ = [
     "objective_weights",
     "once_charges",
     "once_seconds",
+    "pair_charges",
     "violated",
     "violated_conflicts",
 ]
@@ -72,11 +77,18 @@ class CostTable(dict):
         exclusive: frozenset[str] = frozenset(),
         conflicts: tuple[tuple[str, ...], ...] = (),
         once: tuple[tuple[float, frozenset[str]], ...] = (),
+        pairs: tuple[tuple[float, str, str], ...] = (),
     ):
         super().__init__(costs or {})
         self.exclusive = exclusive
         self.conflicts = conflicts
         self.once = once
+        self.pairs = pairs
+
+
+def pair_charges(costs: object) -> tuple[tuple[float, str, str], ...]:
+    """The ``pairs`` charges of ``costs`` with a positive price (none for a plain mapping)."""
+    return tuple(t for t in getattr(costs, "pairs", ()) if t[0] > 0)
 
 
 def once_charges(costs: object) -> tuple[tuple[float, frozenset[str]], ...]:

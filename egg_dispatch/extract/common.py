@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, once_seconds
+from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, once_seconds, pair_charges
 from egg_dispatch.egraph.data import EGraphData
 
 __all__ = [
@@ -119,11 +119,21 @@ def _totals(
     run, load = plan_contexts(g, choice)
     exclusive = getattr(costs, "exclusive", frozenset())
     uses = _uses(g, choice, run) if exclusive else {}
+    pairs = [
+        s * (uses.get(g.nodes[p].eclass, 1) if p in exclusive else 1)
+        for s, p, n in pair_charges(costs)
+        if p in run and n in run
+    ]
     run_s = math.fsum(
-        costs.get(n, _ZERO).run_seconds * uses.get(g.nodes[n].eclass, 1)
-        if n in exclusive
-        else costs.get(n, _ZERO).run_seconds
-        for n in run
+        [
+            *(
+                costs.get(n, _ZERO).run_seconds * uses.get(g.nodes[n].eclass, 1)
+                if n in exclusive
+                else costs.get(n, _ZERO).run_seconds
+                for n in run
+            ),
+            *pairs,
+        ]
     ) + once_seconds(costs, run)
     mem = math.fsum(costs.get(n, _ZERO).memory_bytes for n in run | load)
     load_s = math.fsum(costs.get(n, _ZERO).load_seconds for n in load)
@@ -147,7 +157,8 @@ def plan_objective(g: EGraphData, choice: Mapping[str, str], costs: Mapping[str,
     Σ run_seconds over the chosen nodes needed at run time + λ·Σ memory_bytes over every chosen
     node, each node once however many parents share it -- except ``costs.exclusive`` nodes, whose
     run_seconds count once per chosen node using them -- plus each ``costs.once`` charge some
-    run-time node of the plan is in. Nodes missing from ``costs`` cost nothing.
+    run-time node of the plan is in, and each ``costs.pairs`` charge both of whose nodes it runs.
+    Nodes missing from ``costs`` cost nothing.
     """
     return _totals(g, choice, costs, lam)[0]
 

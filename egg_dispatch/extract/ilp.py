@@ -12,7 +12,9 @@ Model (egglog-notes.md §7, extended with the run/load contexts of ``cost/table.
   they get no r, and their nodes pay run time on x. (An assignment form, Σ_n z_n = r_c with
   z_n ≤ x_n, has a tighter LP but solved the 5k benchmark more slowly.)
 * a ``once`` charge (``cost/table.py``) is a column z ∈ [0, 1] carrying its seconds, with
-  z ≥ x_n (or z ≥ x_n + r_c − 1 below a ``ConstEval``) for each of its nodes n.
+  z ≥ x_n (or z ≥ x_n + r_c − 1 below a ``ConstEval``) for each of its nodes n; a ``pairs`` charge
+  (p, n) a column v ≥ x_p + x_n − 1 (one per user u of p's class, v ≥ x_u + x_p + x_n − 2, when p is
+  exclusive).
 * acyclicity: a level l_c ∈ [0, M−1] only for classes inside a non-trivial SCC of the class graph
   (networkx), with l_c − l_d + M·x_n ≤ M − 1 for edges inside it, M = the SCC's size. Acyclic
   graphs (every real one so far) need no ordering at all (egglog-notes.md §4.4, lesson 2).
@@ -42,7 +44,14 @@ import highspy
 import networkx as nx
 import numpy as np
 
-from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, once_charges, violated, violated_conflicts
+from egg_dispatch.cost.table import (
+    LOAD_BOUNDARY_OPS,
+    NodeCost,
+    once_charges,
+    pair_charges,
+    violated,
+    violated_conflicts,
+)
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.extract.common import _ZERO, ExtractionResult, _result, check_costs, plan_contexts
 from egg_dispatch.extract.greedy import greedy_dag
@@ -299,6 +308,24 @@ def solve_ilp(
                 m.row([(cols[("x", n)], 1.0), (z, -1.0)], -math.inf, 0.0)
             else:  # at run time when chosen in a run context: x + r - 1 <= z
                 m.row([(cols[("x", n)], 1.0), (rc, 1.0), (z, -1.0)], -math.inf, 1.0)
+    products: list[tuple[int, tuple[str, ...]]] = []  # (column, nodes): 1 when all of them are chosen
+    pairs = pair_charges(costs)
+    if pairs:
+        users_of: dict[str, set[str]] = {}
+        for c in p.classes:
+            for n in p.nodes[c]:
+                if g.nodes[n].op not in LOAD_BOUNDARY_OPS:
+                    for d in set(p.kids[n]):
+                        users_of.setdefault(d, set()).add(n)
+        for seconds, gen, unset in pairs:  # both chosen: v >= x_gen + x_unset - 1 (per user if exclusive)
+            if ("x", gen) not in cols or ("x", unset) not in cols or g.nodes[gen].eclass in below:
+                continue  # pruned, or at load time (not charged here; the plan is re-priced exactly)
+            groups = [(u,) for u in sorted(users_of.get(g.nodes[gen].eclass, ()))] if gen in exclusive else [()]
+            for extra in groups:
+                nodes = (*extra, gen, unset)
+                v = m.col(seconds / scale, 0.0, 1.0, False)
+                m.row([*((cols[("x", n)], 1.0) for n in nodes), (v, -1.0)], -math.inf, float(len(nodes) - 1))
+                products.append((v, nodes))
     for conflict in conflicts:  # combinations IREE's codegen rejects: not all of one
         if all(n in kept for n in conflict):  # (a pruned node is in no plan the model can return)
             m.row([(cols[("x", n)], 1.0) for n in dict.fromkeys(conflict)], -math.inf, float(len(set(conflict)) - 1))
@@ -329,6 +356,9 @@ def solve_ilp(
             raise ValueError(f"HiGHS rejected option {name}={value!r}")
     h.passModel(m.lp())
     warm = _warm_values(g, p, mapped, cols, len(m.cost), big, charges)
+    chosen_warm = set(mapped.values())
+    for col, nodes in products:
+        warm[col] = 1.0 if all(n in chosen_warm for n in nodes) else 0.0
     solution = highspy.HighsSolution()
     solution.col_value = warm
     solution.value_valid = True

@@ -2,7 +2,8 @@
 
 Micro-programs (``measure.micro``) cover what the cost model prices: data-tiled contractions with
 their operands pre-packed (over a grid of M, N, K, per element-type triple), the same with the unpack
-or one operand's pack inside the contraction's dispatch, plain (non-data-tiled) contractions, encode
+or one operand's pack inside the contraction's dispatch, the unpack followed by a bias + ReLU in that
+dispatch (``consumer_after_unpack``: the extra over the unpack alone), plain (non-data-tiled) contractions, encode
 and decode dispatches, elementwise and reduction generics, and chains and fans of almost empty
 dispatches for the per-call overheads. Each is emitted in IREE's post-dispatch-creation form (``emit.iree``, so the
 dispatch boundaries are ours), compiled with ``iree-compile`` for the target's CPU (the flags ``bench``
@@ -210,7 +211,7 @@ def unique_encode_groups(
             names.add(f"{m}x{k}x{lhs_t}")
         if kind not in ("matmul", "mmt4d+pack_rhs"):
             names.add(f"{n}x{k}x{rhs_t}")
-        if kind not in ("matmul", "mmt4d+unpack"):
+        if kind not in ("matmul", "mmt4d+unpack", "mmt4d+unpack+bias"):
             names.add(f"{m}x{n}x{acc_t}")
         for used, members in groups:
             if not used & names:
@@ -257,6 +258,7 @@ def _programs(plan: Plan, target: Target) -> list[MicroProgram]:
     if not target.encoding_resolver:  # IREE without data tiling: plain contractions, generics, overheads
         return out + _generic_programs(plan) + _overhead_programs(plan)
     add("unpack_f32", "mmt4d+unpack", f32, plan.contraction_shapes)
+    add("consumer_f32", "mmt4d+unpack+bias", f32, plan.contraction_shapes)
     lhs_ok = [s for s in plan.in_dispatch_shapes if _fused_ok(target, f32, s, 0)]
     rhs_ok = [s for s in plan.in_dispatch_shapes if _fused_ok(target, f32, s, 1)]
     if lhs_ok or rhs_ok:
@@ -394,12 +396,13 @@ def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str
         res[f"{kind}.{types}"] = r
         return _to_fit(coef, r, pts)
 
-    def traffic_fit(key: str, rows: list[tuple[float, float, float, float]]) -> Fit:
+    def traffic_fit(key: str, rows: list[tuple[float, float, float, float]], delta: bool = False) -> Fit:
         """(elements, bytes, seconds, scale) rows: ``seconds = fixed + elements / rate + bytes / gbps``;
-        packs of narrow types cost per element more than per byte (i8: a third of f32's GB/s)."""
+        packs of narrow types cost per element more than per byte (i8: a third of f32's GB/s). A
+        ``delta`` (an ``_in_dispatch`` key too) is a difference of two times, fitted relative to scale."""
         if not rows:
             return Fit()
-        relative_to = [sc for *_, sc in rows] if key.endswith("_in_dispatch") else None
+        relative_to = [sc for *_, sc in rows] if delta or key.endswith("_in_dispatch") else None
         coef, r = fit_linear([(1.0, e, b) for e, b, _, _ in rows], [t for _, _, t, _ in rows], relative_to)
         res[key] = r
         pts = sorted((e, t) for e, _, t, _ in rows if t > 0)
@@ -435,6 +438,13 @@ def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str
                 logical, packed = _layout_bytes(target, ts, sz, operand)
                 elements = logical // _BYTES[ts.split(",")[operand]]
                 rows.append((float(elements), float(logical + packed), t - base[(sz, ts)], base[(sz, ts)]))
+    # a bias add after the unpack in the contraction's dispatch, against the same dispatch without it
+    with_unpack = {(sz, ts): t for sz, ts, t in s.get("mmt4d+unpack", [])}
+    delta_consumer = [
+        (float(sz[0] * sz[1]), 0.0, t - with_unpack[(sz, ts)], with_unpack[(sz, ts)])
+        for sz, ts, t in s.get("mmt4d+unpack+bias", [])
+        if (sz, ts) in with_unpack
+    ]
 
     def generic_fit(kind: str) -> Fit:
         rows = s.get(kind, [])
@@ -469,6 +479,7 @@ def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str
         pack_in_dispatch=traffic_fit("pack_in_dispatch", delta_pack),
         unpack=traffic_fit("unpack", unpack_rows),
         unpack_in_dispatch=traffic_fit("unpack_in_dispatch", delta_unpack),
+        consumer_after_unpack=traffic_fit("consumer_after_unpack", delta_consumer, delta=True),
         elementwise=generic_fit("elementwise"),
         reduction=generic_fit("reduction"),
         pack_by=pack_by,

@@ -83,6 +83,8 @@ def contractions(
     * ``mmt4d``: operands encoded by dispatches of their own (``pack`` cases), the contraction in a
       dispatch that stores the encoded result, decoded by a dispatch of its own (``unpack`` cases);
     * ``mmt4d+unpack``: the same with the decode in the contraction's dispatch;
+    * ``mmt4d+unpack+bias``: that, and a bias add (a broadcast [N] argument) plus ReLU on the decoded
+      result, in the same dispatch (the form IREE's plan avoids by adding the bias on the tiles);
     * ``mmt4d+pack_lhs`` / ``mmt4d+pack_rhs``: one operand packed inside the contraction's dispatch;
     * ``matmul``: no encodings at all (plain codegen).
     """
@@ -132,9 +134,23 @@ def contractions(
             f"outs(%f{c} : {ot}) -> {ot}",
         ]
         out_v, out_t = f"%m{c}", ot
-        if kind == "mmt4d+unpack":
+        if kind in ("mmt4d+unpack", "mmt4d+unpack+bias"):
             inner.append(f"%u{c} = iree_encoding.unset_encoding %m{c} : {ot} -> {_t((m, n), acc_t)}")
             out_v, out_t = f"%u{c}", _t((m, n), acc_t)
+        if kind == "mmt4d+unpack+bias":
+            args.append(f"%bias{c}: {_t((n,), acc_t)}")
+            prog.inputs.append(_array((n,), acc_t, rng))
+            rt2 = _t((m, n), acc_t)
+            inner += [
+                f"%be{c}_o = tensor.empty() : {rt2}",
+                f"%g{c} = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, "
+                f"affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], "
+                f'iterator_types = ["parallel", "parallel"]}} ins(%u{c}, %bias{c} : {rt2}, {_t((n,), acc_t)}) '
+                f"outs(%be{c}_o : {rt2}) {{\n      ^bb0(%i: {acc_t}, %j: {acc_t}, %o: {acc_t}):\n"
+                f"        %s = arith.addf %i, %j : {acc_t}\n        %q = arith.maximumf %s, %z{c} : {acc_t}\n"
+                f"        linalg.yield %q : {acc_t}\n      }} -> {rt2}",
+            ]
+            out_v = f"%g{c}"
         inner.append(f"flow.return {out_v} : {out_t}")
         body.append(f"%r{c} = flow.dispatch.region -> ({out_t}) {{\n      " + "\n      ".join(inner) + "\n    }")
         measured = {"mmt4d": "mmt4d", "matmul": "matmul"}.get(kind, kind)
@@ -142,7 +158,7 @@ def contractions(
         wg += 1
         prog.dispatch_count += 1
         prog.transient_bytes += m * n * _BYTES[acc_t]
-        if not plain and kind != "mmt4d+unpack":
+        if not plain and kind not in ("mmt4d+unpack", "mmt4d+unpack+bias"):
             body.append(f"%d{c} = iree_encoding.unset_encoding %r{c} : {ot} -> {_t((m, n), acc_t)}")
             prog.cases.append(Case("unpack", types, (m, n, k), encode=_encode_name((m, n), acc_t), operand=2))
             prog.dispatch_count += 1

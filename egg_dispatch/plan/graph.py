@@ -22,6 +22,7 @@ from egg_dispatch.cost.model import (
     _Facts,
     alloc_seconds,
     call_seconds,
+    consumer_pairs,
     exclusive_nodes,
     is_reshape,
     launch_seconds,
@@ -126,9 +127,15 @@ def build_plan(
             return f"{node.op.lower()}{'' if node.op == 'Arg' else ':'}{g.leaf_value(node.children[0])}"
         return {"Dispatch": f"dispatch:{c}", "ConstEval": f"global:{c}"}.get(node.op, "")
 
+    pairs = {(gen, unset): sec for sec, gen, unset in consumer_pairs(g, imported, target, facts)}
+
     def op_time(c: str) -> float:
         node = g.nodes[choice[c]]
-        return node_seconds(g, c, node.op, node.children, facts, imported, target, measured)
+        seconds = node_seconds(g, c, node.op, node.children, facts, imported, target, measured)
+        if pairs and node.op == "Generic":  # reading an unset in its dispatch (cost.model.consumer_pairs)
+            ins = dict.fromkeys(k for k, _ in _list_classes_chosen(g, choice, node.children[1]))
+            seconds += sum(pairs.get((node.id, choice[k]), 0.0) for k in ins)
+        return seconds
 
     def fuse(
         c: str, at_load: bool, into: DispatchInfo | None, boundary_reads: list[tuple[str, int]], user: str

@@ -12,6 +12,10 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
 * ``pack_in_dispatch``: the *extra* time a pack costs when it runs inside the contraction's dispatch
   (IREE re-packs the operand on every call there; measured against the pre-packed contraction);
 * ``unpack_in_dispatch``: the same for the unpack of the result inside the contraction's dispatch;
+* ``consumer_after_unpack``: the *extra* time an elementwise generic (a bias add) costs when it reads
+  the unpacked result inside the contraction's dispatch, per element of its result (measured against
+  the contraction with the unpack alone). The same generic on the encoded accumulator before the unset
+  (``rules/sink_unset.egg``) is an elementwise generic on the tiles and pays no such extra;
 * ``elementwise``, ``reduction``: a generic, on element-ops (elements x body ops) and bytes;
 * ``launch_us``: per dispatch, on top of its kernel (host-side scheduling in the command buffer);
 * ``alloc_gbps``: the buffer a dispatch writes is allocated (and first touched) on every call: its
@@ -89,6 +93,7 @@ class KernelCosts:
     pack_in_dispatch: Fit = Fit()
     unpack: Fit = Fit()
     unpack_in_dispatch: Fit = Fit()
+    consumer_after_unpack: Fit = Fit()
     elementwise: Fit = Fit()
     reduction: Fit = Fit()
     pack_by: Mapping[str, Fit] = field(default_factory=dict)
@@ -118,7 +123,15 @@ ROLES = {0: "lhs", 1: "rhs", 2: "acc"}
 
 _SCALARS = ("launch_us", "call_us", "alloc_gbps", "output_us", "transient_us")
 _FIT_KEYS = {"fixed_us", "rate_g", "gbps", "points", "residual"}
-_SINGLE = ("pack", "pack_in_dispatch", "unpack", "unpack_in_dispatch", "elementwise", "reduction")
+_SINGLE = (
+    "pack",
+    "pack_in_dispatch",
+    "unpack",
+    "unpack_in_dispatch",
+    "consumer_after_unpack",
+    "elementwise",
+    "reduction",
+)
 
 
 def _fit(data: Any, where: str, fail: Any) -> Fit:
