@@ -427,3 +427,20 @@ def test_pack_fits_per_operand_and_element_recover_their_own_rates(tmp_path: Pat
     out = tmp_path / "refit.json"
     assert main(["calibrate", "--refit", str(samples), "-o", str(out)]) == 0
     assert load_target(str(out)).kernels.traffic("pack", 0, "f32") == kernels.traffic("pack", 0, "f32")  # type: ignore[union-attr]
+
+
+def test_tune_keeps_iree_own_plan_when_the_win_is_inside_its_rounds_spread() -> None:
+    from egg_dispatch.measure.tune import TuneCandidate, TuneReport, _choose
+
+    def report(ours: list[float], iree: list[float]) -> TuneReport:
+        cands = [TuneCandidate("IREE", True, 1e-6, measured=iree), TuneCandidate("ours", False, 1e-6, measured=ours)]
+        r = TuneReport("f", "t", cands, len(iree), True)
+        _choose(r, cands)
+        return r
+
+    # faster in every round by 5%, IREE's rounds scatter 2%: ours
+    assert report([0.95, 0.951, 0.949], [1.0, 1.01, 0.99]).winner.label == "ours"  # type: ignore[union-attr]
+    # faster in every round by 1%, IREE's rounds scatter 4%: a win inside the noise, IREE's plan
+    r = report([0.99, 0.991, 0.989], [1.0, 1.02, 0.98])
+    assert r.winner.label == "IREE"  # type: ignore[union-attr]
+    assert any("inside the spread of IREE's own rounds" in n for n in r.notes)

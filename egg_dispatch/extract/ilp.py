@@ -278,13 +278,15 @@ def solve_ilp(
                     m.row([(cols[("l", c)], 1.0), (cols[("l", d)], -1.0), (x, big_m)], -math.inf, big_m - 1)
             if ("y", n) in cols and rc is not None:
                 m.row([(x, 1.0), (rc, 1.0), (cols[("y", n)], -1.0)], -math.inf, 1.0)
-    if exclusive:
-        users: dict[str, set[str]] = {}
+    pairs = pair_charges(costs)
+    users: dict[str, set[str]] = {}  # class -> the run-time nodes that use it (per-use charges)
+    if exclusive or pairs:
         for c in p.classes:
             for n in p.nodes[c]:
                 if g.nodes[n].op not in LOAD_BOUNDARY_OPS:
                     for d in set(p.kids[n]):
                         users.setdefault(d, set()).add(n)
+    if exclusive:
         for c in p.classes:
             if c in below:
                 continue
@@ -309,18 +311,11 @@ def solve_ilp(
             else:  # at run time when chosen in a run context: x + r - 1 <= z
                 m.row([(cols[("x", n)], 1.0), (rc, 1.0), (z, -1.0)], -math.inf, 1.0)
     products: list[tuple[int, tuple[str, ...]]] = []  # (column, nodes): 1 when all of them are chosen
-    pairs = pair_charges(costs)
     if pairs:
-        users_of: dict[str, set[str]] = {}
-        for c in p.classes:
-            for n in p.nodes[c]:
-                if g.nodes[n].op not in LOAD_BOUNDARY_OPS:
-                    for d in set(p.kids[n]):
-                        users_of.setdefault(d, set()).add(n)
         for seconds, gen, unset in pairs:  # both chosen: v >= x_gen + x_unset - 1 (per user if exclusive)
             if ("x", gen) not in cols or ("x", unset) not in cols or g.nodes[gen].eclass in below:
                 continue  # pruned, or at load time (not charged here; the plan is re-priced exactly)
-            groups = [(u,) for u in sorted(users_of.get(g.nodes[gen].eclass, ()))] if gen in exclusive else [()]
+            groups = [(u,) for u in sorted(users.get(g.nodes[gen].eclass, ()))] if gen in exclusive else [()]
             for extra in groups:
                 nodes = (*extra, gen, unset)
                 v = m.col(seconds / scale, 0.0, 1.0, False)
