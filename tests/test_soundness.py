@@ -32,6 +32,7 @@ from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.result.report import sunk, untiled
 from egg_dispatch.start.initial_plan import initial_plan
 from egg_dispatch.target.profile import load_target
+from tests.test_sink_unset import sink_variants
 
 TARGETS = [load_target("x86_64-avx2"), load_target("x86_64-avx512")]
 PLANS_PER_TARGET = 6
@@ -142,23 +143,6 @@ def untile_variants(g: EGraphData) -> Iterator[EGraphData]:
         for c in chosen:
             for nid in g.classes[c]:
                 if nodes[nid].op != "Contract":
-                    nodes[nid] = dataclasses.replace(nodes[nid], subsumed=True)
-        yield dataclasses.replace(g, nodes=nodes)
-
-
-def sink_variants(g: EGraphData) -> Iterator[EGraphData]:
-    """``g`` with sink_unset's form (the generic on the encoded accumulator, then its unset_encoding or
-    unpack) the only choice of its class: in every such class, then in the first one alone."""
-
-    def on_encoded(n) -> bool:
-        return n.op in ("UnsetEncoding", "Unpack") and any(m.op == "Generic" for m in g.choices(n.children[0]))
-
-    sites = [c for c in g.classes if g.is_term_class(c) and any(on_encoded(n) for n in g.choices(c))]
-    for chosen in [sites] + ([sites[:1]] if len(sites) > 1 else []) if sites else []:
-        nodes = dict(g.nodes)
-        for c in chosen:
-            for nid in g.classes[c]:
-                if not on_encoded(nodes[nid]):
                     nodes[nid] = dataclasses.replace(nodes[nid], subsumed=True)
         yield dataclasses.replace(g, nodes=nodes)
 
