@@ -42,7 +42,7 @@ from egg_dispatch.egraph.facts import fused_footprint_legal
 from egg_dispatch.emit.iree.module import emit_iree, iree_cpu
 from egg_dispatch.iree.profiling import DispatchTimes, profile_module
 from egg_dispatch.iree.tools import compile_module
-from egg_dispatch.measure.micro import Case, MicroProgram, chain, contractions, fan, generics
+from egg_dispatch.measure.micro import UNPACK_IN_DISPATCH, Case, MicroProgram, chain, contractions, fan, generics
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.target.host import host_cpu
 from egg_dispatch.target.kernels import ROLES, Fit, KernelCosts, kernels_to_dict
@@ -211,7 +211,7 @@ def unique_encode_groups(
             names.add(f"{m}x{k}x{lhs_t}")
         if kind not in ("matmul", "mmt4d+pack_rhs"):
             names.add(f"{n}x{k}x{rhs_t}")
-        if kind not in ("matmul", "mmt4d+unpack", "mmt4d+unpack+bias"):
+        if kind != "matmul" and kind not in UNPACK_IN_DISPATCH:
             names.add(f"{m}x{n}x{acc_t}")
         for used, members in groups:
             if not used & names:

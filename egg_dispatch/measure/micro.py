@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Case", "MicroProgram", "chain", "contractions", "fan", "generics"]
+__all__ = ["UNPACK_IN_DISPATCH", "Case", "MicroProgram", "chain", "contractions", "fan", "generics"]
+
+UNPACK_IN_DISPATCH = ("mmt4d+unpack", "mmt4d+unpack+bias")
+"""Contraction kinds whose result is decoded inside the contraction's dispatch (no decode dispatch)."""
 
 MAPS = (
     "#map = affine_map<(d0, d1, d2) -> (d0, d2)>\n"
@@ -134,7 +137,7 @@ def contractions(
             f"outs(%f{c} : {ot}) -> {ot}",
         ]
         out_v, out_t = f"%m{c}", ot
-        if kind in ("mmt4d+unpack", "mmt4d+unpack+bias"):
+        if kind in UNPACK_IN_DISPATCH:
             inner.append(f"%u{c} = iree_encoding.unset_encoding %m{c} : {ot} -> {_t((m, n), acc_t)}")
             out_v, out_t = f"%u{c}", _t((m, n), acc_t)
         if kind == "mmt4d+unpack+bias":
@@ -158,7 +161,7 @@ def contractions(
         wg += 1
         prog.dispatch_count += 1
         prog.transient_bytes += m * n * _BYTES[acc_t]
-        if not plain and kind not in ("mmt4d+unpack", "mmt4d+unpack+bias"):
+        if not plain and kind not in UNPACK_IN_DISPATCH:
             body.append(f"%d{c} = iree_encoding.unset_encoding %r{c} : {ot} -> {_t((m, n), acc_t)}")
             prog.cases.append(Case("unpack", types, (m, n, k), encode=_encode_name((m, n), acc_t), operand=2))
             prog.dispatch_count += 1
