@@ -197,8 +197,7 @@ def explore_choice(report: TuneReport) -> TuneCandidate | None:
     best, iree = report.model_best, report.iree
     if best is None or best.predicted_seconds is None:
         return best
-    priced_iree = iree is not None and not any("not costed" in n for n in report.notes)
-    if priced_iree and decide(best.predicted_seconds, iree.predicted_seconds).keep_iree:  # type: ignore[union-attr]
+    if report.iree_from_own_plan and decide(best.predicted_seconds, iree.predicted_seconds).keep_iree:  # type: ignore[union-attr]
         return iree
     return best
 

@@ -106,6 +106,8 @@ class TuneReport:
     cache_records: int = 0
     """Node times recorded in the measurement cache by this run."""
     exploration: Exploration | None = None
+    iree_from_own_plan: bool = False
+    """IREE's prediction is its own plan costed by our model (not our model of its passes)."""
     stopped: str = ""
     """Why timing stopped before ``repeats`` rounds (empty: it did not)."""
 
@@ -213,9 +215,11 @@ def _tolerance(ex: Exploration) -> float:
     return 1e-2 if ("f16" in text or "bf16" in text) else 1e-5
 
 
-def _iree_prediction(ex: Exploration, source: str | Path, target: Target, notes: list[str]) -> float | None:
+def _iree_prediction(
+    ex: Exploration, source: str | Path, target: Target, notes: list[str]
+) -> tuple[float | None, bool]:
     """Our model's time for IREE's own plan: the plan IREE printed (from the start-state run, else a
-    dispatch-creation compile), costed; our model of IREE's passes when that fails."""
+    dispatch-creation compile), costed; our model of IREE's passes when that fails (then True)."""
     text = ex.input.iree_plan if ex.input is not None and ex.input.iree_plan else None
     try:
         plan = iree_plan(text if text is not None else source, target, ex.imported.function)
@@ -224,12 +228,12 @@ def _iree_prediction(ex: Exploration, source: str | Path, target: Target, notes:
     else:
         why = plan.error or ""
     if plan is not None and plan.candidate is not None:
-        return plan.metrics.run_seconds
+        return plan.metrics.run_seconds, False
     if ex.baseline is not None:
         notes.append(f"IREE's plan is predicted by our model of its passes (its own plan not costed: {why})")
-        return ex.baseline.metrics.run_seconds
+        return ex.baseline.metrics.run_seconds, True
     notes.append(f"our model did not cost IREE's own plan: {why}")
-    return None
+    return None, False
 
 
 def tune(
@@ -276,9 +280,13 @@ def tune(
         tc = TuneCandidate(label, False, c.metrics.run_seconds, c, text)
         by_text[text] = tc
         cands.append(tc)
-    iree = TuneCandidate("IREE 3.13 (own plan)", True, _iree_prediction(ex, source, tgt, notes))
+    predicted, modelled = _iree_prediction(ex, source, tgt, notes)
+    iree = TuneCandidate("IREE 3.13 (own plan)", True, predicted)
     cands.insert(0, iree)
-    report = TuneReport(fname, tgt.name, cands, repeats, True, notes=notes, exploration=ex, tolerance=_tolerance(ex))
+    report = TuneReport(
+        fname, tgt.name, cands, repeats, True, notes=notes, exploration=ex, tolerance=_tolerance(ex),
+        iree_from_own_plan=predicted is not None and not modelled,
+    )  # fmt: skip
 
     def build(tc: TuneCandidate) -> None:
         try:
