@@ -14,7 +14,10 @@ tiled layout, for a plain matmul otherwise):
   ``ELEMENTWISE_FLOPS_PER_ELEMENT``·stored elements per body op at the plain-matmul peak (a generic on
   encoded operands, ``rules/sink_unset.egg``, runs on the padded tiles);
   attention: 4·B·M·K2·(K1 + N) flops;
-* a dispatch (``Dispatch``): launch overhead; its result buffer is transient memory;
+* a dispatch (``Dispatch``): launch overhead; its result buffer is transient memory; a dispatch
+  of nothing but a slice (``flow.tensor.slice`` between dispatches, or a slice hoisted out of its
+  consumer) is a copy of the slice's bytes, in and out: IREE runs it as a copy command or a copy
+  dispatch (a 2.36 MB row slice of an argument cost 250 µs per call on the Xeon), never as a view;
 * a global (``ConstEval``): no run time; its stored bytes are persistent memory, and what it
   computes is load-time work (reported, not optimized);
 * a constant: its bytes are persistent memory (IREE's DispatchCreation path keeps the original
@@ -27,12 +30,14 @@ tiled layout, for a plain matmul otherwise):
 With a calibrated profile (``target.kernels``, written by ``egg-dispatch calibrate``) the measured
 fits replace those formulas: a data-tiled or plain contraction, a pack or unpack in a dispatch of its
 own or inside the contraction's dispatch (priced on the contraction node, whose operands say which),
-an elementwise or a reduction generic; a dispatch costs its measured launch plus the allocation of the
-buffer it writes, and a call its fixed overhead plus one per result (on the root). A plan with any
-transient buffer (a run-time dispatch whose result is not a function result) pays the measured
-transient step once per call: a ``once`` charge over ``transient_dispatches`` (``cost/table.py``). An
-elementwise generic that reads an ``unset_encoding`` in its dispatch pays the measured
-``consumer_after_unpack`` extra when both are chosen: a ``pairs`` charge (``consumer_pairs``).
+an elementwise or a reduction generic, a slice copy; every kernel's bytes beyond the fitted cache
+size cost the measured streaming rate on top (``KernelCosts.spill_seconds``); a dispatch costs its
+measured launch plus the allocation of the buffer it writes, and a call its fixed overhead plus one
+per result (on the root). A plan with any transient buffer (a run-time dispatch whose result is not a
+function result) pays the measured transient step once per call: a ``once`` charge over
+``transient_dispatches`` (``cost/table.py``). An elementwise generic that reads an ``unset_encoding``
+in its dispatch pays the measured ``consumer_after_unpack`` extra when both are chosen: a ``pairs``
+charge (``consumer_pairs``).
 
 objective = run time + λ · (persistent + transient bytes).
 """
@@ -60,6 +65,7 @@ __all__ = [
     "alloc_seconds",
     "call_seconds",
     "consumer_pairs",
+    "contraction_rows",
     "contraction_sizes",
     "cost_table",
     "default_lambda",
@@ -70,6 +76,7 @@ __all__ = [
     "op_seconds",
     "output_classes",
     "output_seconds",
+    "slice_copy_seconds",
     "transient_dispatches",
     "transient_seconds",
 ]
@@ -174,6 +181,18 @@ def contraction_sizes(kind: str, operands: Sequence[TensorInfo]) -> tuple[int, i
     return 2 * math.prod(loops.values()), len(loops)
 
 
+def contraction_rows(kind: str, operands: Sequence[TensorInfo]) -> int:
+    """M of a contraction (``contract:<maps>`` or ``mmt4d`` on packed operands): the logical size of the
+    loops the LHS and the result share and the RHS does not."""
+    lhs = operands[0].shape
+    if kind == "mmt4d":  # [M1, K1, M0, K0], batch_mmt4d [B, M1, K1, M0, K0]
+        return lhs[0] * lhs[2] if len(lhs) == 4 else lhs[1] * lhs[3] if len(lhs) == 5 else 0
+    maps = parse_maps(kind[len("contract:") :])
+    if len(maps) < 3 or len(maps[0]) != len(lhs):
+        return 0
+    return math.prod(lhs[maps[0].index(d)] for d in maps[2] if d in maps[0] and d not in maps[1])
+
+
 def launch_seconds(target: Target) -> float:
     """Per-dispatch overhead on top of its kernel: measured when the profile is calibrated."""
     return (target.kernels.launch_us if target.kernels else target.dispatch_overhead_us) * 1e-6
@@ -192,6 +211,16 @@ def output_seconds(target: Target) -> float:
 def transient_seconds(target: Target) -> float:
     """Once per call when the plan has a transient buffer (``KernelCosts.transient_us``): measured, else 0."""
     return target.kernels.transient_us * 1e-6 if target.kernels else 0.0
+
+
+def slice_copy_seconds(g: EGraphData, c: str, facts: _Facts, target: Target) -> float:
+    """The copy a dispatch of class ``c`` is when ``c`` is nothing but a slice (every node of it a
+    ``Slice`` or ``EncodedSlice``): its result's bytes read and written; 0 for any other dispatch."""
+    nodes = g.choices(c)
+    if not nodes or any(n.op not in ("Slice", "EncodedSlice") for n in nodes):
+        return 0.0
+    out = facts.info(c)
+    return op_seconds("copy", [out], out, target)
 
 
 def alloc_seconds(target: Target, nbytes: float) -> float:
@@ -254,25 +283,28 @@ def _measured_seconds(
     if kind.startswith("contract:") or kind == "mmt4d":
         encoded = all(o.layout is not None for o in operands)
         flops = _mmt4d_flops(operands) if kind == "mmt4d" else contraction_sizes(kind[len("contract:") :], operands)[0]
-        fit = k.contraction(",".join([o.element for o in operands[:2]] + [result.element]), encoded)
+        m = contraction_rows(kind, operands)
+        fit = k.contraction(",".join([o.element for o in operands[:2]] + [result.element]), encoded, m)
         if fit is not None:
-            return fit.seconds(flops, moved)
+            return k.fitted_seconds(fit, flops, moved)
     if kind == "pack":  # fitted on elements and logical + packed bytes, per operand and element type
         src = operands[0]
-        return k.traffic("pack", operand, src.element).seconds(src.numel, src.logical_bytes + result.stored_bytes)
+        nbytes = src.logical_bytes + result.stored_bytes
+        return k.fitted_seconds(k.traffic("pack", operand, src.element), src.numel, nbytes)
     if kind == "unpack":
         src = operands[0]
-        return k.traffic("unpack", operand, result.element).seconds(
-            result.numel, src.stored_bytes + result.logical_bytes
-        )
+        nbytes = src.stored_bytes + result.logical_bytes
+        return k.fitted_seconds(k.traffic("unpack", operand, result.element), result.numel, nbytes)
     if kind == "fill":
         return 0.0  # the accumulator's fill runs inside the measured contraction kernel
     if kind == "generic":
         domain = max([o.stored_numel for o in operands] + [result.stored_numel])
         fit = k.reduction if reduction else k.elementwise
-        return fit.seconds(domain * (1 if reduction else body_ops), moved)
+        return k.fitted_seconds(fit, domain * (1 if reduction else body_ops), moved)
+    if kind == "copy" and (k.copy.rate_g > 0 or k.copy.gbps > 0 or k.copy.fixed_us > 0):
+        return k.fitted_seconds(k.copy, result.numel, moved)
     bw = target.memory_bandwidth_gbps * 1e9
-    return moved / bw  # copies, and a contraction on element types never measured
+    return moved / bw + k.spill_seconds(moved)  # copies, and a contraction on element types never measured
 
 
 def in_dispatch_pack_extra(target: Target, src: TensorInfo, packed: TensorInfo, operand: int | None) -> float:
@@ -583,7 +615,8 @@ def _node_cost(
     if op == "Dispatch" and is_reshape(g, imported, kids[0]):
         return NodeCost()  # a reshape between dispatches is metadata (flow.tensor.reshape), not a dispatch
     if op == "Dispatch":
-        return NodeCost(run_seconds=launch + alloc_seconds(target, out.stored_bytes), memory_bytes=out.stored_bytes)
+        seconds = launch + alloc_seconds(target, out.stored_bytes) + slice_copy_seconds(g, kids[0], facts, target)
+        return NodeCost(run_seconds=seconds, memory_bytes=out.stored_bytes)
     if op == "Results":
         return NodeCost(run_seconds=call_seconds(target) + output_seconds(target) * len(_list_classes(g, kids[0])))
     if op == "ConstEval":

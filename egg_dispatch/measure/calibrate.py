@@ -4,7 +4,8 @@ Micro-programs (``measure.micro``) cover what the cost model prices: data-tiled 
 their operands pre-packed (over a grid of M, N, K, per element-type triple), the same with the unpack
 or one operand's pack inside the contraction's dispatch, the unpack followed by a bias + ReLU in that
 dispatch (``consumer_after_unpack``: the extra over the unpack alone), plain (non-data-tiled) contractions, encode
-and decode dispatches, elementwise and reduction generics, and chains and fans of almost empty
+and decode dispatches, elementwise and reduction generics, slices copied between dispatches (against
+the same slice loaded in its consumer: whole-call times), and chains and fans of almost empty
 dispatches for the per-call overheads. Each is emitted in IREE's post-dispatch-creation form (``emit.iree``, so the
 dispatch boundaries are ours), compiled with ``iree-compile`` for the target's CPU (the flags ``bench``
 and ``tune`` use), and run by ``iree-benchmark-module`` on the single-threaded ``local-sync`` device
@@ -20,17 +21,25 @@ Per-call overheads are fitted on the whole-call times of chains (each dispatch r
 one result, and a transient buffer once there are two) and fans (independent dispatches, each a
 result: no transient) of almost empty dispatches: call = per-call + results x output + [any
 transient] x transient step + dispatches x launch + Σ kernels (on the programs with big kernels the
-difference is within their noise). The profile is written with provenance for every number (CPU,
-flags, IREE version, date, residual), atomically, so an interrupted run leaves the previous profile as it was.
+difference is within their noise). The memory hierarchy (``KernelCosts.cache_bytes``, ``dram_gbps``)
+is fitted last: for each candidate knee (powers of two from 256 KiB to 64 MiB, or none) every fit is
+made on the samples that move at most that many bytes, the bytes beyond it are priced by the median
+rate the larger traffic samples (packs, unpacks, generics, copies) show on top of their fit, and the
+knee with the least mean |log| error over all traffic samples wins. The profile is written with
+provenance for every number (CPU, flags, IREE version, date, residual), atomically, so an interrupted
+run leaves the previous profile as it was.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import json
 import math
+import operator
 import re
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -42,10 +51,19 @@ from egg_dispatch.egraph.facts import fused_footprint_legal
 from egg_dispatch.emit.iree.module import emit_iree, iree_cpu
 from egg_dispatch.iree.profiling import DispatchTimes, profile_module
 from egg_dispatch.iree.tools import compile_module
-from egg_dispatch.measure.micro import UNPACK_IN_DISPATCH, Case, MicroProgram, chain, contractions, fan, generics
+from egg_dispatch.measure.micro import (
+    UNPACK_IN_DISPATCH,
+    Case,
+    MicroProgram,
+    chain,
+    contractions,
+    fan,
+    generics,
+    slice_copy,
+)
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.target.host import host_cpu
-from egg_dispatch.target.kernels import ROLES, Fit, KernelCosts, kernels_to_dict
+from egg_dispatch.target.kernels import MATVEC, ROLES, Fit, KernelCosts, kernels_to_dict
 from egg_dispatch.target.layout import packed_nbytes, resolve_layout
 from egg_dispatch.target.profile import Target
 from egg_dispatch.util.files import atomic_write
@@ -83,6 +101,8 @@ class Plan:
     repeats: int
     min_time: float
     fans: tuple[int, ...] = ()
+    slice_shapes: tuple[tuple[int, int], ...] = ()
+    """[rows, cols] f32 slices copied between dispatches (``micro.slice_copy``)."""
 
 
 def plan_programs(quick: bool, target: Target) -> Plan:
@@ -93,11 +113,16 @@ def plan_programs(quick: bool, target: Target) -> Plan:
     # shape, so IREE's encode names tell them apart (``unique_encode_groups``).
     if quick:
         return Plan(types[:2], ((1, 64, 96), (16, 256, 384), (128, 512, 768)), ((8, 32, 48), (32, 64, 48)),
-                    ((16, 256), (256, 1024)), (1, 2, 16), 3, 0.05, fans=(4,))  # fmt: skip
+                    ((16, 256), (256, 1024)), (1, 2, 16), 3, 0.05, fans=(4,),
+                    slice_shapes=((64, 256), (768, 768)))  # fmt: skip
     grid = tuple((m, n, n + n // 2) for m in (1, 8, 32, 128, 512) for n in (64, 256, 1024))
+    # a transformer block's small projections: K of 32 and N of 32 or 96 (heads, MLP width), which the
+    # square-ish grid does not reach; plain matmuls there ran 1.6x faster than the grid's fit said
+    grid += ((16, 48, 32), (16, 96, 32), (16, 32, 96), (64, 128, 32), (64, 32, 128), (4, 64, 32))
     small = ((1, 32, 48), (4, 64, 32), (16, 64, 32), (16, 32, 64), (32, 48, 64), (8, 64, 48), (32, 64, 48))
     gen = ((1, 64), (8, 64), (1, 512), (16, 256), (4, 1024), (64, 1024), (256, 4096))
-    return Plan(types, grid, small, gen, (1, 2, 4, 16, 48), 3, 0.1, fans=(2, 8))
+    slices = ((16, 256), (64, 256), (64, 768), (128, 768), (256, 768), (768, 768), (1536, 768))
+    return Plan(types, grid, small, gen, (1, 2, 4, 16, 48), 3, 0.1, fans=(2, 8), slice_shapes=slices)
 
 
 @dataclass
@@ -287,7 +312,10 @@ def _generic_programs(plan: Plan) -> list[MicroProgram]:
 
 
 def _overhead_programs(plan: Plan) -> list[MicroProgram]:
-    return [chain(f"chain{n}", n) for n in plan.chains] + [fan(f"fan{n}", n) for n in plan.fans]
+    out = [chain(f"chain{n}", n) for n in plan.chains] + [fan(f"fan{n}", n) for n in plan.fans]
+    for r, c in plan.slice_shapes:
+        out += [slice_copy(f"slice_top_{r}x{c}", r, c, True), slice_copy(f"slice_in_{r}x{c}", r, c, False)]
+    return out
 
 
 def _fused_ok(target: Target, types: str, sizes: tuple[int, int, int], operand: int) -> bool:
@@ -351,7 +379,7 @@ def calibrate(
                 break
             times = profile_module(vmfb, prog.function, prog.inputs, min_time=plan.min_time)
             for i, case in enumerate(prog.cases):
-                s = _lookup(times, prog, case)
+                s = times.call_seconds if case.kind == "slice_copy" else _lookup(times, prog, case)
                 if s is not None:
                     raw.setdefault((prog.function, i), []).append(s)
             if times.call_seconds is not None:
@@ -377,14 +405,137 @@ def calibrate(
 
 
 def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str, float]]:
-    """Fit every kind measured in ``cal`` (see the module doc); returns the costs and residuals."""
+    """Fit every kind measured in ``cal`` (see the module doc); returns the costs and residuals.
+
+    The memory knee is chosen here: for each candidate (and for none) the fits are made on the samples
+    within it, the bytes beyond it priced from the larger traffic samples (``_with_spill``), and the
+    candidate whose mean |log(model / measured)| over every traffic sample is least wins. Then every fit
+    is made again on all its samples, each less what its bytes beyond the knee cost."""
+    best: tuple[float, KernelCosts, dict[str, float]] | None = None
+    for knee in (None, *KNEES):
+        kernels, res = _fit_within(cal, target, knee)
+        rows = _traffic_rows(cal, target)
+        if knee is not None:
+            spilled = _with_spill(kernels, knee, rows)
+            if spilled is None:
+                continue
+            kernels = spilled
+        err = _traffic_error(kernels, rows)
+        if best is None or err < best[0] - 1e-9:
+            best = (err, kernels, res)
+    assert best is not None
+    err, kernels, res = best
+    if kernels.dram_gbps > 0:  # every fit again on every sample, its bytes beyond the knee taken off
+        refit, res = _fit_within(cal, target, int(kernels.cache_bytes), kernels.dram_gbps)
+        kernels = dataclasses.replace(refit, cache_bytes=kernels.cache_bytes, dram_gbps=kernels.dram_gbps)
+        err = _traffic_error(kernels, _traffic_rows(cal, target))
+    res["memory"] = err
+    return kernels, res
+
+
+KNEES = tuple(1 << p for p in range(18, 27))
+"""Candidate cache sizes for the memory knee: 256 KiB to 64 MiB."""
+
+_Row = tuple[Callable[[KernelCosts], Fit], float, float, float]
+"""(which fit prices it, work, bytes, measured seconds): one traffic sample."""
+
+
+def _traffic_rows(cal: Calibration, target: Target) -> list[_Row]:
+    """Every sample of a kernel that mostly moves bytes: packs, unpacks, generics, slice copies."""
+    out: list[_Row] = []
+    for kind in ("pack", "unpack"):
+        for (m, n, k, operand), types, t in cal.samples.get(kind, []):
+            logical, packed = _layout_bytes(target, types, (m, n, k), operand)
+            element = types.split(",")[operand]
+            get = functools.partial(KernelCosts.traffic, kind=kind, operand=operand, element=element)
+            out.append((get, float(logical // _BYTES[element]), float(logical + packed), t))
+    for kind in ("elementwise", "reduction"):
+        for (r, n, ops), _, t in cal.samples.get(kind, []):
+            work = r * n * (1 if kind == "reduction" else ops)
+            out.append((operator.attrgetter(kind), float(work), float(_generic_bytes(kind, r, n)), t))
+    for elements, nbytes, delta, _ in _copy_rows(cal):
+        if delta > 0:
+            out.append((operator.attrgetter("copy"), elements, nbytes, delta))
+    return out
+
+
+def _generic_bytes(kind: str, r: int, n: int) -> int:
+    """Bytes a calibration generic moves: an elementwise add reads two [r, n] f32 and writes one; a
+    reduction reads one and writes [r]."""
+    return (3 if kind == "elementwise" else 1) * r * n * 4 + (r * 4 if kind == "reduction" else 0)
+
+
+def _copy_rows(cal: Calibration) -> list[tuple[float, float, float, float]]:
+    """(elements, bytes read + written, call time with the slice copied - with it loaded in its
+    dispatch, the latter) per measured slice shape."""
+    calls = {(r, c, top): t for (r, c, top), _, t in cal.samples.get("slice_copy", [])}
+    return [
+        (float(r * c), float(2 * r * c * 4), t - calls[(r, c, 0)], calls[(r, c, 0)])
+        for (r, c, top), t in sorted(calls.items())
+        if top and (r, c, 0) in calls
+    ]
+
+
+def _with_spill(kernels: KernelCosts, knee: int, rows: list[_Row]) -> KernelCosts | None:
+    """``kernels`` with the bytes beyond ``knee`` priced at the median rate the traffic samples beyond it
+    show on top of their fits; None when fewer than three samples lie beyond it or they show none."""
+    rates = []
+    for get, work, nbytes, t in rows:
+        fit = get(kernels)
+        if nbytes > knee and not fit.interpolates(work):
+            rates.append((t - fit.seconds(work, nbytes)) / (nbytes - knee))
+    if len(rates) < 3 or statistics.median(rates) <= 0:
+        return None
+    return dataclasses.replace(kernels, cache_bytes=float(knee), dram_gbps=1.0 / statistics.median(rates) / 1e9)
+
+
+def _traffic_error(kernels: KernelCosts, rows: list[_Row]) -> float:
+    """Mean |log(model / measured)| over the traffic samples, the bytes beyond the knee included."""
+    errs = [
+        abs(math.log(max(kernels.fitted_seconds(get(kernels), work, nbytes), 1e-15) / t))
+        for get, work, nbytes, t in rows
+        if t > 0
+    ]
+    return sum(errs) / len(errs) if errs else 0.0
+
+
+def _fit_within(
+    cal: Calibration, target: Target, knee: int | None, dram_gbps: float = 0.0
+) -> tuple[KernelCosts, dict[str, float]]:
+    """Every fit on the samples that move at most ``knee`` bytes (all of them for None, or where
+    fewer than three would be left); with ``dram_gbps``, on every sample, each with what its bytes
+    beyond the knee cost at that rate taken off (at most 90% of its time)."""
     res: dict[str, float] = {}
     s = cal.samples
 
+    def within(ys: Sequence[float], nbytes: Sequence[float]) -> tuple[list[int], list[float]]:
+        """Which samples a fit takes, and their times less the bytes beyond the knee."""
+        if knee is not None and dram_gbps > 0:
+            spill = [max(0.0, b - knee) / (dram_gbps * 1e9) for b in nbytes]
+            return list(range(len(ys))), [max(y - sp, y / 10) for y, sp in zip(ys, spill, strict=True)]
+        kept = [i for i, b in enumerate(nbytes) if knee is None or b <= knee]
+        return (kept if len(kept) >= 3 else list(range(len(ys)))), list(ys)
+
+    def stated(coef: Sequence[float], feats: Sequence[Sequence[float]], ys: Sequence[float], r: float) -> float:
+        """The residual a fit states: of the model (formula + the bytes beyond the knee) against the
+        measured times, once the knee is fitted; else ``fit_linear``'s own."""
+        if knee is None or dram_gbps <= 0:
+            return r
+        model = [float(np.dot(coef, f)) + max(0.0, f[2] - knee) / (dram_gbps * 1e9) for f in feats]
+        return float(np.median([abs(math.log(max(m, 1e-15) / y)) for m, y in zip(model, ys, strict=True)]))
+
     def contraction_fit(kind: str, types: str) -> Fit | None:
-        rows = [(sz, t) for sz, ts, t in s.get(kind, []) if ts == types]
+        """``types`` on every measured M; ``types + MATVEC`` on M = 1 alone (and then ``types`` on the
+        rest), where at least three M = 1 and three other shapes were measured."""
+        narrow = types.endswith(MATVEC)
+        base_types = types.removesuffix(MATVEC)
+        rows = [(sz, t) for sz, ts, t in s.get(kind, []) if ts == base_types]
+        split = sum(sz[0] == 1 for sz, _ in rows) >= 3 and sum(sz[0] != 1 for sz, _ in rows) >= 3
+        if split or narrow:
+            rows = [(sz, t) for sz, t in rows if (sz[0] == 1) == narrow] if split else []
         if not rows:
             return None
+        types = base_types
         feats, ys, pts = [], [], []
         for sz, t in rows:
             flops = _padded_flops(target, types, sz) if kind == "mmt4d" else 2 * math.prod(sz)
@@ -392,27 +543,45 @@ def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str
             feats.append((1.0, flops, moved))
             ys.append(t)
             pts.append((float(flops), t))
-        coef, r = fit_linear(feats, ys)
-        res[f"{kind}.{types}"] = r
+        keep, adj = within(ys, [f[2] for f in feats])
+        coef, r = fit_linear([feats[i] for i in keep], [adj[i] for i in keep])
+        r = stated(coef, [feats[i] for i in keep], [ys[i] for i in keep], r)
+        res[f"{kind}.{types}{MATVEC if narrow else ''}"] = r
         return _to_fit(coef, r, pts)
 
-    def traffic_fit(key: str, rows: list[tuple[float, float, float, float]], delta: bool = False) -> Fit:
+    def traffic_fit(
+        key: str, rows: list[tuple[float, float, float, float]], delta: bool = False, spills: bool = True
+    ) -> Fit:
         """(elements, bytes, seconds, scale) rows: ``seconds = fixed + elements / rate + bytes / gbps``;
         packs of narrow types cost per element more than per byte (i8: a third of f32's GB/s). A
-        ``delta`` (an ``_in_dispatch`` key too) is a difference of two times, fitted relative to scale."""
+        ``delta`` (an ``_in_dispatch`` key too) is a difference of two times, fitted relative to scale.
+        ``spills``: the model adds the bytes beyond the knee to this fit's time (an extra on top of
+        another kernel does not)."""
         if not rows:
             return Fit()
-        relative_to = [sc for *_, sc in rows] if delta or key.endswith("_in_dispatch") else None
-        coef, r = fit_linear([(1.0, e, b) for e, b, _, _ in rows], [t for _, _, t, _ in rows], relative_to)
-        res[key] = r
         pts = sorted((e, t) for e, _, t, _ in rows if t > 0)
+        measured = [t for _, _, t, _ in rows]
+        if spills:
+            keep, adj = within(measured, [b for _, b, _, _ in rows])
+            measured = [measured[i] for i in keep]
+            rows = [(rows[i][0], rows[i][1], adj[i], rows[i][3]) for i in keep]
+        relative_to = [sc for *_, sc in rows] if delta or key.endswith("_in_dispatch") else None
+        feats = [(1.0, e, b) for e, b, _, _ in rows]
+        coef, r = fit_linear(feats, [t for _, _, t, _ in rows], relative_to)
+        if spills and relative_to is None:
+            r = stated(coef, feats, measured, r)
+        res[key] = r
         fit = _to_fit(coef, r, [])
         if r > TABLE_RESIDUAL and len(pts) >= 2 and relative_to is None:
             fit = dataclasses.replace(fit, points=tuple(pts))
         return fit
 
-    mmt4d = {t: f for t in {ts for _, ts, _ in s.get("mmt4d", [])} if (f := contraction_fit("mmt4d", t))}
-    matmul = {t: f for t in {ts for _, ts, _ in s.get("matmul", [])} if (f := contraction_fit("matmul", t))}
+    def contraction_table(kind: str) -> dict[str, Fit]:
+        measured = sorted({ts for _, ts, _ in s.get(kind, [])})
+        keys = [key for ts in measured for key in (ts, ts + MATVEC)]
+        return {key: f for key in keys if (f := contraction_fit(kind, key))}
+
+    mmt4d, matmul = contraction_table("mmt4d"), contraction_table("matmul")
     pack_rows, unpack_rows = [], []
     by_role: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
     for kind, rows in (("pack", pack_rows), ("unpack", unpack_rows)):
@@ -453,11 +622,12 @@ def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str
         feats, ys, pts = [], [], []
         for (r, n, ops), _, t in rows:
             elements = r * n
-            moved = (3 if kind == "elementwise" else 1) * elements * 4 + (r * 4 if kind == "reduction" else 0)
-            feats.append((1.0, elements * ops, moved))
+            feats.append((1.0, elements * ops, _generic_bytes(kind, r, n)))
             ys.append(t)
             pts.append((float(elements * ops), t))
-        coef, rr = fit_linear(feats, ys)
+        keep, adj = within(ys, [f[2] for f in feats])
+        coef, rr = fit_linear([feats[i] for i in keep], [adj[i] for i in keep])
+        rr = stated(coef, [feats[i] for i in keep], [ys[i] for i in keep], rr)
         res[kind] = rr
         return _to_fit(coef, rr, pts)
 
@@ -476,12 +646,13 @@ def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str
         mmt4d=mmt4d,
         matmul=matmul,
         pack=traffic_fit("pack", pack_rows),
-        pack_in_dispatch=traffic_fit("pack_in_dispatch", delta_pack),
+        pack_in_dispatch=traffic_fit("pack_in_dispatch", delta_pack, spills=False),
         unpack=traffic_fit("unpack", unpack_rows),
-        unpack_in_dispatch=traffic_fit("unpack_in_dispatch", delta_unpack),
-        consumer_after_unpack=traffic_fit("consumer_after_unpack", delta_consumer, delta=True),
+        unpack_in_dispatch=traffic_fit("unpack_in_dispatch", delta_unpack, spills=False),
+        consumer_after_unpack=traffic_fit("consumer_after_unpack", delta_consumer, delta=True, spills=False),
         elementwise=generic_fit("elementwise"),
         reduction=generic_fit("reduction"),
+        copy=traffic_fit("copy", _copy_rows(cal), delta=True),
         pack_by=pack_by,
         unpack_by=unpack_by,
     )
@@ -511,7 +682,7 @@ def profile_dict(base: Target, cal: Calibration, *, quick: bool, measured: dict 
     def peaks(table: dict[str, Fit], fallback: dict[str, float]) -> dict[str, float]:
         out = dict(fallback)
         for types, fit in table.items():
-            if fit.rate_g > 0:
+            if fit.rate_g > 0 and not types.endswith(MATVEC):
                 out[types.split(",")[0]] = round(fit.rate_g, 3)
         return out
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["UNPACK_IN_DISPATCH", "Case", "MicroProgram", "chain", "contractions", "fan", "generics"]
+__all__ = ["UNPACK_IN_DISPATCH", "Case", "MicroProgram", "chain", "contractions", "fan", "generics", "slice_copy"]
 
 UNPACK_IN_DISPATCH = ("mmt4d+unpack", "mmt4d+unpack+bias")
 """Contraction kinds whose result is decoded inside the contraction's dispatch (no decode dispatch)."""
@@ -35,7 +35,7 @@ class Case:
 
     kind: str
     """``mmt4d``, ``matmul``, ``pack``, ``unpack``, ``mmt4d+unpack``, ``mmt4d+pack_lhs``, ``mmt4d+pack_rhs``,
-    ``elementwise``, ``reduction`` or ``chain``."""
+    ``elementwise``, ``reduction``, ``chain``, ``fan`` or ``slice_copy`` (a whole-call time)."""
     types: str
     sizes: tuple[int, ...]
     dispatch: int | None = None
@@ -267,6 +267,33 @@ def fan(name: str, width: int, count: int = 16) -> MicroProgram:
     prog.cases.append(Case("fan", "f32,f32,f32", (width, count, 0)))
     prog.dispatch_count = width
     prog.outputs = width
+    return prog
+
+
+def slice_copy(name: str, rows: int, cols: int, top_level: bool) -> MicroProgram:
+    """Rows ``rows..2·rows`` of a [2·rows, cols] f32 argument doubled by one dispatch; with
+    ``top_level`` the slice is taken between dispatches (IREE copies it: ``flow.tensor.slice``), else
+    inside the consumer's dispatch (a partial load, no copy). The difference of the two programs' call
+    times is what a slice copied between dispatches costs (``KernelCosts.copy``); it is a copy command
+    or a copy dispatch, so per-dispatch profiles do not show all of it."""
+    src, t = _t((2 * rows, cols), "f32"), _t((rows, cols), "f32")
+    id2 = "affine_map<(d0, d1) -> (d0, d1)>"
+    sl = f"%s = tensor.extract_slice %x[{rows}, 0] [{rows}, {cols}] [1, 1] : {src} to {t}"
+    region = (
+        f"%r = flow.dispatch.region -> ({t}) {{\n      "
+        + ("" if top_level else sl + "\n      ")
+        + f"%e = tensor.empty() : {t}\n"
+        f"      %g = linalg.generic {{indexing_maps = [{id2}, {id2}], "
+        f'iterator_types = ["parallel", "parallel"]}} '
+        f"ins(%s : {t}) outs(%e : {t}) {{\n      ^bb0(%i: f32, %o: f32):\n"
+        f"        %a = arith.addf %i, %i : f32\n        linalg.yield %a : f32\n      }} -> {t}\n"
+        f"      flow.return %g : {t}\n    }}"
+    )
+    body = [sl, region] if top_level else [region]
+    x = np.arange(2 * rows * cols, dtype=np.float32).reshape(2 * rows, cols) % 7
+    prog = MicroProgram(name, _function(name, [], [f"%x: {src}"], body, ["%r"], [t]), [x])
+    prog.cases.append(Case("slice_copy", "f32", (rows, cols, int(top_level))))
+    prog.dispatch_count = 1 + int(top_level)
     return prog
 
 

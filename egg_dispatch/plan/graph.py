@@ -30,6 +30,7 @@ from egg_dispatch.cost.model import (
     node_signature,
     output_classes,
     output_seconds,
+    slice_copy_seconds,
     transient_seconds,
 )
 from egg_dispatch.egraph.data import EGraphData
@@ -211,6 +212,7 @@ def build_plan(
                 return
             transients += c not in outputs
             d = DispatchInfo(name, launch_seconds=launch + alloc_seconds(target, facts.info(c).stored_bytes))
+            d.flops_seconds += slice_copy_seconds(g, node.children[0], facts, target)
             d.bytes_out = facts.info(c).stored_bytes
             reads = []
             fuse(node.children[0], False, d, reads, choice[c])

@@ -6,6 +6,11 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
 * ``mmt4d[types]``: a data-tiled contraction dispatch's kernel (operands pre-packed, accumulator
   initialized in it, result unpacked in it), on padded flops and packed bytes;
 * ``matmul[types]``: the same contraction without data tiling (plain codegen);
+* ``mmt4d[types + ":m1"]``, ``matmul[types + ":m1"]``: the same for M = 1 (a matrix-vector product),
+  where they were measured. IREE compiles those to other kernels (narrow 1 x N0 tiles for mmt4d, vector
+  reductions for the plain matmul): on the Xeon a plain f32 matvec ran at 12 GFLOP/s against 111 for
+  M >= 8, and one fit through both priced small M >= 8 matmuls 1.5-2x too slow (its byte term took the
+  matvecs' time);
 * ``pack``, ``unpack``: an encode / decode dispatch of its own, on elements and logical + packed bytes;
   ``pack_by`` / ``unpack_by`` the same per operand and element type (``"rhs:i8"``: an i8 RHS packs at
   half an f32 LHS's rate per element), used where measured;
@@ -17,6 +22,17 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
   the contraction with the unpack alone). The same generic on the encoded accumulator before the unset
   (``rules/sink_unset.egg``) is an elementwise generic on the tiles and pays no such extra;
 * ``elementwise``, ``reduction``: a generic, on element-ops (elements x body ops) and bytes;
+* ``copy``: a slice copied between dispatches (``flow.tensor.slice``, which IREE runs as a copy
+  command or a copy dispatch: the slice cannot stay a view of its source), on elements and the bytes
+  read and written; measured as the call-time difference of a slice copied at the top level and the
+  same slice loaded inside its consumer's dispatch;
+* ``cache_bytes``, ``dram_gbps``: the memory hierarchy. The fits above describe kernels whose bytes
+  stay in the core's cache; every byte a kernel moves beyond ``cache_bytes`` streams from farther away
+  and costs ``1 / dram_gbps`` more. On the Xeon, a [1536, 1024] f32 RHS pack ran at 2.7 G elements/s
+  against 10-12 for packs that fit in its 2 MiB L2, and a 9.4 MB matvec weight streamed at 27 GB/s;
+  one fit through both regimes priced the large ones 3x too fast. Both numbers are fitted from the
+  traffic samples (the knee is chosen by residual among powers of two), not read from the CPU's
+  specification;
 * ``launch_us``: per dispatch, on top of its kernel (host-side scheduling in the command buffer);
 * ``alloc_gbps``: the buffer a dispatch writes is allocated (and first touched) on every call: its
   bytes at this rate (0: free);
@@ -41,7 +57,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ROLES", "Fit", "KernelCosts", "kernels_from_dict", "kernels_to_dict"]
+__all__ = ["MATVEC", "ROLES", "Fit", "KernelCosts", "kernels_from_dict", "kernels_to_dict"]
 
 
 @dataclass(frozen=True)
@@ -57,8 +73,12 @@ class Fit:
     residual: float = 0.0
     """Median |log(model / measured)| of the formula over the calibration points."""
 
+    def interpolates(self, work: float) -> bool:
+        """``seconds(work)`` comes from the measured points (which already hold every cache effect)."""
+        return len(self.points) >= 2 and self.points[0][0] <= work <= self.points[-1][0] and work > 0
+
     def seconds(self, work: float = 0.0, nbytes: float = 0.0) -> float:
-        if len(self.points) >= 2 and self.points[0][0] <= work <= self.points[-1][0] and work > 0:
+        if self.interpolates(work):
             return _interpolate(self.points, work)
         t = self.fixed_us * 1e-6
         if self.rate_g > 0:
@@ -87,6 +107,10 @@ class KernelCosts:
     alloc_gbps: float = 0.0
     output_us: float = 0.0
     transient_us: float = 0.0
+    cache_bytes: float = 0.0
+    """Bytes a kernel moves at its fit's rates; 0: no memory-hierarchy term (see module doc)."""
+    dram_gbps: float = 0.0
+    """Rate of the bytes beyond ``cache_bytes``, on top of the fit's (0: no such term)."""
     mmt4d: Mapping[str, Fit] = field(default_factory=dict)
     matmul: Mapping[str, Fit] = field(default_factory=dict)
     pack: Fit = Fit()
@@ -96,8 +120,20 @@ class KernelCosts:
     consumer_after_unpack: Fit = Fit()
     elementwise: Fit = Fit()
     reduction: Fit = Fit()
+    copy: Fit = Fit()
     pack_by: Mapping[str, Fit] = field(default_factory=dict)
     unpack_by: Mapping[str, Fit] = field(default_factory=dict)
+
+    def spill_seconds(self, nbytes: float) -> float:
+        """What the bytes of a kernel beyond the cache add to its fitted time (module doc)."""
+        if self.cache_bytes <= 0 or self.dram_gbps <= 0 or nbytes <= self.cache_bytes:
+            return 0.0
+        return (nbytes - self.cache_bytes) / (self.dram_gbps * 1e9)
+
+    def fitted_seconds(self, fit: Fit, work: float, nbytes: float) -> float:
+        """``fit``'s time for a kernel of ``work`` moving ``nbytes``, with the bytes beyond the cache."""
+        spill = 0.0 if fit.interpolates(work) else self.spill_seconds(nbytes)
+        return fit.seconds(work, nbytes) + spill
 
     def traffic(self, kind: str, operand: int | None, element: str) -> Fit:
         """The pack (``kind="pack"``) or unpack fit for operand ``operand`` (0 LHS, 1 RHS, 2 result) of
@@ -106,22 +142,28 @@ class KernelCosts:
         key = f"{ROLES.get(operand, '?')}:{element}"
         return table.get(key, overall)
 
-    def contraction(self, types: str, data_tiled: bool) -> Fit | None:
-        """The fit for a contraction on ``types`` (``"f32,f32,f32"``); its LHS class falls back to f32."""
+    def contraction(self, types: str, data_tiled: bool, m: int | None = None) -> Fit | None:
+        """The fit for a contraction on ``types`` (``"f32,f32,f32"``) of ``m`` rows (the M = 1 fit when
+        ``m`` is 1 and one was measured); its LHS class falls back to f32."""
         table = self.mmt4d if data_tiled else self.matmul
+        if m == 1 and types + MATVEC in table:
+            return table[types + MATVEC]
         if types in table:
             return table[types]
         lhs = types.split(",")[0]
         for key, fit in table.items():
-            if key.split(",")[0] == lhs:
+            if key.split(",")[0] == lhs and not key.endswith(MATVEC):
                 return fit
         return table.get("f32,f32,f32")
 
 
+MATVEC = ":m1"
+"""Suffix of the ``mmt4d`` / ``matmul`` keys fitted on M = 1 contractions only."""
+
 ROLES = {0: "lhs", 1: "rhs", 2: "acc"}
 """Operand names in ``pack_by`` / ``unpack_by`` keys, by the encoding's operand_index."""
 
-_SCALARS = ("launch_us", "call_us", "alloc_gbps", "output_us", "transient_us")
+_SCALARS = ("launch_us", "call_us", "alloc_gbps", "output_us", "transient_us", "cache_bytes", "dram_gbps")
 _FIT_KEYS = {"fixed_us", "rate_g", "gbps", "points", "residual"}
 _SINGLE = (
     "pack",
@@ -131,6 +173,7 @@ _SINGLE = (
     "consumer_after_unpack",
     "elementwise",
     "reduction",
+    "copy",
 )
 
 
@@ -199,6 +242,8 @@ def kernels_to_dict(k: KernelCosts) -> dict:
         "alloc_gbps": k.alloc_gbps,
         "output_us": k.output_us,
         "transient_us": k.transient_us,
+        "cache_bytes": k.cache_bytes,
+        "dram_gbps": k.dram_gbps,
         "mmt4d": {t: _fit_dict(f) for t, f in k.mmt4d.items()},
         "matmul": {t: _fit_dict(f) for t, f in k.matmul.items()},
         "pack_by": {t: _fit_dict(f) for t, f in sorted(k.pack_by.items())},

@@ -1,0 +1,171 @@
+"""Regimes one fit cannot price: the memory hierarchy (``KernelCosts.cache_bytes``, ``dram_gbps``),
+matrix-vector products (the ``:m1`` contraction fits) and slices copied between dispatches (``copy``).
+
+Synthetic measurements of a machine whose traffic kernels run at one rate while their bytes fit in a
+1 MiB cache and pay a streaming rate on top beyond it: calibration's fit must find that knee and rate
+(one fit through both regimes cannot price both ends), and the model must price a large kernel by
+them. A slice copied between dispatches (``Dispatch(Slice)``: IREE's ``flow.tensor.slice``) costs its
+copy; the same slice read inside a dispatch costs nothing. A plain matmul with M = 1 runs another
+kernel than M >= 8: each gets its fit. No timing: every number is made up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from egg_dispatch.cost.model import TensorInfo, op_seconds
+from egg_dispatch.measure.calibrate import Calibration, _layout_bytes, fit_kernels, profile_dict, write_profile
+from egg_dispatch.measure.micro import slice_copy
+from egg_dispatch.pipeline import explore
+from egg_dispatch.target.kernels import Fit
+from egg_dispatch.target.profile import Target, load_target
+from tests.test_measured_costs import _synthetic_calibration
+
+FIXTURES = Path(__file__).parent / "fixtures"
+KNEE = 1 << 20
+IN_CACHE_G = 10.0  # G elements per second while the bytes fit
+STREAM_GBPS = 25.0  # on top, per byte beyond the knee
+
+
+def _truth(elements: float, nbytes: float) -> float:
+    return 0.05e-6 + elements / (IN_CACHE_G * 1e9) + max(0.0, nbytes - KNEE) / (STREAM_GBPS * 1e9)
+
+
+def _hierarchy_calibration(target: Target) -> Calibration:
+    """Packs of the contraction grid and elementwise adds (two [r, n] f32 in, one out: 12 bytes an
+    element) from 1 K to 4 M elements, all on the same machine."""
+    cal = _synthetic_calibration(target, 0.05, 1.5, 150.0)
+    packs = []
+    for (m, n, k, operand), types, _ in cal.samples["pack"]:
+        logical, packed = _layout_bytes(target, types, (m, n, k), operand)
+        packs.append(((m, n, k, operand), types, _truth(logical // 4, logical + packed)))
+    cal.samples["pack"] = packs
+    cal.samples["elementwise"] = []
+    for r, n in ((1, 1024), (4, 1024), (16, 1024), (32, 1024), (64, 1024), (128, 1024), (256, 1024),
+                 (512, 1024), (1024, 1024), (2048, 1024), (4096, 1024)):  # fmt: skip
+        cal.samples["elementwise"].append(((r, n, 1), "f32,f32,f32", _truth(r * n, 12 * r * n)))
+    return cal
+
+
+def test_fit_finds_the_knee_and_the_streaming_rate() -> None:
+    target = load_target("x86_64-avx512")
+    kernels, residuals = fit_kernels(_hierarchy_calibration(target), target)
+    assert kernels.cache_bytes == KNEE
+    assert kernels.dram_gbps == pytest.approx(STREAM_GBPS, rel=0.02)
+    assert kernels.elementwise.rate_g == pytest.approx(IN_CACHE_G, rel=0.02)
+    assert kernels.pack.rate_g == pytest.approx(IN_CACHE_G, rel=0.02)
+    # the model prices a 48 MB add by both regimes; one fit through all samples could not
+    elements = 4096 * 1024
+    seconds = op_seconds(
+        "generic",
+        [TensorInfo((4096, 1024), "f32"), TensorInfo((4096, 1024), "f32")],
+        TensorInfo((4096, 1024), "f32"),
+        dataclasses.replace(target, kernels=kernels),
+    )
+    assert seconds == pytest.approx(_truth(elements, 12 * elements), rel=0.03)
+    assert residuals["memory"] < 0.02
+
+
+def test_without_a_knee_in_the_samples_there_is_no_memory_term() -> None:
+    """Traffic samples of one rate at every size: no knee beats none, and none is kept."""
+    target = load_target("x86_64-avx512")
+    cal = _synthetic_calibration(target, 0.05, 1.5, 150.0)
+    cal.samples["elementwise"] = [
+        ((r, 1024, 1), "f32,f32,f32", 0.05e-6 + r * 1024 / 10e9) for r in (1, 8, 64, 512, 4096)
+    ]
+    kernels, _ = fit_kernels(cal, target)
+    assert kernels.cache_bytes == 0.0 and kernels.dram_gbps == 0.0
+    assert kernels.spill_seconds(1e9) == 0.0
+
+
+def test_slice_copy_is_fitted_from_the_difference_of_two_call_times() -> None:
+    """``slice_copy`` programs: the call with the slice copied between dispatches minus the call with it
+    loaded in its consumer is the copy: 0.4 µs + bytes read and written at 20 GB/s here."""
+    target = load_target("x86_64-avx512")
+    cal = _synthetic_calibration(target, 0.05, 1.5, 150.0)
+    cal.samples["slice_copy"] = []
+    for r, c in ((16, 256), (64, 256), (64, 768), (128, 768)):  # all within any knee: 0.8 MB at most
+        loaded = 3e-6 + r * c * 1e-12
+        cal.samples["slice_copy"] += [
+            ((r, c, 0), "f32", loaded),
+            ((r, c, 1), "f32", loaded + 0.4e-6 + 2 * r * c * 4 / 20e9),
+        ]
+    kernels, _ = fit_kernels(cal, target)
+    assert kernels.copy.gbps == pytest.approx(20.0, rel=0.02) or kernels.copy.rate_g == pytest.approx(
+        20.0 / 8, rel=0.02
+    )
+    assert kernels.copy.seconds(64 * 768, 2 * 64 * 768 * 4) == pytest.approx(0.4e-6 + 2 * 64 * 768 * 4 / 20e9, rel=0.02)
+    # the two programs of a shape differ only in where the slice is taken
+    top, inside = slice_copy("t", 64, 768, True), slice_copy("i", 64, 768, False)
+    assert top.text.count("tensor.extract_slice") == inside.text.count("tensor.extract_slice") == 1
+    assert top.text.index("tensor.extract_slice") < top.text.index("flow.dispatch.region")
+    assert inside.text.index("flow.dispatch.region") < inside.text.index("tensor.extract_slice")
+
+
+def _with_copy(tmp_path: Path, fixed_us: float) -> Target:
+    base = load_target("x86_64-avx512")
+    cal = _synthetic_calibration(base, 0.05, 1.5, 150.0)
+    cal.kernels, cal.residuals = fit_kernels(cal, base)
+    path = tmp_path / f"copy{fixed_us}.json"
+    write_profile(profile_dict(base, cal, quick=True), path)
+    t = load_target(str(path))
+    assert t.kernels is not None
+    return dataclasses.replace(t, kernels=dataclasses.replace(t.kernels, copy=Fit(fixed_us=fixed_us)))
+
+
+def _copy_dispatches(ex, choice: dict[str, str]) -> int:
+    """Dispatches of a plan whose chosen root is a slice, counted from the choice by hand."""
+    g = ex.data
+    count = 0
+    for nid in choice.values():
+        node = g.nodes[nid]
+        if node.op == "Dispatch":
+            root = g.nodes[choice[node.children[0]]]
+            count += root.op in ("Slice", "EncodedSlice")
+    return count
+
+
+def test_a_slice_copied_between_dispatches_costs_its_copy_and_one_inside_a_dispatch_does_not(
+    tmp_path: Path,
+) -> None:
+    """Q/K/V of an argument: IREE's plan (modelled) copies each row slice before its encode; ours read
+    the slices inside their dispatches. Raising the copy's price by 1 ms adds 1 ms per copy dispatch
+    of a plan, and nothing to a plan without one."""
+    cheap, dear = _with_copy(tmp_path, 1.0), _with_copy(tmp_path, 1001.0)
+    source = FIXTURES / "qkv_arg.mlir"
+    a, b = explore(source, cheap), explore(source, dear)
+    assert a.baseline is not None and b.baseline is not None
+    assert a.baseline.choice == b.baseline.choice
+    copies = _copy_dispatches(a, a.baseline.choice)
+    assert copies == 3  # IREE copies each of the three row slices
+    assert b.baseline.metrics.run_seconds - a.baseline.metrics.run_seconds == pytest.approx(copies * 1e-3, rel=1e-6)
+    # the extractor stays away from the copies once they are dear; a plan without one is priced alike
+    assert _copy_dispatches(b, b.best.choice) == 0
+    if _copy_dispatches(a, a.best.choice) == 0:
+        assert b.best.metrics.run_seconds == pytest.approx(a.best.metrics.run_seconds, rel=1e-9)
+
+
+def test_matvecs_get_their_own_contraction_fit() -> None:
+    """Plain f32 matmuls at 100 GFLOP/s for M >= 4 and 10 GFLOP/s for M = 1: two fits, each recovering
+    its rate, and the model prices each contraction by the fit of its M."""
+    target = load_target("x86_64-avx512")
+    cal = _synthetic_calibration(target, 0.05, 1.5, 150.0)
+    cal.samples["matmul"] = []
+    for m, n, k in ((1, 64, 96), (1, 256, 384), (1, 1024, 1536), (8, 64, 96), (32, 256, 384), (4, 64, 32)):
+        rate = 10e9 if m == 1 else 100e9
+        cal.samples["matmul"].append(((m, n, k), "f32,f32,f32", 0.1e-6 + 2 * m * n * k / rate))
+    kernels, residuals = fit_kernels(cal, target)
+    assert kernels.matmul["f32,f32,f32"].rate_g == pytest.approx(100.0, rel=0.02)
+    assert kernels.matmul["f32,f32,f32:m1"].rate_g == pytest.approx(10.0, rel=0.02)
+    assert residuals["matmul.f32,f32,f32:m1"] < 0.01
+    t = dataclasses.replace(target, kernels=kernels)
+    for m, rate in ((1, 10e9), (16, 100e9)):
+        lhs, rhs, acc = TensorInfo((m, 512), "f32"), TensorInfo((256, 512), "f32"), TensorInfo((m, 256), "f32")
+        kind = "contract:linalg.matmul:(d0,d2);(d1,d2);(d0,d1)"
+        assert op_seconds(kind, [lhs, rhs, acc], acc, t) == pytest.approx(0.1e-6 + 2 * m * 256 * 512 / rate, rel=0.03)
+    # with too few M = 1 shapes there is one fit for all
+    cal.samples["matmul"] = [r for r in cal.samples["matmul"] if r[0][0] != 1 or r[0][1] == 64]
+    assert "f32,f32,f32:m1" not in fit_kernels(cal, target)[0].matmul
