@@ -83,15 +83,17 @@ def test_without_a_knee_in_the_samples_there_is_no_memory_term() -> None:
 
 def test_slice_copy_is_fitted_from_the_difference_of_two_call_times() -> None:
     """``slice_copy`` programs: the call with the slice copied between dispatches minus the call with it
-    loaded in its consumer is the copy: 0.4 µs + bytes read and written at 20 GB/s here."""
+    loaded in its consumer is the copy plus what the model charges apart (one more launch, and the
+    transient step: the copied slice is the call's only transient): 0.4 µs + bytes read and written at
+    20 GB/s here, on a machine with a 0.05 µs launch and a 0.9 µs step."""
     target = load_target("x86_64-avx512")
-    cal = _synthetic_calibration(target, 0.05, 1.5, 150.0)
+    cal = _synthetic_calibration(target, 0.05, 1.5, 150.0, transient_us=0.9)
     cal.samples["slice_copy"] = []
     for r, c in ((16, 256), (64, 256), (64, 768), (128, 768)):  # all within any knee: 0.8 MB at most
         loaded = 3e-6 + r * c * 1e-12
         cal.samples["slice_copy"] += [
             ((r, c, 0), "f32", loaded),
-            ((r, c, 1), "f32", loaded + 0.4e-6 + 2 * r * c * 4 / 20e9),
+            ((r, c, 1), "f32", loaded + (0.05 + 0.9 + 0.4) * 1e-6 + 2 * r * c * 4 / 20e9),
         ]
     kernels, _ = fit_kernels(cal, target)
     assert kernels.copy.gbps == pytest.approx(20.0, rel=0.02) or kernels.copy.rate_g == pytest.approx(
@@ -169,3 +171,17 @@ def test_matvecs_get_their_own_contraction_fit() -> None:
     # with too few M = 1 shapes there is one fit for all
     cal.samples["matmul"] = [r for r in cal.samples["matmul"] if r[0][0] != 1 or r[0][1] == 64]
     assert "f32,f32,f32:m1" not in fit_kernels(cal, target)[0].matmul
+
+
+def test_a_contraction_is_bounded_by_its_streaming_not_charged_it_on_top() -> None:
+    """A contraction overlaps compute and loads: its time is the larger of its fit and streaming its
+    bytes beyond the cache (a matvec's weight), where a pack pays both."""
+    from egg_dispatch.target.kernels import KernelCosts
+
+    k = KernelCosts(0.0, 0.0, cache_bytes=float(KNEE), dram_gbps=STREAM_GBPS)
+    fit = Fit(fixed_us=0.1, rate_g=100.0)
+    stream = (10e6 - KNEE) / (STREAM_GBPS * 1e9)
+    assert k.contraction_seconds(fit, 2e6, 10e6) == pytest.approx(0.1e-6 + stream)  # memory-bound
+    assert k.contraction_seconds(fit, 1e12, 10e6) == pytest.approx(fit.seconds(1e12, 10e6))  # compute-bound
+    assert k.fitted_seconds(fit, 2e6, 10e6) == pytest.approx(fit.seconds(2e6, 10e6) + stream)  # a pack: both
+    assert k.contraction_seconds(fit, 2e6, KNEE / 2) == fit.seconds(2e6, KNEE / 2)  # within the cache

@@ -286,7 +286,7 @@ def _measured_seconds(
         m = contraction_rows(kind, operands)
         fit = k.contraction(",".join([o.element for o in operands[:2]] + [result.element]), encoded, m)
         if fit is not None:
-            return k.fitted_seconds(fit, flops, moved)
+            return k.contraction_seconds(fit, flops, moved)
     if kind == "pack":  # fitted on elements and logical + packed bytes, per operand and element type
         src = operands[0]
         nbytes = src.logical_bytes + result.stored_bytes

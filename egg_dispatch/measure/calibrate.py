@@ -453,7 +453,8 @@ def _traffic_rows(cal: Calibration, target: Target) -> list[_Row]:
         for (r, n, ops), _, t in cal.samples.get(kind, []):
             work = r * n * (1 if kind == "reduction" else ops)
             out.append((operator.attrgetter(kind), float(work), float(_generic_bytes(kind, r, n)), t))
-    for elements, nbytes, delta, _ in _copy_rows(cal):
+    (_, _, transient, launch), _ = _call_overheads(cal)
+    for elements, nbytes, delta, _ in _copy_rows(cal, transient + launch):
         if delta > 0:
             out.append((operator.attrgetter("copy"), elements, nbytes, delta))
     return out
@@ -465,12 +466,26 @@ def _generic_bytes(kind: str, r: int, n: int) -> int:
     return (3 if kind == "elementwise" else 1) * r * n * 4 + (r * 4 if kind == "reduction" else 0)
 
 
-def _copy_rows(cal: Calibration) -> list[tuple[float, float, float, float]]:
+def _call_overheads(cal: Calibration) -> tuple[tuple[float, float, float, float], float]:
+    """(per call, per result, transient step, per dispatch) seconds from the chains and fans, and the
+    fit's residual: call - kernels = per-call + results x output + [transient] x step + dispatches x launch."""
+    if not cal.chains:
+        return (0.0, 0.0, 0.0, 0.0), 0.0
+    coef, rr = fit_linear(
+        [(1.0, r, float(n > r), n) for n, r, _, _ in cal.chains], [max(c - k, 1e-9) for _, _, k, c in cal.chains]
+    )
+    call, output, transient, launch = coef
+    return (call, output, transient, launch), rr
+
+
+def _copy_rows(cal: Calibration, overhead: float = 0.0) -> list[tuple[float, float, float, float]]:
     """(elements, bytes read + written, call time with the slice copied - with it loaded in its
-    dispatch, the latter) per measured slice shape."""
+    dispatch - ``overhead``, the latter) per measured slice shape. ``overhead``: what the model charges
+    the copied program apart from the copy (a launch, and the transient step: the copied slice is the
+    call's only transient buffer)."""
     calls = {(r, c, top): t for (r, c, top), _, t in cal.samples.get("slice_copy", [])}
     return [
-        (float(r * c), float(2 * r * c * 4), t - calls[(r, c, 0)], calls[(r, c, 0)])
+        (float(r * c), float(2 * r * c * 4), t - calls[(r, c, 0)] - overhead, calls[(r, c, 0)])
         for (r, c, top), t in sorted(calls.items())
         if top and (r, c, 0) in calls
     ]
@@ -543,11 +558,16 @@ def _fit_within(
             feats.append((1.0, flops, moved))
             ys.append(t)
             pts.append((float(flops), t))
-        keep, adj = within(ys, [f[2] for f in feats])
-        coef, r = fit_linear([feats[i] for i in keep], [adj[i] for i in keep])
-        r = stated(coef, [feats[i] for i in keep], [ys[i] for i in keep], r)
+        # on every sample as measured: the model bounds a contraction by its streaming, it adds none
+        coef, r = fit_linear(feats, ys)
+        fit = _to_fit(coef, r, pts)
+        if knee is not None and dram_gbps > 0:
+            spilled = KernelCosts(0.0, 0.0, cache_bytes=float(knee), dram_gbps=dram_gbps)
+            model = [spilled.contraction_seconds(fit, f[1], f[2]) for f in feats]
+            r = float(np.median([abs(math.log(max(m, 1e-15) / y)) for m, y in zip(model, ys, strict=True)]))
+            fit = dataclasses.replace(fit, residual=r)
         res[f"{kind}.{types}{MATVEC if narrow else ''}"] = r
-        return _to_fit(coef, r, pts)
+        return fit
 
     def traffic_fit(
         key: str, rows: list[tuple[float, float, float, float]], delta: bool = False, spills: bool = True
@@ -631,12 +651,8 @@ def _fit_within(
         res[kind] = rr
         return _to_fit(coef, rr, pts)
 
-    launch = call = output = transient = 0.0
-    if cal.chains:  # call - kernels = per-call + results x output + [transient] x step + dispatches x launch
-        coef, rr = fit_linear(
-            [(1.0, r, float(n > r), n) for n, r, _, _ in cal.chains], [max(c - k, 1e-9) for _, _, k, c in cal.chains]
-        )
-        call, output, transient, launch = coef
+    (call, output, transient, launch), rr = _call_overheads(cal)
+    if cal.chains:
         res["launch"] = rr
     kernels = KernelCosts(
         launch_us=launch * 1e6,
@@ -652,7 +668,7 @@ def _fit_within(
         consumer_after_unpack=traffic_fit("consumer_after_unpack", delta_consumer, delta=True, spills=False),
         elementwise=generic_fit("elementwise"),
         reduction=generic_fit("reduction"),
-        copy=traffic_fit("copy", _copy_rows(cal), delta=True),
+        copy=traffic_fit("copy", _copy_rows(cal, transient + launch), delta=True),
         pack_by=pack_by,
         unpack_by=unpack_by,
     )

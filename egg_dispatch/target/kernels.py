@@ -25,14 +25,15 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
 * ``copy``: a slice copied between dispatches (``flow.tensor.slice``, which IREE runs as a copy
   command or a copy dispatch: the slice cannot stay a view of its source), on elements and the bytes
   read and written; measured as the call-time difference of a slice copied at the top level and the
-  same slice loaded inside its consumer's dispatch;
+  same slice loaded inside its consumer's dispatch, less the launch and the transient step the model
+  charges apart;
 * ``cache_bytes``, ``dram_gbps``: the memory hierarchy. The fits above describe kernels whose bytes
   stay in the core's cache; every byte a kernel moves beyond ``cache_bytes`` streams from farther away
-  and costs ``1 / dram_gbps`` more. On the Xeon, a [1536, 1024] f32 RHS pack ran at 2.7 G elements/s
-  against 10-12 for packs that fit in its 2 MiB L2, and a 9.4 MB matvec weight streamed at 27 GB/s;
-  one fit through both regimes priced the large ones 3x too fast. Both numbers are fitted from the
-  traffic samples (the knee is chosen by residual among powers of two), not read from the CPU's
-  specification;
+  and costs ``1 / dram_gbps`` more (a contraction takes at least that long: ``contraction_seconds``).
+  On the Xeon, a [1536, 1024] f32 RHS pack ran at 2.7 G elements/s against 10-12 for packs that fit
+  in its 2 MiB L2, and a 9.4 MB matvec weight streamed at 27 GB/s; one fit through both regimes priced
+  the large ones 3x too fast. Both numbers are fitted from the traffic samples (the knee is chosen by
+  residual among powers of two), not read from the CPU's specification;
 * ``launch_us``: per dispatch, on top of its kernel (host-side scheduling in the command buffer);
 * ``alloc_gbps``: the buffer a dispatch writes is allocated (and first touched) on every call: its
   bytes at this rate (0: free);
@@ -134,6 +135,15 @@ class KernelCosts:
         """``fit``'s time for a kernel of ``work`` moving ``nbytes``, with the bytes beyond the cache."""
         spill = 0.0 if fit.interpolates(work) else self.spill_seconds(nbytes)
         return fit.seconds(work, nbytes) + spill
+
+    def contraction_seconds(self, fit: Fit, flops: float, nbytes: float) -> float:
+        """A contraction's time: its fit, or streaming its bytes beyond the cache if that is longer.
+        A contraction overlaps its compute with its loads, so the bytes beyond the cache bound it
+        from below (a matvec's weight) rather than add to it (a [512, 1536] x [1536, 1024] mmt4d
+        measured within 25% of its in-cache fit although it moves 11 MB)."""
+        if fit.interpolates(flops):
+            return fit.seconds(flops, nbytes)
+        return max(fit.seconds(flops, nbytes), fit.fixed_us * 1e-6 + self.spill_seconds(nbytes))
 
     def traffic(self, kind: str, operand: int | None, element: str) -> Fit:
         """The pack (``kind="pack"``) or unpack fit for operand ``operand`` (0 LHS, 1 RHS, 2 result) of
