@@ -116,9 +116,11 @@ def plan_programs(quick: bool, target: Target) -> Plan:
                     ((16, 256), (256, 1024)), (1, 2, 16), 3, 0.05, fans=(4,),
                     slice_shapes=((64, 256), (768, 768)))  # fmt: skip
     grid = tuple((m, n, n + n // 2) for m in (1, 8, 32, 128, 512) for n in (64, 256, 1024))
-    # a transformer block's small projections: K of 32 and N of 32 or 96 (heads, MLP width), which the
-    # square-ish grid does not reach; plain matmuls there ran 1.6x faster than the grid's fit said
+    # a transformer block's small projections (K of 32, N of 48 or 96: heads, MLP width) and a few
+    # tiny ones, which the square-ish grid does not reach: there the fits extrapolated (plain matmuls
+    # in a block ran 1.6x faster than the grid's fit said; a tiny mmt4d's fixed cost was a guess)
     grid += ((16, 48, 32), (16, 96, 32), (16, 32, 96), (64, 128, 32), (64, 32, 128), (4, 64, 32))
+    grid += ((8, 16, 32), (2, 32, 16), (8, 32, 16))
     small = ((1, 32, 48), (4, 64, 32), (16, 64, 32), (16, 32, 64), (32, 48, 64), (8, 64, 48), (32, 64, 48))
     gen = ((1, 64), (8, 64), (1, 512), (16, 256), (4, 1024), (64, 1024), (256, 4096))
     slices = ((16, 256), (64, 256), (64, 768), (128, 768), (256, 768), (768, 768), (1536, 768))
