@@ -185,3 +185,20 @@ def test_a_contraction_is_bounded_by_its_streaming_not_charged_it_on_top() -> No
     assert k.contraction_seconds(fit, 1e12, 10e6) == pytest.approx(fit.seconds(1e12, 10e6))  # compute-bound
     assert k.fitted_seconds(fit, 2e6, 10e6) == pytest.approx(fit.seconds(2e6, 10e6) + stream)  # a pack: both
     assert k.contraction_seconds(fit, 2e6, KNEE / 2) == fit.seconds(2e6, KNEE / 2)  # within the cache
+
+
+@pytest.mark.parametrize("fixture", ["models/gpt2_block/input.mlir", "mlp2.mlir", "attention_explicit.mlir"])
+def test_every_contraction_a_dispatch_fuses_is_priced_in_it(fixture: str) -> None:
+    """A computation cloned into several dispatches runs in each. On the GPT-2 block the best plan
+    recomputes the attention output projection (contraction + residual add) inside the MLP's last
+    dispatch while also materializing it: the contraction's one user is the add's operand list, so a
+    per-user charge priced it once and its own dispatch ran for free (0.5 µs). Every dispatch of the
+    model's plans must charge each contraction it fuses (the plan graph's op list against its priced
+    nodes, counted by hand)."""
+    # priced by a profile calibrated on the Xeon (recorded; its plans for GPT-2 include the clone)
+    ex = explore(FIXTURES / fixture, load_target(str(FIXTURES / "profiles" / "xeon-avx512-calibrated.json")), top_k=3)
+    for cand in (ex.best, *ex.top):
+        for d in cand.plan.dispatches:
+            fused = sum(op in ("Contract", "Mmt4d") for op in d.ops)
+            priced = sum(str(sig).startswith(("Contract", "Mmt4d")) and s > 0 for sig, s in d.nodes)
+            assert priced == fused, (cand.label, d.name, d.ops)

@@ -31,7 +31,8 @@ With a calibrated profile (``target.kernels``, written by ``egg-dispatch calibra
 fits replace those formulas: a data-tiled or plain contraction, a pack or unpack in a dispatch of its
 own or inside the contraction's dispatch (priced on the contraction node, whose operands say which),
 an elementwise or a reduction generic, a slice copy; every kernel's bytes beyond the fitted cache
-size cost the measured streaming rate on top (``KernelCosts.spill_seconds``); a dispatch costs its
+size cost the measured streaming rate on top (``KernelCosts.spill_seconds``; a contraction, which
+overlaps its loads with its compute, takes at least that long instead); a dispatch costs its
 measured launch plus the allocation of the buffer it writes, and a call its fixed overhead plus one
 per result (on the root). A plan with any transient buffer (a run-time dispatch whose result is not a
 function result) pays the measured transient step once per call: a ``once`` charge over

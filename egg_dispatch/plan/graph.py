@@ -112,7 +112,7 @@ def build_plan(
     exclusive = exclusive_nodes(g)  # same set as the cost table's: charged per use
     graph = nx.DiGraph()
     launch = launch_seconds(target)
-    owned: set[tuple[str, bool, str]] = set()  # (class, at_load, owning dispatch) already counted
+    owned: set[tuple[str, bool, str]] = set()  # (class, at_load, owning user@dispatch) already counted
     dispatches: list[DispatchInfo] = []
     globals_: list[tuple[str, int, list[str]]] = []
     persistent = 0
@@ -155,8 +155,10 @@ def build_plan(
             node.op in ("SetEncoding", "Pack") and any(n.op == "Empty" for n in g.choices(node.children[0]))
         )
         # A computation fused into several consumers runs for each of them (IREE clones it into each
-        # dispatch): exclusive computations are owned per user; everything else once.
-        key = (c, at_load, user if choice[c] in exclusive else "")
+        # dispatch): exclusive computations are owned per user and per dispatch (a contraction under a
+        # generic cloned into two dispatches has one user, the generic's operand list, and runs twice:
+        # the extractor's per-user charge misses that, the plan's price does not); everything else once.
+        key = (c, at_load, f"{user}@{into.name if into is not None else ''}" if choice[c] in exclusive else "")
         if key in owned or view:
             if into is not None and not view:
                 into.ops.append(node.op)
