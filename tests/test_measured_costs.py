@@ -443,4 +443,7 @@ def test_tune_keeps_iree_own_plan_when_the_win_is_inside_its_rounds_spread() -> 
     # faster in every round by 1%, IREE's rounds scatter 4%: a win inside the noise, IREE's plan
     r = report([0.99, 0.991, 0.989], [1.0, 1.02, 0.98])
     assert r.winner.label == "IREE"  # type: ignore[union-attr]
-    assert any("inside the spread of IREE's own rounds" in n for n in r.notes)
+    assert any("inside the spread of the two plans' own rounds" in n for n in r.notes)
+    # faster in two of three rounds by 1.4%, IREE's rounds tight (1%) but ours scatter 7.5% (the int8
+    # MLP of a fidelity run, which measured 1.03x IREE's when confirmed): IREE's plan
+    assert report([6.89, 7.41, 6.95], [6.97, 7.05, 7.05]).winner.label == "IREE"  # type: ignore[union-attr]

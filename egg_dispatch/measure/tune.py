@@ -370,7 +370,7 @@ def _spread(times: Sequence[float]) -> float:
 
 def _choose(report: TuneReport, timed: list[TuneCandidate]) -> None:
     """The fastest plan by median; one of ours only if it also beat IREE's in most rounds, by more than
-    IREE's own rounds scatter."""
+    either plan's own rounds scatter."""
     ranked = sorted((c for c in timed if c.median is not None), key=lambda c: c.median)  # type: ignore[arg-type,return-value]
     if not ranked:
         return
@@ -386,12 +386,14 @@ def _choose(report: TuneReport, timed: list[TuneCandidate]) -> None:
         rounds = list(zip(c.measured, iree.measured, strict=False))
         wins = sum(1 for a, b in rounds if a < b)
         gain = 1.0 - c.median / iree.median  # type: ignore[operator]
-        spread = _spread(iree.measured)
+        # the larger scatter of the two plans' own rounds: a 1.4% win of a plan whose rounds scatter
+        # 7.5% (int8 MLP) measured 1.03x IREE's in a fresh run
+        spread = max(_spread(iree.measured), _spread(c.measured))
         if rounds and wins >= WIN_FRACTION * len(rounds) and gain > spread:
             c.chosen = True
             return
         if rounds and wins >= WIN_FRACTION * len(rounds):
-            why = f"{gain:.1%} below IREE's, inside the spread of IREE's own rounds ({spread:.1%})"
+            why = f"{gain:.1%} below IREE's, inside the spread of the two plans' own rounds ({spread:.1%})"
         else:
             why = f"below IREE's but faster in only {wins} of {len(rounds)} rounds"
         report.notes.append(f"{c.label}: median {why}: within noise")
