@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from egg_dispatch.cost.model import TensorInfo, op_seconds
-from egg_dispatch.measure.calibrate import Calibration, _layout_bytes, fit_kernels, profile_dict, write_profile
+from egg_dispatch.measure.calibrate import Calibration, _layout_bytes, fit_kernels
 from egg_dispatch.measure.micro import slice_copy
 from egg_dispatch.pipeline import explore
 from egg_dispatch.target.kernels import Fit
 from egg_dispatch.target.profile import Target, load_target
-from tests.test_measured_costs import _synthetic_calibration
+from tests.test_measured_costs import _synthetic_calibration, synthetic_target
 
 FIXTURES = Path(__file__).parent / "fixtures"
 KNEE = 1 << 20
@@ -108,14 +108,7 @@ def test_slice_copy_is_fitted_from_the_difference_of_two_call_times() -> None:
 
 
 def _with_copy(tmp_path: Path, fixed_us: float) -> Target:
-    base = load_target("x86_64-avx512")
-    cal = _synthetic_calibration(base, 0.05, 1.5, 150.0)
-    cal.kernels, cal.residuals = fit_kernels(cal, base)
-    path = tmp_path / f"copy{fixed_us}.json"
-    write_profile(profile_dict(base, cal, quick=True), path)
-    t = load_target(str(path))
-    assert t.kernels is not None
-    return dataclasses.replace(t, kernels=dataclasses.replace(t.kernels, copy=Fit(fixed_us=fixed_us)))
+    return synthetic_target(tmp_path, f"copy{fixed_us}", copy=Fit(fixed_us=fixed_us))
 
 
 def _copy_dispatches(ex, choice: dict[str, str]) -> int:

@@ -8,6 +8,7 @@ how fast anything was.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sqlite3
@@ -35,7 +36,7 @@ from egg_dispatch.measure.calibrate import (
 from egg_dispatch.measure.micro import contractions
 from egg_dispatch.pipeline import explore
 from egg_dispatch.target.host import calibrated_profile_path
-from egg_dispatch.target.profile import TargetError, load_target
+from egg_dispatch.target.profile import Target, TargetError, load_target
 
 FIXTURES = Path(__file__).parent / "fixtures"
 needs_iree = pytest.mark.skipif(not iree_available(), reason="IREE (iree-base-compiler) not installed")
@@ -85,6 +86,19 @@ def _synthetic_calibration(
         kernel = n * 0.03e-6
         cal.chains.append((n, n, kernel, (call_us + n * (output_us + launch_us)) * 1e-6 + kernel))
     return cal
+
+
+def synthetic_target(tmp_path: Path, name: str, **kernels: object) -> Target:
+    """The x86_64-avx512 profile calibrated on ``_synthetic_calibration``'s samples, written and read
+    back as a profile file, with ``kernels`` fields replaced (``transient_us=2.0``, ``copy=Fit(...)``)."""
+    base = load_target("x86_64-avx512")
+    cal = _synthetic_calibration(base, 0.05, 1.5, 150.0)
+    cal.kernels, cal.residuals = fit_kernels(cal, base)
+    path = tmp_path / f"{name}.json"
+    write_profile(profile_dict(base, cal, quick=True), path)
+    t = load_target(str(path))
+    assert t.kernels is not None
+    return dataclasses.replace(t, kernels=dataclasses.replace(t.kernels, **kernels))  # type: ignore[arg-type]
 
 
 def test_fit_kernels_recovers_launch_call_and_contraction_rate() -> None:

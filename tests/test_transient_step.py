@@ -7,7 +7,6 @@ the extractor's choice when the step is made large. No timing: the step's size i
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import networkx as nx
@@ -16,24 +15,16 @@ import pytest
 from egg_dispatch.cost.table import CostTable, NodeCost, once_seconds
 from egg_dispatch.extract.common import plan_objective
 from egg_dispatch.extract.ilp import solve_ilp
-from egg_dispatch.measure.calibrate import fit_kernels, profile_dict, write_profile
 from egg_dispatch.pipeline import explore
 from egg_dispatch.result.decision import MIN_GAIN, decide
-from egg_dispatch.target.profile import Target, load_target
-from tests.test_measured_costs import _synthetic_calibration
+from egg_dispatch.target.profile import Target
+from tests.test_measured_costs import synthetic_target
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def _calibrated(tmp_path: Path, transient_us: float) -> Target:
-    base = load_target("x86_64-avx512")
-    cal = _synthetic_calibration(base, 0.05, 1.5, 150.0)
-    cal.kernels, cal.residuals = fit_kernels(cal, base)
-    path = tmp_path / f"p{transient_us}.json"
-    write_profile(profile_dict(base, cal, quick=True), path)
-    t = load_target(str(path))
-    assert t.kernels is not None
-    return dataclasses.replace(t, kernels=dataclasses.replace(t.kernels, transient_us=transient_us))
+    return synthetic_target(tmp_path, f"p{transient_us}", transient_us=transient_us)
 
 
 def _transient_dispatches(graph: nx.DiGraph) -> list[str]:
