@@ -414,9 +414,9 @@ def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str
     candidate whose mean |log(model / measured)| over every traffic sample is least wins. Then every fit
     is made again on all its samples, each less what its bytes beyond the knee cost."""
     best: tuple[float, KernelCosts, dict[str, float]] | None = None
+    rows = _traffic_rows(cal, target)
     for knee in (None, *KNEES):
         kernels, res = _fit_within(cal, target, knee)
-        rows = _traffic_rows(cal, target)
         if knee is not None:
             spilled = _with_spill(kernels, knee, rows)
             if spilled is None:
@@ -430,7 +430,7 @@ def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str
     if kernels.dram_gbps > 0:  # every fit again on every sample, its bytes beyond the knee taken off
         refit, res = _fit_within(cal, target, int(kernels.cache_bytes), kernels.dram_gbps)
         kernels = dataclasses.replace(refit, cache_bytes=kernels.cache_bytes, dram_gbps=kernels.dram_gbps)
-        err = _traffic_error(kernels, _traffic_rows(cal, target))
+        err = _traffic_error(kernels, rows)
     res["memory"] = err
     return kernels, res
 
