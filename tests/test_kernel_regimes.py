@@ -12,12 +12,13 @@ kernel than M >= 8: each gets its fit. No timing: every number is made up.
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import pytest
 
 from egg_dispatch.cost.model import TensorInfo, op_seconds
-from egg_dispatch.measure.calibrate import Calibration, _layout_bytes, fit_kernels
+from egg_dispatch.measure.calibrate import Calibration, _layout_bytes, fit_kernels, profile_dict, write_profile
 from egg_dispatch.measure.micro import slice_copy
 from egg_dispatch.pipeline import explore
 from egg_dispatch.target.kernels import Fit
@@ -149,7 +150,8 @@ def test_matvecs_get_their_own_contraction_fit() -> None:
     target = load_target("x86_64-avx512")
     cal = _synthetic_calibration(target, 0.05, 1.5, 150.0)
     cal.samples["matmul"] = []
-    for m, n, k in ((1, 64, 96), (1, 256, 384), (1, 1024, 1536), (8, 64, 96), (32, 256, 384), (4, 64, 32)):
+    m1 = ((1, 64, 96), (1, 256, 384), (1, 1024, 1536), (1, 512, 2048))
+    for m, n, k in (*m1, (8, 64, 96), (32, 256, 384), (4, 64, 32), (16, 96, 32)):
         rate = 10e9 if m == 1 else 100e9
         cal.samples["matmul"].append(((m, n, k), "f32,f32,f32", 0.1e-6 + 2 * m * n * k / rate))
     kernels, residuals = fit_kernels(cal, target)
@@ -161,8 +163,8 @@ def test_matvecs_get_their_own_contraction_fit() -> None:
         lhs, rhs, acc = TensorInfo((m, 512), "f32"), TensorInfo((256, 512), "f32"), TensorInfo((m, 256), "f32")
         kind = "contract:linalg.matmul:(d0,d2);(d1,d2);(d0,d1)"
         assert op_seconds(kind, [lhs, rhs, acc], acc, t) == pytest.approx(0.1e-6 + 2 * m * 256 * 512 / rate, rel=0.03)
-    # with too few M = 1 shapes there is one fit for all
-    cal.samples["matmul"] = [r for r in cal.samples["matmul"] if r[0][0] != 1 or r[0][1] == 64]
+    # with too few M = 1 shapes (three would fit the three coefficients exactly) there is one fit for all
+    cal.samples["matmul"] = [r for r in cal.samples["matmul"] if r[0][0] != 1 or r[0][1] != 512]
     assert "f32,f32,f32:m1" not in fit_kernels(cal, target)[0].matmul
 
 
@@ -195,3 +197,32 @@ def test_every_contraction_a_dispatch_fuses_is_priced_in_it(fixture: str) -> Non
             fused = sum(op in ("Contract", "Mmt4d") for op in d.ops)
             priced = sum(str(sig).startswith(("Contract", "Mmt4d")) and s > 0 for sig, s in d.nodes)
             assert priced == fused, (cand.label, d.name, d.ops)
+
+
+def test_a_plain_contraction_with_its_weight_stored_k_by_n_has_its_own_fit(tmp_path: Path) -> None:
+    """Plain f32 matmuls at 100 GFLOP/s with the RHS [N, K] (PyTorch's linear) and 130 with it [K, N]
+    (a batch_matmul): two fits, and the model prices each contraction by its RHS's layout."""
+    target = load_target("x86_64-avx512")
+    cal = _synthetic_calibration(target, 0.05, 1.5, 150.0)
+    shapes = ((8, 64, 96), (32, 256, 384), (4, 64, 32), (16, 96, 32))
+    cal.samples["matmul"] = [(s, "f32,f32,f32", 0.1e-6 + 2 * math.prod(s) / 100e9) for s in shapes]
+    cal.samples["matmul_kn"] = [(s, "f32,f32,f32", 0.1e-6 + 2 * math.prod(s) / 130e9) for s in shapes]
+    kernels, _ = fit_kernels(cal, target)
+    assert kernels.matmul["f32,f32,f32"].rate_g == pytest.approx(100.0, rel=0.02)
+    assert kernels.matmul_kn["f32,f32,f32"].rate_g == pytest.approx(130.0, rel=0.02)
+    t = dataclasses.replace(target, kernels=kernels)
+    lhs, acc = TensorInfo((16, 512), "f32"), TensorInfo((16, 256), "f32")
+    nk = op_seconds("contract:linalg.matmul:(d0,d2);(d1,d2);(d0,d1)", [lhs, TensorInfo((256, 512), "f32"), acc], acc, t)
+    kn = op_seconds("contract:linalg.matmul:(d0,d2);(d2,d1);(d0,d1)", [lhs, TensorInfo((512, 256), "f32"), acc], acc, t)
+    assert nk == pytest.approx(0.1e-6 + 2 * 16 * 256 * 512 / 100e9, rel=0.03)
+    assert kn == pytest.approx(0.1e-6 + 2 * 16 * 256 * 512 / 130e9, rel=0.03)
+    # the calibration programs measure it: the weight argument is [K, N] and the map reads it so
+    from egg_dispatch.measure.micro import contractions
+
+    prog = contractions("kn", "matmul_kn", "f32,f32,f32", [(16, 96, 32)])
+    assert "%b0: tensor<32x96xf32>" in prog.text and "#map3" in prog.text and prog.inputs[1].shape == (32, 96)
+    # and the profile file keeps the table
+    path = tmp_path / "kn.json"
+    cal.kernels, cal.residuals = kernels, {}
+    write_profile(profile_dict(target, cal, quick=True), path)
+    assert load_target(str(path)).kernels.matmul_kn == kernels.matmul_kn  # type: ignore[union-attr]

@@ -463,5 +463,6 @@ def test_tune_keeps_iree_own_plan_when_the_win_is_inside_its_rounds_spread() -> 
     assert report([6.89, 7.41, 6.95], [6.97, 7.05, 7.05]).winner.label == "IREE"  # type: ignore[union-attr]
     # faster in every round by 48%, one of IREE's rounds disturbed (7.1 against 3.9 and 4.0): ours
     assert report([2.06, 2.07, 2.06], [3.88, 7.1, 3.95]).winner.label == "ours"  # type: ignore[union-attr]
-    # but a 2% win in every round stays inside the 6% scatter of IREE's two faster rounds
-    assert report([0.93, 0.99, 0.98], [0.94, 1.05, 1.0]).winner.label == "IREE"  # type: ignore[union-attr]
+    # a 1.0% win in every round of a 3.9 ms MLP, IREE's lower rounds 0.6% apart (1.2% scatter): IREE's
+    # plan (the win measured 1.02x IREE's when confirmed)
+    assert report([3910.3, 3853.0, 3856.0], [3922.0, 3896.0, 3872.8]).winner.label == "IREE"  # type: ignore[union-attr]

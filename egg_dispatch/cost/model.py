@@ -77,6 +77,7 @@ __all__ = [
     "op_seconds",
     "output_classes",
     "output_seconds",
+    "rhs_is_kn",
     "slice_copy_seconds",
     "transient_dispatches",
     "transient_seconds",
@@ -194,6 +195,19 @@ def contraction_rows(kind: str, operands: Sequence[TensorInfo]) -> int:
     return math.prod(lhs[maps[0].index(d)] for d in maps[2] if d in maps[0] and d not in maps[1])
 
 
+def rhs_is_kn(kind: str) -> bool:
+    """The RHS of a Contract kind is stored [K, N]: its last reduction loop comes before its last
+    parallel (N) loop (``linalg.matmul``'s and ``batch_matmul``'s default maps; PyTorch's linear,
+    ``x . w^T``, is [N, K])."""
+    maps = parse_maps(kind)
+    if len(maps) < 3:
+        return False
+    lhs, rhs, acc = maps[0], maps[1], maps[2]
+    k_pos = [i for i, d in enumerate(rhs) if d in lhs and d not in acc]
+    n_pos = [i for i, d in enumerate(rhs) if d in acc and d not in lhs]
+    return bool(k_pos and n_pos) and max(k_pos) < max(n_pos)
+
+
 def launch_seconds(target: Target) -> float:
     """Per-dispatch overhead on top of its kernel: measured when the profile is calibrated."""
     return (target.kernels.launch_us if target.kernels else target.dispatch_overhead_us) * 1e-6
@@ -285,7 +299,8 @@ def _measured_seconds(
         encoded = all(o.layout is not None for o in operands)
         flops = _mmt4d_flops(operands) if kind == "mmt4d" else contraction_sizes(kind[len("contract:") :], operands)[0]
         m = contraction_rows(kind, operands)
-        fit = k.contraction(",".join([o.element for o in operands[:2]] + [result.element]), encoded, m)
+        types = ",".join([o.element for o in operands[:2]] + [result.element])
+        fit = k.contraction(types, encoded, m, rhs_kn=kind != "mmt4d" and rhs_is_kn(kind[len("contract:") :]))
         if fit is not None:
             return k.contraction_seconds(fit, flops, moved)
     if kind == "pack":  # fitted on elements and logical + packed bytes, per operand and element type

@@ -121,6 +121,9 @@ def plan_programs(quick: bool, target: Target) -> Plan:
     # in a block ran 1.6x faster than the grid's fit said; a tiny mmt4d's fixed cost was a guess)
     grid += ((16, 48, 32), (16, 96, 32), (16, 32, 96), (64, 128, 32), (64, 32, 128), (4, 64, 32))
     grid += ((8, 16, 32), (2, 32, 16), (8, 32, 16))
+    # matvecs of both aspect ratios: three M = 1 shapes of one aspect left the :m1 fits exact through
+    # their points and 3x off for a [768, 3072] weight
+    grid += ((1, 2048, 512), (1, 512, 2048))
     small = ((1, 32, 48), (4, 64, 32), (16, 64, 32), (16, 32, 64), (32, 48, 64), (8, 64, 48), (32, 64, 48))
     gen = ((1, 64), (8, 64), (1, 512), (16, 256), (4, 1024), (64, 1024), (256, 4096))
     slices = ((16, 256), (64, 256), (64, 768), (128, 768), (256, 768), (768, 768), (1536, 768))
@@ -234,11 +237,11 @@ def unique_encode_groups(
     groups: list[tuple[set[str], list[tuple[int, int, int]]]] = []
     for m, n, k in shapes:
         names = set()
-        if kind not in ("matmul", "mmt4d+pack_lhs"):
+        if kind not in ("matmul", "matmul_kn", "mmt4d+pack_lhs"):
             names.add(f"{m}x{k}x{lhs_t}")
-        if kind not in ("matmul", "mmt4d+pack_rhs"):
+        if kind not in ("matmul", "matmul_kn", "mmt4d+pack_rhs"):
             names.add(f"{n}x{k}x{rhs_t}")
-        if kind != "matmul" and kind not in UNPACK_IN_DISPATCH:
+        if kind not in ("matmul", "matmul_kn") and kind not in UNPACK_IN_DISPATCH:
             names.add(f"{m}x{n}x{acc_t}")
         for used, members in groups:
             if not used & names:
@@ -272,7 +275,8 @@ def _programs(plan: Plan, target: Target) -> list[MicroProgram]:
     def add(name: str, kind: str, types: str, shapes: Sequence[tuple[int, int, int]]) -> None:
         groups = []
         for size_class in size_classes(shapes):
-            groups += [size_class] if kind == "matmul" else unique_encode_groups(size_class, kind, types)
+            plain = kind in ("matmul", "matmul_kn")
+            groups += [size_class] if plain else unique_encode_groups(size_class, kind, types)
         for i, group in enumerate(groups):
             out.append(contractions(f"{name}_{i}" if len(groups) > 1 else name, kind, types, group))
 
@@ -281,6 +285,7 @@ def _programs(plan: Plan, target: Target) -> list[MicroProgram]:
         if target.encoding_resolver:
             add(f"mmt4d_{tag}", "mmt4d", types, plan.contraction_shapes)
         add(f"matmul_{tag}", "matmul", types, plan.contraction_shapes)
+        add(f"matmul_kn_{tag}", "matmul_kn", types, plan.contraction_shapes)
     f32 = "f32,f32,f32"
     if not target.encoding_resolver:  # IREE without data tiling: plain contractions, generics, overheads
         return out + _generic_programs(plan) + _overhead_programs(plan)
@@ -543,11 +548,12 @@ def _fit_within(
 
     def contraction_fit(kind: str, types: str) -> Fit | None:
         """``types`` on every measured M; ``types + MATVEC`` on M = 1 alone (and then ``types`` on the
-        rest), where at least three M = 1 and three other shapes were measured."""
+        rest), where at least four M = 1 and four other shapes were measured (three would fit the three
+        coefficients exactly, whatever the shapes between them do)."""
         narrow = types.endswith(MATVEC)
         base_types = types.removesuffix(MATVEC)
         rows = [(sz, t) for sz, ts, t in s.get(kind, []) if ts == base_types]
-        split = sum(sz[0] == 1 for sz, _ in rows) >= 3 and sum(sz[0] != 1 for sz, _ in rows) >= 3
+        split = sum(sz[0] == 1 for sz, _ in rows) >= 4 and sum(sz[0] != 1 for sz, _ in rows) >= 4
         if split or narrow:
             rows = [(sz, t) for sz, t in rows if (sz[0] == 1) == narrow] if split else []
         if not rows:
@@ -563,9 +569,10 @@ def _fit_within(
         # on every sample as measured: the model bounds a contraction by its streaming, it adds none
         coef, r = fit_linear(feats, ys)
         fit = _to_fit(coef, r, pts)
-        if knee is not None and dram_gbps > 0:
+        if knee is not None and dram_gbps > 0:  # the formula's residual (a table's points are exact)
             spilled = KernelCosts(0.0, 0.0, cache_bytes=float(knee), dram_gbps=dram_gbps)
-            model = [spilled.contraction_seconds(fit, f[1], f[2]) for f in feats]
+            formula = dataclasses.replace(fit, points=())
+            model = [spilled.contraction_seconds(formula, f[1], f[2]) for f in feats]
             r = float(np.median([abs(math.log(max(m, 1e-15) / y)) for m, y in zip(model, ys, strict=True)]))
             fit = dataclasses.replace(fit, residual=r)
         res[f"{kind}.{types}{MATVEC if narrow else ''}"] = r
@@ -600,10 +607,12 @@ def _fit_within(
 
     def contraction_table(kind: str) -> dict[str, Fit]:
         measured = sorted({ts for _, ts, _ in s.get(kind, [])})
-        keys = [key for ts in measured for key in (ts, ts + MATVEC)]
+        # matmul_kn's matvecs are not fitted apart: the model prices every matvec by matmul's :m1 fit
+        keys = [key for ts in measured for key in ((ts,) if kind == "matmul_kn" else (ts, ts + MATVEC))]
         return {key: f for key in keys if (f := contraction_fit(kind, key))}
 
     mmt4d, matmul = contraction_table("mmt4d"), contraction_table("matmul")
+    matmul_kn = contraction_table("matmul_kn")
     pack_rows, unpack_rows = [], []
     by_role: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
     for kind, rows in (("pack", pack_rows), ("unpack", unpack_rows)):
@@ -663,6 +672,7 @@ def _fit_within(
         transient_us=transient * 1e6,
         mmt4d=mmt4d,
         matmul=matmul,
+        matmul_kn=matmul_kn,
         pack=traffic_fit("pack", pack_rows),
         pack_in_dispatch=traffic_fit("pack_in_dispatch", delta_pack, spills=False),
         unpack=traffic_fit("unpack", unpack_rows),

@@ -24,6 +24,7 @@ MAPS = (
     "#map = affine_map<(d0, d1, d2) -> (d0, d2)>\n"
     "#map1 = affine_map<(d0, d1, d2) -> (d1, d2)>\n"
     "#map2 = affine_map<(d0, d1, d2) -> (d0, d1)>\n"
+    "#map3 = affine_map<(d0, d1, d2) -> (d2, d1)>\n"
 )
 _BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i8": 1, "i32": 4, "f64": 8}
 _NUMPY = {"f32": np.float32, "f16": np.float16, "i8": np.int8, "i32": np.int32, "f64": np.float64}
@@ -89,7 +90,10 @@ def contractions(
     * ``mmt4d+unpack+bias``: that, and a bias add (a broadcast [N] argument) plus ReLU on the decoded
       result, in the same dispatch (the form IREE's plan avoids by adding the bias on the tiles);
     * ``mmt4d+pack_lhs`` / ``mmt4d+pack_rhs``: one operand packed inside the contraction's dispatch;
-    * ``matmul``: no encodings at all (plain codegen).
+    * ``matmul``: no encodings at all (plain codegen);
+    * ``matmul_kn``: the same with the weight stored [K, N] (``x . w``, as a ``batch_matmul`` or an
+      un-transposed ``linalg.matmul`` reads it): plain codegen vectorizes along N there, and the
+      block-sized shapes ran 25-30% faster than with [N, K] on the Xeon.
     """
     lhs_t, rhs_t, acc_t = types.split(",")
     rng = np.random.default_rng(seed)
@@ -100,9 +104,11 @@ def contractions(
         e = [f"#e{c}_{i}" for i in range(3)]
         aliases += [f"{e[i]} = {_encoding(i, (lhs_t, rhs_t, acc_t), m, n, k)}" for i in range(3)]
         a, b = f"%a{c}", f"%b{c}"
-        args += [f"{a}: {_t((m, k), lhs_t)}", f"{b}: {_t((n, k), rhs_t)}"]
-        prog.inputs += [_array((m, k), lhs_t, rng), _array((n, k), rhs_t, rng)]
-        plain = kind == "matmul"
+        kn = kind == "matmul_kn"
+        rhs_shape = (k, n) if kn else (n, k)
+        args += [f"{a}: {_t((m, k), lhs_t)}", f"{b}: {_t(rhs_shape, rhs_t)}"]
+        prog.inputs += [_array((m, k), lhs_t, rng), _array(rhs_shape, rhs_t, rng)]
+        plain = kind in ("matmul", "matmul_kn")
         pack_lhs, pack_rhs = kind == "mmt4d+pack_lhs", kind == "mmt4d+pack_rhs"
         if not plain and not pack_lhs:
             body.append(f"%ae{c} = iree_encoding.set_encoding {a} : {_t((m, k), lhs_t)} -> {_t((m, k), lhs_t, e[0])}")
@@ -125,7 +131,7 @@ def contractions(
         enc = None if plain else e
         lt, rt, ot = (
             _t((m, k), lhs_t, enc and enc[0]),
-            _t((n, k), rhs_t, enc and enc[1]),
+            _t(rhs_shape, rhs_t, enc and enc[1]),
             _t((m, n), acc_t, enc and enc[2]),
         )
         zero = "0" if acc_t.startswith("i") else "0.0"
@@ -133,7 +139,8 @@ def contractions(
             f"%z{c} = arith.constant {zero} : {acc_t}",
             f"%e{c} = tensor.empty() : {ot}",
             f"%f{c} = linalg.fill ins(%z{c} : {acc_t}) outs(%e{c} : {ot}) -> {ot}",
-            f"%m{c} = linalg.matmul indexing_maps = [#map, #map1, #map2] ins({lhs_v}, {rhs_v} : {lt}, {rt}) "
+            f"%m{c} = linalg.matmul indexing_maps = [#map, {'#map3' if kn else '#map1'}, #map2] "
+            f"ins({lhs_v}, {rhs_v} : {lt}, {rt}) "
             f"outs(%f{c} : {ot}) -> {ot}",
         ]
         out_v, out_t = f"%m{c}", ot
