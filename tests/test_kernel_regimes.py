@@ -226,3 +226,21 @@ def test_a_plain_contraction_with_its_weight_stored_k_by_n_has_its_own_fit(tmp_p
     cal.kernels, cal.residuals = kernels, {}
     write_profile(profile_dict(target, cal, quick=True), path)
     assert load_target(str(path)).kernels.matmul_kn == kernels.matmul_kn  # type: ignore[union-attr]
+
+
+def test_a_table_is_extrapolated_at_its_largest_points_rate_and_matvecs_use_the_m1_fit() -> None:
+    """A fit kept as a table (its formula missed by more than 25%) prices work beyond its largest point
+    at that point's rate, and such a time already holds the bytes beyond the cache; a matvec is priced
+    by matmul's :m1 fit whatever its RHS layout."""
+    from egg_dispatch.target.kernels import KernelCosts
+
+    table = Fit(rate_g=100.0, points=((1e3, 1e-6), (1e6, 1e-4)))
+    assert table.seconds(math.sqrt(1e3 * 1e6)) == pytest.approx(1e-5)  # log-log between its points
+    assert table.seconds(3e6) == pytest.approx(3e-4)  # 1e-4 s per 1e6 units, not the formula's 3e-5
+    k = KernelCosts(0.0, 0.0, cache_bytes=float(KNEE), dram_gbps=STREAM_GBPS)
+    assert k.fitted_seconds(table, 3e6, 1e9) == table.seconds(3e6)  # no streaming added to a table's time
+    m1, plain, kn = Fit(rate_g=10.0), Fit(rate_g=100.0), Fit(rate_g=130.0)
+    k = KernelCosts(0.0, 0.0, matmul={"f32,f32,f32": plain, "f32,f32,f32:m1": m1}, matmul_kn={"f32,f32,f32": kn})
+    assert k.contraction("f32,f32,f32", False, 1, rhs_kn=True) is m1
+    assert k.contraction("f32,f32,f32", False, 16, rhs_kn=True) is kn
+    assert k.contraction("f32,f32,f32", False, 16) is plain
