@@ -457,7 +457,7 @@ def test_tune_keeps_iree_own_plan_when_the_win_is_inside_its_rounds_spread() -> 
     # faster in every round by 1%, IREE's rounds scatter 4%: a win inside the noise, IREE's plan
     r = report([0.99, 0.991, 0.989], [1.0, 1.02, 0.98])
     assert r.winner.label == "IREE"  # type: ignore[union-attr]
-    assert any("inside the spread of the two plans' own rounds" in n for n in r.notes)
+    assert any("inside the scatter of the rounds" in n for n in r.notes)
     # faster in two of three rounds by 1.4%, IREE's rounds tight (1%) but ours scatter 7.5% (the int8
     # MLP of a fidelity run, which measured 1.03x IREE's when confirmed): IREE's plan
     assert report([6.89, 7.41, 6.95], [6.97, 7.05, 7.05]).winner.label == "IREE"  # type: ignore[union-attr]
@@ -466,3 +466,5 @@ def test_tune_keeps_iree_own_plan_when_the_win_is_inside_its_rounds_spread() -> 
     # a 1.0% win in every round of a 3.9 ms MLP, IREE's lower rounds 0.6% apart (1.2% scatter): IREE's
     # plan (the win measured 1.02x IREE's when confirmed)
     assert report([3910.3, 3853.0, 3856.0], [3922.0, 3896.0, 3872.8]).winner.label == "IREE"  # type: ignore[union-attr]
+    # a 1.5% win in two of three rounds of a plan whose rounds scatter 2.2% (LLaMA; 1.01x when confirmed)
+    assert report([10.43, 10.66, 10.43], [10.66, 10.59, 10.55]).winner.label == "IREE"  # type: ignore[union-attr]
