@@ -438,8 +438,11 @@ def test_pack_fits_per_operand_and_element_recover_their_own_rates(tmp_path: Pat
     refit = calibration_from_samples(json.loads(samples.read_text()), target)
     assert refit.kernels is not None
     assert refit.kernels.traffic("pack", 1, "i8") == kernels.traffic("pack", 1, "i8")
-    out = tmp_path / "refit.json"
-    assert main(["calibrate", "--refit", str(samples), "-o", str(out)]) == 0
+    out, again = tmp_path / "refit.json", tmp_path / "again.json"
+    assert main(["calibrate", "--refit", str(samples), "-o", str(out), "--samples", str(again)]) == 0
+    # --samples writes the same measurements with the refit's kernels (a refit of a refit is itself)
+    assert json.loads(again.read_text())["samples"] == json.loads(samples.read_text())["samples"]
+    assert json.loads(again.read_text())["kernels"] == json.loads(out.read_text())["kernels"]
     assert load_target(str(out)).kernels.traffic("pack", 0, "f32") == kernels.traffic("pack", 0, "f32")  # type: ignore[union-attr]
 
 

@@ -142,8 +142,14 @@ def _refit(args: argparse.Namespace) -> int:
     if not cal.samples:
         raise InputError(f"{path}: error: no measurements in it")
     out = Path(args.output) if args.output else calibrated_profile_path()
-    write_profile(profile_dict(base, cal, quick=False, measured=measured), out)
+    profile = profile_dict(base, cal, quick=False, measured=measured)
+    write_profile(profile, out)
     print(f"wrote {out} (refit of {path}: measured on {measured.get('cpu')}, {measured.get('date')})")
+    if args.samples:  # the same measurements with the new fits next to them (what the notebook plots)
+        from egg_dispatch.measure.calibrate import samples_dict
+
+        write_profile(samples_dict(cal, profile), Path(args.samples))
+        print(f"wrote {args.samples}")
     for key, r in sorted(cal.residuals.items()):
         print(f"  fit {key}: median |log(model/measured)| {r:.2f}")
     return 0
