@@ -521,6 +521,11 @@ def _traffic_error(kernels: KernelCosts, rows: list[_Row]) -> float:
     return sum(errs) / len(errs) if errs else 0.0
 
 
+def _median_log_error(model: Sequence[float], measured: Sequence[float]) -> float:
+    """Median |log(model / measured)|: the residual every fit states."""
+    return float(np.median([abs(math.log(max(m, 1e-15) / y)) for m, y in zip(model, measured, strict=True)]))
+
+
 def _fit_within(
     cal: Calibration, target: Target, knee: int | None, dram_gbps: float = 0.0
 ) -> tuple[KernelCosts, dict[str, float]]:
@@ -529,22 +534,28 @@ def _fit_within(
     beyond the knee cost at that rate taken off (at most 90% of its time)."""
     res: dict[str, float] = {}
     s = cal.samples
+    # the memory term alone, once the knee is fitted: what the model adds to (or bounds) each fit by
+    spilled = (
+        KernelCosts(0.0, 0.0, cache_bytes=float(knee), dram_gbps=dram_gbps)
+        if knee is not None and dram_gbps > 0
+        else None
+    )
 
     def within(ys: Sequence[float], nbytes: Sequence[float]) -> tuple[list[int], list[float]]:
         """Which samples a fit takes, and their times less the bytes beyond the knee."""
-        if knee is not None and dram_gbps > 0:
-            spill = [max(0.0, b - knee) / (dram_gbps * 1e9) for b in nbytes]
-            return list(range(len(ys))), [max(y - sp, y / 10) for y, sp in zip(ys, spill, strict=True)]
+        if spilled is not None:
+            return list(range(len(ys))), [
+                max(y - spilled.spill_seconds(b), y / 10) for y, b in zip(ys, nbytes, strict=True)
+            ]
         kept = [i for i, b in enumerate(nbytes) if knee is None or b <= knee]
         return (kept if len(kept) >= 3 else list(range(len(ys)))), list(ys)
 
     def stated(coef: Sequence[float], feats: Sequence[Sequence[float]], ys: Sequence[float], r: float) -> float:
         """The residual a fit states: of the model (formula + the bytes beyond the knee) against the
         measured times, once the knee is fitted; else ``fit_linear``'s own."""
-        if knee is None or dram_gbps <= 0:
+        if spilled is None:
             return r
-        model = [float(np.dot(coef, f)) + max(0.0, f[2] - knee) / (dram_gbps * 1e9) for f in feats]
-        return float(np.median([abs(math.log(max(m, 1e-15) / y)) for m, y in zip(model, ys, strict=True)]))
+        return _median_log_error([float(np.dot(coef, f)) + spilled.spill_seconds(f[2]) for f in feats], ys)
 
     def contraction_fit(kind: str, types: str) -> Fit | None:
         """``types`` on every measured M; ``types + MATVEC`` on M = 1 alone (and then ``types`` on the
@@ -569,11 +580,9 @@ def _fit_within(
         # on every sample as measured: the model bounds a contraction by its streaming, it adds none
         coef, r = fit_linear(feats, ys)
         fit = _to_fit(coef, r, pts)
-        if knee is not None and dram_gbps > 0:  # the formula's residual (a table's points are exact)
-            spilled = KernelCosts(0.0, 0.0, cache_bytes=float(knee), dram_gbps=dram_gbps)
+        if spilled is not None:  # the formula's residual (a table's points are exact)
             formula = dataclasses.replace(fit, points=())
-            model = [spilled.contraction_seconds(formula, f[1], f[2]) for f in feats]
-            r = float(np.median([abs(math.log(max(m, 1e-15) / y)) for m, y in zip(model, ys, strict=True)]))
+            r = _median_log_error([spilled.contraction_seconds(formula, f[1], f[2]) for f in feats], ys)
             fit = dataclasses.replace(fit, residual=r)
         res[f"{kind}.{types}{MATVEC if narrow else ''}"] = r
         return fit
