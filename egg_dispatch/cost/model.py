@@ -317,7 +317,7 @@ def _measured_seconds(
         domain = max([o.stored_numel for o in operands] + [result.stored_numel])
         fit = k.reduction if reduction else k.elementwise
         return k.fitted_seconds(fit, domain * (1 if reduction else body_ops), moved)
-    if kind == "copy" and (k.copy.rate_g > 0 or k.copy.gbps > 0 or k.copy.fixed_us > 0):
+    if kind == "copy" and k.copy.measured:
         return k.fitted_seconds(k.copy, result.numel, moved)
     bw = target.memory_bandwidth_gbps * 1e9
     return moved / bw + k.spill_seconds(moved)  # copies, and a contraction on element types never measured
@@ -678,7 +678,7 @@ def consumer_pairs(
     32 x 96 contraction cost 1.6 µs more than the contraction with the unpack alone; the same generic on
     the encoded accumulator, ``rules/sink_unset.egg``, pays nothing extra). Empty without that fit."""
     k = target.kernels
-    if k is None or (k.consumer_after_unpack.rate_g <= 0 and not k.consumer_after_unpack.fixed_us):
+    if k is None or not k.consumer_after_unpack.measured:
         return ()
     facts = facts or _Facts(g)
     out: list[tuple[float, str, str]] = []

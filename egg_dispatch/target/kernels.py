@@ -80,6 +80,11 @@ class Fit:
     residual: float = 0.0
     """Median |log(model / measured)| of the formula over the calibration points."""
 
+    @property
+    def measured(self) -> bool:
+        """Calibration fitted something here (an unmeasured kind is the all-zero ``Fit()``)."""
+        return self.fixed_us > 0 or self.rate_g > 0 or self.gbps > 0 or bool(self.points)
+
     def interpolates(self, work: float) -> bool:
         """``seconds(work)`` comes from the measured points (which already hold every cache effect):
         inside their range, or beyond the largest, which it scales in proportion to the work."""
