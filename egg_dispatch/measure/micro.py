@@ -232,17 +232,9 @@ def generics(name: str, kind: str, shapes: Sequence[tuple[int, int]], body_ops: 
 def chain(name: str, length: int, width: int = 16) -> MicroProgram:
     """``length`` dependent one-op dispatches on a 1 x ``width`` tensor: almost nothing but launches."""
     t = _t((1, width), "f32")
-    id2 = "affine_map<(d0, d1) -> (d0, d1)>"
     body, prev = [], "%x"
     for i in range(length):
-        body.append(
-            f"%r{i} = flow.dispatch.region -> ({t}) {{\n      %e{i} = tensor.empty() : {t}\n"
-            f"      %g{i} = linalg.generic {{indexing_maps = [{id2}, {id2}], "
-            f'iterator_types = ["parallel", "parallel"]}} '
-            f"ins({prev} : {t}) outs(%e{i} : {t}) {{\n      ^bb0(%i: f32, %o: f32):\n"
-            f"        %s = arith.addf %i, %i : f32\n        linalg.yield %s : f32\n      }} -> {t}\n"
-            f"      flow.return %g{i} : {t}\n    }}"
-        )
+        body.append(_elementwise_region(f"%r{i}", prev, t, "%s = arith.addf %i, %i : f32", "%s", str(i)))
         prev = f"%r{i}"
     prog = MicroProgram(name, _function(name, [], [f"%x: {t}"], body, [prev], [t]), [np.ones((1, width), np.float32)])
     prog.cases.append(Case("chain", "f32,f32,f32", (length, width, 0)))
@@ -256,18 +248,10 @@ def fan(name: str, width: int, count: int = 16) -> MicroProgram:
     many launches as a chain of that length, but no transient buffer (``KernelCosts.transient_us``).
     Each scales by its own constant, so that no two dispatches are alike and none is CSE'd away."""
     t = _t((1, count), "f32")
-    id2 = "affine_map<(d0, d1) -> (d0, d1)>"
     body = []
     for i in range(width):
-        body.append(
-            f"%r{i} = flow.dispatch.region -> ({t}) {{\n      %e{i} = tensor.empty() : {t}\n"
-            f"      %g{i} = linalg.generic {{indexing_maps = [{id2}, {id2}], "
-            f'iterator_types = ["parallel", "parallel"]}} '
-            f"ins(%x : {t}) outs(%e{i} : {t}) {{\n      ^bb0(%i: f32, %o: f32):\n"
-            f"        %c = arith.constant {i + 2}.0 : f32\n        %s = arith.mulf %i, %c : f32\n"
-            f"        linalg.yield %s : f32\n      }} -> {t}\n"
-            f"      flow.return %g{i} : {t}\n    }}"
-        )
+        ops = f"%c = arith.constant {i + 2}.0 : f32\n        %s = arith.mulf %i, %c : f32"
+        body.append(_elementwise_region(f"%r{i}", "%x", t, ops, "%s", str(i)))
     results = [f"%r{i}" for i in range(width)]
     text = _function(name, [], [f"%x: {t}"], body, results, [t] * width)
     prog = MicroProgram(name, text, [np.ones((1, count), np.float32)])
@@ -284,24 +268,33 @@ def slice_copy(name: str, rows: int, cols: int, top_level: bool) -> MicroProgram
     times is what a slice copied between dispatches costs (``KernelCosts.copy``); it is a copy command
     or a copy dispatch, so per-dispatch profiles do not show all of it."""
     src, t = _t((2 * rows, cols), "f32"), _t((rows, cols), "f32")
-    id2 = "affine_map<(d0, d1) -> (d0, d1)>"
     sl = f"%s = tensor.extract_slice %x[{rows}, 0] [{rows}, {cols}] [1, 1] : {src} to {t}"
-    region = (
-        f"%r = flow.dispatch.region -> ({t}) {{\n      "
-        + ("" if top_level else sl + "\n      ")
-        + f"%e = tensor.empty() : {t}\n"
-        f"      %g = linalg.generic {{indexing_maps = [{id2}, {id2}], "
-        f'iterator_types = ["parallel", "parallel"]}} '
-        f"ins(%s : {t}) outs(%e : {t}) {{\n      ^bb0(%i: f32, %o: f32):\n"
-        f"        %a = arith.addf %i, %i : f32\n        linalg.yield %a : f32\n      }} -> {t}\n"
-        f"      flow.return %g : {t}\n    }}"
-    )
+    region = _elementwise_region("%r", "%s", t, "%a = arith.addf %i, %i : f32", "%a", "", "" if top_level else sl)
     body = [sl, region] if top_level else [region]
     x = np.arange(2 * rows * cols, dtype=np.float32).reshape(2 * rows, cols) % 7
     prog = MicroProgram(name, _function(name, [], [f"%x: {src}"], body, ["%r"], [t]), [x])
     prog.cases.append(Case("slice_copy", "f32", (rows, cols, int(top_level))))
     prog.dispatch_count = 1 + int(top_level)
     return prog
+
+
+def _elementwise_region(
+    result: str, operand: str, t: str, ops: str, value: str, tag: str = "", before: str = ""
+) -> str:
+    """``result = flow.dispatch.region`` of one elementwise generic over the f32 ``operand`` of type
+    ``t``: its body ``ops`` (lines of the block, on ``%i``) yield ``value``; ``tag`` suffixes the
+    region's own names, ``before`` is a line computed in the region ahead of the generic."""
+    id2 = "affine_map<(d0, d1) -> (d0, d1)>"
+    return (
+        f"{result} = flow.dispatch.region -> ({t}) {{\n      "
+        + (before + "\n      " if before else "")
+        + f"%e{tag} = tensor.empty() : {t}\n"
+        f"      %g{tag} = linalg.generic {{indexing_maps = [{id2}, {id2}], "
+        f'iterator_types = ["parallel", "parallel"]}} '
+        f"ins({operand} : {t}) outs(%e{tag} : {t}) {{\n      ^bb0(%i: f32, %o: f32):\n"
+        f"        {ops}\n        linalg.yield {value} : f32\n      }} -> {t}\n"
+        f"      flow.return %g{tag} : {t}\n    }}"
+    )
 
 
 def _function(
