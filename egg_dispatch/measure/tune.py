@@ -13,8 +13,9 @@ The rest are timed by ``iree-benchmark-module`` on the single-threaded ``local-s
 interleaved (A, B, C, A, B, C, ...) so that load from other processes hits all alike, each round with
 IREE's host-execution profiling (per-dispatch kernel times, ``iree.profiling``) and without it (the
 call's time). A plan of ours is chosen over IREE's own only when its median is lower, it was faster
-than IREE's in at least two thirds of the rounds, *and* its gain exceeds the spread of IREE's own
-rounds ((max - min) / median): a win inside the noise is not a win, and then IREE's plan is the answer
+than IREE's in at least two thirds of the rounds, *and* its gain exceeds the scatter of its own rounds
+((max - min) / median) and of IREE's undisturbed ones (2 (median - min) / median: other work on the
+machine only adds time): a win inside the noise is not a win, and then IREE's plan is the answer
 (speedup 1.00, said plainly). bench_fidelity found wins of 0.15-0.3% that a fresh run reversed, and a
 1.7% win on a program whose IREE rounds spread 11%.
 
