@@ -75,7 +75,8 @@ class Emitter:
         """Cloned opaque ops and their operands' names in the source text, renamed after numbering."""
         self.dispatch_order: list[tuple[str, str]] = []
         """("dispatch" | "encode", e-class of the Dispatch term) of every ``flow.dispatch.region`` and
-        ``flow.tensor.encode`` of the function, in program order: IREE numbers its executables in this
+        ``flow.tensor.encode`` of the function (and of every slice between dispatches, which becomes a
+        copy dispatch), in program order: IREE numbers its executables in this
         order (``<func>_dispatch_<N>_...``, ``_encoding_<N>_...``), which is how a profiled kernel time
         finds the plan dispatch it belongs to."""
 
@@ -339,7 +340,9 @@ class Emitter:
             return self.add(ctx, "linalg.fill", [val, init], [typ], attributes=_seg(1, 1)).result
         if op == "Slice":
             attrs, dyn = self._slice(*a[1:4])
-            return self.add(ctx, "tensor.extract_slice", [v(a[0]), *dyn], [typ], attributes=attrs).result
+            sliced = self.add(ctx, "tensor.extract_slice", [v(a[0]), *dyn], [typ], attributes=attrs).result
+            self._copy_between_dispatches(t, ctx)
+            return sliced
         if op == "InsertSlice":
             attrs, dyn = self._slice(*a[2:5])
             return self.add(ctx, "tensor.insert_slice", [v(a[0]), v(a[1]), *dyn], [typ], attributes=attrs).result
@@ -350,7 +353,9 @@ class Emitter:
                 attrs, dyn = self._slice(offs, sizes, (1,) * len(sizes))
             else:
                 attrs, dyn = self._slice(a[1], a[2], (1,) * len(a[2]))
-            return self.add(ctx, "tensor.extract_slice", [v(a[0]), *dyn], [typ], attributes=attrs).result
+            sliced = self.add(ctx, "tensor.extract_slice", [v(a[0]), *dyn], [typ], attributes=attrs).result
+            self._copy_between_dispatches(t, ctx)
+            return sliced
         if op == "SetEncoding" and ctx.at_load and self.encoding_dims_needed(typ):  # type: ignore[arg-type]
             # In an initializer the function's sizes do not exist: IREE hoists a weight's encode of a
             # dynamic contraction as flow.tensor.encode, which lists no encoding_dims.
@@ -406,6 +411,14 @@ class Emitter:
             name = "linalg.batch_mmt4d" if isinstance(typ, TensorType) and typ.rank == 5 else "linalg.mmt4d"
             return self.add(ctx, name, [lhs, rhs, acc], [typ], attributes=_seg(2, 1)).result
         raise EmitError(f"cannot emit term {op}")
+
+    def _copy_between_dispatches(self, t: Term, ctx: _Ctx) -> None:
+        """A slice between dispatches (not of a constant, which folds) becomes a copy dispatch of its own
+        in ``emit.iree``, numbered among the dispatches: list it (``cost.model.copied_slice``)."""
+        src = t.args[0]
+        folds = src.op == "Const" and not isinstance(self.imp.constants[src.args[0]], Parameter)
+        if not ctx.in_dispatch and not ctx.at_load and not folds:
+            self.dispatch_order.append(("dispatch", t.eclass))
 
     def _zero(self, typ: TensorType, ctx: _Ctx) -> Value:
         e = typ.element

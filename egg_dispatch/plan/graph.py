@@ -23,6 +23,7 @@ from egg_dispatch.cost.model import (
     alloc_seconds,
     call_seconds,
     consumer_pairs,
+    copied_slice,
     exclusive_nodes,
     is_reshape,
     launch_seconds,
@@ -148,6 +149,10 @@ def build_plan(
             visit(c, at_load)
             boundary_reads.append((producer(c), facts.info(c).stored_bytes))
             return
+        if into is None and not at_load and node.op in ("Slice", "EncodedSlice") and copied_slice(g, imported, c) == c:
+            copy_dispatch(c)  # a slice between dispatches runs as a copy dispatch of its own
+            boundary_reads.append((f"dispatch:{c}", facts.info(c).stored_bytes))
+            return
         for k in node.children:
             if g.is_term_class(k):
                 fuse(k, at_load, into, boundary_reads, choice[c])
@@ -174,6 +179,26 @@ def build_plan(
             top_seconds += seconds
         if into is not None:
             into.ops.append(node.op)
+
+    def copy_dispatch(c: str) -> None:
+        """The dispatch ``emit.iree`` gives a slice between dispatches (``cost.model.copied_slice``)."""
+        nonlocal transients
+        name = f"dispatch:{c}"
+        if (c, False) in owned and name in graph:
+            return
+        owned.add((c, False))
+        transients += c not in outputs
+        d = DispatchInfo(name, launch_seconds=launch + alloc_seconds(target, facts.info(c).stored_bytes))
+        d.flops_seconds = slice_copy_seconds(g, c, facts, target)  # with the launch: copy_dispatch_seconds
+        d.bytes_out = facts.info(c).stored_bytes
+        reads: list[tuple[str, int]] = []
+        fuse(c, False, d, reads, choice[c])
+        d.bytes_in = sum(b for _, b in reads)
+        d.bytes_seconds = (d.bytes_in + d.bytes_out) / (target.memory_bandwidth_gbps * 1e9)
+        dispatches.append(d)
+        graph.add_node(name, kind="dispatch", info=d, bytes=d.bytes_out)
+        for src, b in reads:
+            graph.add_edge(src, name, bytes=b)
 
     def visit(c: str, at_load: bool) -> None:
         nonlocal persistent, transients
