@@ -316,3 +316,70 @@ def test_a_table_is_extrapolated_at_its_largest_points_rate_and_matvecs_use_the_
     assert k.contraction("f32,f32,f32", False, 1, rhs_kn=True) is m1
     assert k.contraction("f32,f32,f32", False, 16, rhs_kn=True) is kn
     assert k.contraction("f32,f32,f32", False, 16) is plain
+
+
+REREAD_KNEE = 2 << 20  # the made-up machine's L2
+REREAD_SHAPES = [(m, n, n + n // 2) for m in (8, 32, 128, 512) for n in (64, 256, 1024)]
+REREAD_SHAPES += [(64, 512, 768), (64, 1024, 768), (16, 96, 32), (64, 32, 128), (8, 32, 16)]
+
+
+def _plain_kn_truth(m: int, n: int, k: int, beyond: bool) -> float:
+    """A plain [K, N] f32 matmul: 0.1 µs + flops at 150 GFLOP/s while its RHS stays in a 2 MiB cache;
+    beyond it the RHS (all of it, or the part beyond) is read again once at 4 GB/s and for every LHS
+    row at 80 GB/s."""
+    rhs = n * k * 4
+    t = 0.1e-6 + 2 * m * n * k / 150e9
+    if rhs > REREAD_KNEE:
+        reread = rhs - REREAD_KNEE if beyond else rhs
+        t += reread / 4e9 + m * reread / 80e9
+    return t
+
+
+@pytest.mark.parametrize("beyond", [False, True])
+def test_a_plain_contraction_whose_rhs_outgrows_the_cache_is_fitted_its_reread(tmp_path: Path, beyond: bool) -> None:
+    """Calibration recovers the knee, the form (all of the RHS read again, or the part beyond the
+    knee) and both rates of a plain [K, N] matmul's RHS re-read; an [N, K] one measured without such
+    a regime gets none; the model prices a [512, 2048] weight by it and a batch of small RHS matrices
+    without it; the profile file keeps the term."""
+    target = load_target("x86_64-avx512")
+    cal = _synthetic_calibration(target, 0.05, 1.5, 150.0)
+    cal.samples["matmul_kn"] = [(s, "f32,f32,f32", _plain_kn_truth(*s, beyond)) for s in REREAD_SHAPES]
+    cal.samples["matmul"] = [(s, "f32,f32,f32", 0.1e-6 + 2 * math.prod(s) / 100e9) for s in REREAD_SHAPES]
+    kernels, residuals = fit_kernels(cal, target)
+    kn = kernels.matmul_kn["f32,f32,f32"]
+    assert (kn.reread_bytes, kn.reread_beyond) == (REREAD_KNEE, beyond)
+    assert kn.rate_g == pytest.approx(150.0, rel=0.02)
+    assert kn.reread_pass_gbps == pytest.approx(4.0, rel=0.05)
+    assert kn.reread_row_gbps == pytest.approx(80.0, rel=0.05)
+    assert residuals["matmul_kn.f32,f32,f32"] < 0.01
+    assert kernels.matmul["f32,f32,f32"].reread_bytes == 0  # no regime measured: no term
+    t = dataclasses.replace(target, kernels=kernels)
+    lhs, acc = TensorInfo((128, 512), "f32"), TensorInfo((128, 2048), "f32")
+    kind = "contract:linalg.matmul:(d0,d2);(d2,d1);(d0,d1)"
+    got = op_seconds(kind, [lhs, TensorInfo((512, 2048), "f32"), acc], acc, t)
+    assert got == pytest.approx(_plain_kn_truth(128, 2048, 512, beyond), rel=0.03)
+    # 8 batches of a [512, 256] RHS (512 KiB each): per-batch matrices within the cache, no re-read
+    batch = "contract:linalg.batch_matmul:(d0,d1,d3);(d0,d3,d2);(d0,d1,d2)"
+    b_ops = [TensorInfo((8, 64, 512), "f32"), TensorInfo((8, 512, 256), "f32"), TensorInfo((8, 64, 256), "f32")]
+    in_cache = 0.1e-6 + 2 * 8 * 64 * 256 * 512 / 150e9
+    assert op_seconds(batch, b_ops, b_ops[2], t) == pytest.approx(in_cache, rel=0.03)
+    path = tmp_path / "reread.json"
+    cal.kernels, cal.residuals = kernels, {}
+    write_profile(profile_dict(target, cal, quick=True), path)
+    assert load_target(str(path)).kernels.matmul_kn == kernels.matmul_kn  # type: ignore[union-attr]
+
+
+def test_a_profile_with_a_malformed_reread_names_the_field(tmp_path: Path) -> None:
+    import json
+
+    from egg_dispatch.target.profile import TargetError
+
+    path = tmp_path / "bad.json"
+    cal = _synthetic_calibration(load_target("x86_64-avx512"), 0.05, 1.5, 150.0)
+    cal.samples["matmul_kn"] = [(s, "f32,f32,f32", _plain_kn_truth(*s, False)) for s in REREAD_SHAPES]
+    cal.kernels, cal.residuals = fit_kernels(cal, load_target("x86_64-avx512"))
+    data = profile_dict(load_target("x86_64-avx512"), cal, quick=True)
+    data["kernels"]["matmul_kn"]["f32,f32,f32"]["reread_beyond"] = "yes"
+    path.write_text(json.dumps(data))
+    with pytest.raises(TargetError, match=r"kernels\.matmul_kn\.f32,f32,f32\.reread_beyond"):
+        load_target(str(path))

@@ -66,6 +66,7 @@ __all__ = [
     "alloc_seconds",
     "call_seconds",
     "consumer_pairs",
+    "contraction_rhs",
     "contraction_rows",
     "contraction_sizes",
     "copied_slice",
@@ -195,6 +196,17 @@ def contraction_rows(kind: str, operands: Sequence[TensorInfo]) -> int:
     if len(maps) < 3 or len(maps[0]) != len(lhs):
         return 0
     return math.prod(lhs[maps[0].index(d)] for d in maps[2] if d in maps[0] and d not in maps[1])
+
+
+def contraction_rhs(kind: str, operands: Sequence[TensorInfo]) -> tuple[float, int]:
+    """(bytes of one RHS matrix, how many: the batch) of a ``contract:<maps>`` kind: what a plain
+    contraction re-reads when its RHS outgrows the cache (``Fit.reread_seconds``)."""
+    maps = parse_maps(kind[len("contract:") :])
+    rhs = operands[1]
+    if len(maps) < 3 or len(maps[1]) != len(rhs.shape):
+        return float(rhs.stored_bytes), 1
+    batch = math.prod(rhs.shape[i] for i, d in enumerate(maps[1]) if d in maps[0] and d in maps[2])
+    return rhs.stored_bytes / max(batch, 1), max(batch, 1)
 
 
 def rhs_is_kn(kind: str) -> bool:
@@ -343,7 +355,8 @@ def _measured_seconds(
         types = ",".join([o.element for o in operands[:2]] + [result.element])
         fit = k.contraction(types, encoded, m, rhs_kn=kind != "mmt4d" and rhs_is_kn(kind[len("contract:") :]))
         if fit is not None:
-            return k.contraction_seconds(fit, flops, moved)
+            rhs_bytes, batch = (0.0, 1) if kind == "mmt4d" else contraction_rhs(kind, operands)
+            return k.contraction_seconds(fit, flops, moved, m, rhs_bytes, batch)
     if kind == "pack":  # fitted on elements and logical + packed bytes, per operand and element type
         src = operands[0]
         nbytes = src.logical_bytes + result.stored_bytes

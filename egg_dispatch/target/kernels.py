@@ -38,6 +38,14 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
   in its 2 MiB L2, and a 9.4 MB matvec weight streamed at 27 GB/s; one fit through both regimes priced
   the large ones 3x too fast. Both numbers are fitted from the traffic samples (the knee is chosen by
   residual among powers of two), not read from the CPU's specification;
+* ``reread_bytes``, ``reread_pass_gbps``, ``reread_row_gbps`` of a plain contraction fit: an RHS larger
+  than ``reread_bytes`` no longer stays in the cache while the kernel sweeps it, so it is read again
+  from farther away, once per pass and again for every row of the LHS (``Fit.reread_seconds``): all of
+  it, or (``reread_beyond``) the bytes beyond the knee, whichever fits the samples better. On the
+  Xeon plain [K, N] matmuls fell from 155-175 GFLOP/s to 17-34 with a 6 MB f32 RHS and to 32-40 with a
+  3 MB f16 one, while a 1.5 MB i8 RHS and every [N, K] one kept their rate: the extra grew linearly in
+  M at about the same time per row and RHS byte for f32 and f16. Fitted where it lowers the mean
+  |log(model / measured)| of the kind's fit (the knee chosen among powers of two), else absent;
 * ``launch_us``: per dispatch, on top of its kernel (host-side scheduling in the command buffer);
 * ``alloc_gbps``: the buffer a dispatch writes is allocated (and first touched) on every call: its
   bytes at this rate (0: free);
@@ -79,6 +87,15 @@ class Fit:
     """Measured (work, seconds), sorted by work; interpolated inside their range (see module doc)."""
     residual: float = 0.0
     """Median |log(model / measured)| of the formula over the calibration points."""
+    reread_bytes: float = 0.0
+    """A plain contraction's RHS (per batch) larger than this is read again from beyond the cache
+    (module doc); 0: never."""
+    reread_pass_gbps: float = 0.0
+    """GB/s of that re-read once per kernel (0: no such term)."""
+    reread_row_gbps: float = 0.0
+    """GB/s of that re-read for every LHS row: it costs M x RHS bytes at this rate (0: no such term)."""
+    reread_beyond: bool = False
+    """Only the RHS bytes beyond ``reread_bytes`` are read again (the cache keeps the rest), not all."""
 
     @property
     def measured(self) -> bool:
@@ -101,6 +118,17 @@ class Fit:
             t += work / (self.rate_g * 1e9)
         if self.gbps > 0:
             t += nbytes / (self.gbps * 1e9)
+        return t
+
+    def reread_seconds(self, m: int, rhs_bytes: float) -> float:
+        """What re-reading an RHS of ``rhs_bytes`` beyond the cache adds for ``m`` LHS rows (module doc)."""
+        if self.reread_bytes <= 0 or rhs_bytes <= self.reread_bytes:
+            return 0.0
+        if self.reread_beyond:
+            rhs_bytes -= self.reread_bytes
+        t = rhs_bytes / (self.reread_pass_gbps * 1e9) if self.reread_pass_gbps > 0 else 0.0
+        if self.reread_row_gbps > 0:
+            t += m * rhs_bytes / (self.reread_row_gbps * 1e9)
         return t
 
 
@@ -152,14 +180,18 @@ class KernelCosts:
         spill = 0.0 if fit.interpolates(work) else self.spill_seconds(nbytes)
         return fit.seconds(work, nbytes) + spill
 
-    def contraction_seconds(self, fit: Fit, flops: float, nbytes: float) -> float:
-        """A contraction's time: its fit, or streaming its bytes beyond the cache if that is longer.
-        A contraction overlaps its compute with its loads, so the bytes beyond the cache bound it
-        from below (a matvec's weight) rather than add to it (a [512, 1536] x [1536, 1024] mmt4d
-        measured within 25% of its in-cache fit although it moves 11 MB)."""
+    def contraction_seconds(
+        self, fit: Fit, flops: float, nbytes: float, m: int = 0, rhs_bytes: float = 0.0, batch: int = 1
+    ) -> float:
+        """A contraction's time: its fit (with its RHS re-read, ``Fit.reread_seconds``, for ``batch``
+        RHS matrices of ``rhs_bytes`` and ``m`` rows each), or streaming its bytes beyond the cache if
+        that is longer. A contraction overlaps its compute with its loads, so the bytes beyond the cache
+        bound it from below (a matvec's weight) rather than add to it (a [512, 1536] x [1536, 1024]
+        mmt4d measured within 25% of its in-cache fit although it moves 11 MB)."""
         if fit.interpolates(flops):
             return fit.seconds(flops, nbytes)
-        return max(fit.seconds(flops, nbytes), fit.fixed_us * 1e-6 + self.spill_seconds(nbytes))
+        t = fit.seconds(flops, nbytes) + batch * fit.reread_seconds(m, rhs_bytes)
+        return max(t, fit.fixed_us * 1e-6 + self.spill_seconds(nbytes))
 
     def traffic(self, kind: str, operand: int | None, element: str) -> Fit:
         """The pack (``kind="pack"``) or unpack fit for operand ``operand`` (0 LHS, 1 RHS, 2 result) of
@@ -193,7 +225,8 @@ ROLES = {0: "lhs", 1: "rhs", 2: "acc"}
 """Operand names in ``pack_by`` / ``unpack_by`` keys, by the encoding's operand_index."""
 
 _SCALARS = ("launch_us", "call_us", "alloc_gbps", "output_us", "transient_us", "cache_bytes", "dram_gbps")
-_FIT_KEYS = {"fixed_us", "rate_g", "gbps", "points", "residual"}
+_REREAD_KEYS = ("reread_bytes", "reread_pass_gbps", "reread_row_gbps")
+_FIT_KEYS = {"fixed_us", "rate_g", "gbps", "points", "residual", "reread_beyond", *_REREAD_KEYS}
 _SINGLE = (
     "pack",
     "pack_in_dispatch",
@@ -213,11 +246,15 @@ def _fit(data: Any, where: str, fail: Any) -> Fit:
     if unknown:
         raise fail(where, f"unknown keys {sorted(unknown)} (expected {sorted(_FIT_KEYS)})")
     values: dict[str, Any] = {}
-    for key in ("fixed_us", "rate_g", "gbps", "residual"):
+    for key in ("fixed_us", "rate_g", "gbps", "residual", *_REREAD_KEYS):
         v = data.get(key, 0.0)
         if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
             raise fail(f"{where}.{key}", f"must be a finite number >= 0, got {v!r}")
         values[key] = float(v)
+    beyond = data.get("reread_beyond", False)
+    if not isinstance(beyond, bool):
+        raise fail(f"{where}.reread_beyond", f"must be true or false, got {beyond!r}")
+    values["reread_beyond"] = beyond
     pts = data.get("points", [])
 
     def ok(p: Any) -> bool:
@@ -259,6 +296,8 @@ def kernels_from_dict(data: Any, fail: Any) -> KernelCosts:
 
 def _fit_dict(f: Fit) -> dict:
     d: dict[str, Any] = {"fixed_us": f.fixed_us, "rate_g": f.rate_g, "gbps": f.gbps, "residual": f.residual}
+    if f.reread_bytes > 0:
+        d.update({key: getattr(f, key) for key in (*_REREAD_KEYS, "reread_beyond")})
     if f.points:
         d["points"] = [[a, b] for a, b in f.points]
     return d
