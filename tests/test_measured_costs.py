@@ -471,3 +471,20 @@ def test_tune_keeps_iree_own_plan_when_the_win_is_inside_its_rounds_spread() -> 
     assert report([3910.3, 3853.0, 3856.0], [3922.0, 3896.0, 3872.8]).winner.label == "IREE"  # type: ignore[union-attr]
     # a 1.5% win in two of three rounds of a plan whose rounds scatter 2.2% (LLaMA; 1.01x when confirmed)
     assert report([10.43, 10.66, 10.43], [10.66, 10.59, 10.55]).winner.label == "IREE"  # type: ignore[union-attr]
+
+
+def test_tune_never_chooses_a_plan_measured_only_for_comparison() -> None:
+    """``tune(extra_plans=...)`` plans (a fidelity benchmark's wider sample) are timed with the rest but
+    never chosen: the fastest of them loses to a slower candidate, or to IREE's plan."""
+    from egg_dispatch.measure.tune import TuneCandidate, TuneReport, _choose
+
+    iree = TuneCandidate("IREE", True, 1e-6, measured=[1.0, 1.0, 1.0])
+    extra = TuneCandidate("ablation", False, 1e-6, measured=[0.5, 0.5, 0.5], choosable=False)
+    ours = TuneCandidate("ours", False, 1e-6, measured=[0.8, 0.8, 0.8])
+    r = TuneReport("f", "t", [iree, extra, ours], 3, True)
+    _choose(r, [iree, extra, ours])
+    assert r.winner is ours and not extra.chosen
+    r = TuneReport("f", "t", [iree, extra], 3, True)
+    iree.chosen = False
+    _choose(r, [iree, extra])
+    assert r.winner is iree

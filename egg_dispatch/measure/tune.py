@@ -88,6 +88,9 @@ class TuneCandidate:
     chosen: bool = False
     also: list[str] = field(default_factory=list)
     """Labels of other candidates that emitted the same module."""
+    choosable: bool = True
+    """False: a plan measured beside the candidates for comparison (``tune(extra_plans=...)``), never
+    chosen."""
 
     @property
     def median(self) -> float | None:
@@ -253,8 +256,12 @@ def tune(
     seed: int = 0,
     progress: Callable[[str, int, int], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    extra_plans: Callable[[Exploration], Sequence[tuple[str, Candidate]]] | None = None,
 ) -> TuneReport:
-    """Measure IREE's own plan and ours for ``source`` and choose the fastest (module docstring)."""
+    """Measure IREE's own plan and ours for ``source`` and choose the fastest (module docstring).
+
+    ``extra_plans``: more (label, plan) pairs of the same program, compiled, checked and timed with the
+    candidates but never chosen (``TuneCandidate.choosable``): a fidelity benchmark's wider sample."""
     start = clock()
     say = progress or (lambda _m, _d, _t: None)
     tgt = load_target(target) if isinstance(target, str) else target
@@ -269,18 +276,25 @@ def tune(
     notes: list[str] = []
     cands: list[TuneCandidate] = []
     by_text: dict[str, TuneCandidate] = {}
-    for label, c in candidate_plans(ex, max(1, max_candidates - 1)):
+
+    def add(label: str, c: Candidate, choosable: bool) -> None:
         try:
             text = emit_iree(c.mlir, tgt, abi=shell)
         except Exception as e:  # a plan we cannot emit is a result, reported (the others still run)
-            cands.append(TuneCandidate(label, False, c.metrics.run_seconds, c, error=f"not emitted: {e}"))
-            continue
+            err = f"not emitted: {e}"
+            cands.append(TuneCandidate(label, False, c.metrics.run_seconds, c, error=err, choosable=choosable))
+            return
         if text in by_text:
             by_text[text].also.append(label)
-            continue
-        tc = TuneCandidate(label, False, c.metrics.run_seconds, c, text)
+            return
+        tc = TuneCandidate(label, False, c.metrics.run_seconds, c, text, choosable=choosable)
         by_text[text] = tc
         cands.append(tc)
+
+    for label, c in candidate_plans(ex, max(1, max_candidates - 1)):
+        add(label, c, True)
+    for label, c in extra_plans(ex) if extra_plans is not None else ():
+        add(label, c, False)
     predicted, modelled = _iree_prediction(ex, source, tgt, notes)
     iree = TuneCandidate("IREE 3.13 (own plan)", True, predicted)
     cands.insert(0, iree)
@@ -376,7 +390,7 @@ def _spread(times: Sequence[float], lower_half: bool = False) -> float:
 def _choose(report: TuneReport, timed: list[TuneCandidate]) -> None:
     """The fastest plan by median; one of ours only if it also beat IREE's in most rounds, by more than
     its own rounds scatter and IREE's undisturbed ones do (``_spread``)."""
-    ranked = sorted((c for c in timed if c.median is not None), key=lambda c: c.median)  # type: ignore[arg-type,return-value]
+    ranked = sorted((c for c in timed if c.median is not None and c.choosable), key=lambda c: c.median)  # type: ignore[arg-type,return-value]
     if not ranked:
         return
     iree = report.iree
