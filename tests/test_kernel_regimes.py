@@ -22,7 +22,14 @@ from egg_dispatch.emit.iree.abi import abi_shell
 from egg_dispatch.emit.iree.module import emit_iree
 from egg_dispatch.extract import plan_objective
 from egg_dispatch.iree.dispatch_creation import count_printed
-from egg_dispatch.measure.calibrate import Calibration, _layout_bytes, fit_kernels, profile_dict, write_profile
+from egg_dispatch.measure.calibrate import (
+    Calibration,
+    _layout_bytes,
+    _padded_flops,
+    fit_kernels,
+    profile_dict,
+    write_profile,
+)
 from egg_dispatch.measure.micro import slice_copy
 from egg_dispatch.pipeline import explore
 from egg_dispatch.plan.graph import build_plan
@@ -383,3 +390,22 @@ def test_a_profile_with_a_malformed_reread_names_the_field(tmp_path: Path) -> No
     path.write_text(json.dumps(data))
     with pytest.raises(TargetError, match=r"kernels\.matmul_kn\.f32,f32,f32\.reread_beyond"):
         load_target(str(path))
+
+
+def test_a_data_tiled_contraction_whose_packed_rhs_outgrows_the_cache_is_fitted_its_reread() -> None:
+    """The same regime on mmt4d, on the packed (padded) RHS: calibration finds it there too, and leaves
+    the plain fits, measured without it, alone."""
+    target = load_target("x86_64-avx512")
+    cal = _synthetic_calibration(target, 0.05, 1.5, 150.0)
+    truth = {}
+    for s in REREAD_SHAPES:
+        rhs = _layout_bytes(target, "f32,f32,f32", s, 1)[1]
+        flops = _padded_flops(target, "f32,f32,f32", s)
+        extra = (rhs - REREAD_KNEE) / 4e9 + s[0] * (rhs - REREAD_KNEE) / 80e9 if rhs > REREAD_KNEE else 0.0
+        truth[s] = 0.2e-6 + flops / 150e9 + extra
+    cal.samples["mmt4d"] = [(s, "f32,f32,f32", t) for s, t in truth.items()]
+    kernels, residuals = fit_kernels(cal, target)
+    fit = kernels.mmt4d["f32,f32,f32"]
+    assert (fit.reread_bytes, fit.reread_beyond) == (REREAD_KNEE, True)
+    assert fit.reread_row_gbps == pytest.approx(80.0, rel=0.05)
+    assert residuals["mmt4d.f32,f32,f32"] < 0.01

@@ -209,6 +209,13 @@ def contraction_rhs(kind: str, operands: Sequence[TensorInfo]) -> tuple[float, i
     return rhs.stored_bytes / max(batch, 1), max(batch, 1)
 
 
+def packed_rhs(rhs: TensorInfo) -> tuple[float, int]:
+    """(bytes of one packed RHS, how many) of an ``mmt4d`` ([N1, K1, N0, K0]) or ``batch_mmt4d``
+    ([B, N1, K1, N0, K0])."""
+    batch = rhs.shape[0] if len(rhs.shape) == 5 else 1
+    return rhs.stored_bytes / max(batch, 1), max(batch, 1)
+
+
 def rhs_is_kn(kind: str) -> bool:
     """The RHS of a Contract kind is stored [K, N]: its last reduction loop comes before its last
     parallel (N) loop (``linalg.matmul``'s and ``batch_matmul``'s default maps; PyTorch's linear,
@@ -355,7 +362,7 @@ def _measured_seconds(
         types = ",".join([o.element for o in operands[:2]] + [result.element])
         fit = k.contraction(types, encoded, m, rhs_kn=kind != "mmt4d" and rhs_is_kn(kind[len("contract:") :]))
         if fit is not None:
-            rhs_bytes, batch = (0.0, 1) if kind == "mmt4d" else contraction_rhs(kind, operands)
+            rhs_bytes, batch = packed_rhs(operands[1]) if kind == "mmt4d" else contraction_rhs(kind, operands)
             return k.contraction_seconds(fit, flops, moved, m, rhs_bytes, batch)
     if kind == "pack":  # fitted on elements and logical + packed bytes, per operand and element type
         src = operands[0]

@@ -503,7 +503,7 @@ def _copy_rows(cal: Calibration, overhead: float = 0.0) -> list[tuple[float, flo
 
 
 REREAD_GAIN = 0.8
-"""A plain contraction's fit takes an RHS re-read term only where it cuts the fit's mean
+"""A contraction's fit takes an RHS re-read term only where it cuts the fit's mean
 |log(model / measured)| to this fraction or less: a term for one noisy point is not a regime."""
 REREAD_FLOOR = 0.02
 """Nor where the formula alone is already within 2% on average: nothing is left for it to explain."""
@@ -516,7 +516,7 @@ def _with_reread(
     rhs: Sequence[tuple[int, int]],
     spilled: KernelCosts | None,
 ) -> Fit:
-    """``fit`` with the RHS re-read of a plain contraction (``Fit.reread_seconds``) where it fits the
+    """``fit`` with the RHS re-read of a contraction (``Fit.reread_seconds``) where it fits the
     samples better: for each knee among ``KNEES``, the formula on the samples whose RHS is within it
     (at least four), the re-read on the extra time of the rest (at least two); the knee with the
     least mean |log(model / measured)| over every sample wins when it beats the plain fit's by
@@ -643,8 +643,9 @@ def _fit_within(
         # on every sample as measured: the model bounds a contraction by its streaming, it adds none
         coef, r = fit_linear(feats, ys)
         fit = _to_fit(coef, r, pts)
-        rhs = [(sz[0], sz[1] * sz[2] * _BYTES[types.split(",")[1]]) for sz, _ in rows]  # (M, RHS bytes)
-        if kind != "mmt4d" and not narrow:
+        # (M, RHS bytes as the kernel reads them: packed, padded tiles for mmt4d)
+        rhs = [(sz[0], _layout_bytes(target, types, sz, 1)[1 if kind == "mmt4d" else 0]) for sz, _ in rows]
+        if not narrow:
             fit = _with_reread(fit, feats, ys, rhs, spilled)
         if spilled is not None or fit.reread_bytes > 0:  # the formula's residual (a table's points are exact)
             formula = dataclasses.replace(fit, points=())

@@ -44,8 +44,11 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
   it, or (``reread_beyond``) the bytes beyond the knee, whichever fits the samples better. On the
   Xeon plain [K, N] matmuls fell from 155-175 GFLOP/s to 17-34 with a 6 MB f32 RHS and to 32-40 with a
   3 MB f16 one, while a 1.5 MB i8 RHS and every [N, K] one kept their rate: the extra grew linearly in
-  M at about the same time per row and RHS byte for f32 and f16. Fitted where it lowers the mean
-  |log(model / measured)| of the kind's fit (the knee chosen among powers of two), else absent;
+  M at about the same time per row and RHS byte for f32 and f16. A data-tiled (mmt4d) fit may carry
+  the same term on its packed RHS, milder: f32 mmt4d ran at 180-195 GFLOP/s with RHS tiles of 0.4 MB
+  and 131-140 with 2.4-6 MB (a 64 x 768 x 768 one measured 575 µs, 485 by the formula alone). Fitted
+  where it lowers the mean |log(model / measured)| of the kind's fit (the knee chosen among powers of
+  two), else absent;
 * ``launch_us``: per dispatch, on top of its kernel (host-side scheduling in the command buffer);
 * ``alloc_gbps``: the buffer a dispatch writes is allocated (and first touched) on every call: its
   bytes at this rate (0: free);
@@ -88,8 +91,8 @@ class Fit:
     residual: float = 0.0
     """Median |log(model / measured)| of the formula over the calibration points."""
     reread_bytes: float = 0.0
-    """A plain contraction's RHS (per batch) larger than this is read again from beyond the cache
-    (module doc); 0: never."""
+    """A contraction's RHS (per batch; packed for mmt4d) larger than this is read again from beyond the
+    cache (module doc); 0: never."""
     reread_pass_gbps: float = 0.0
     """GB/s of that re-read once per kernel (0: no such term)."""
     reread_row_gbps: float = 0.0
