@@ -188,11 +188,16 @@ def build_plan(
             return
         owned.add((c, False))
         transients += c not in outputs
+        run_dispatch(name, c, c)  # with the launch: copy_dispatch_seconds
+
+    def run_dispatch(name: str, c: str, body: str) -> None:
+        """The run-time dispatch ``name`` that computes class ``c`` by fusing ``body`` into it: its launch,
+        result allocation, the slice copy ``body`` may start with, its ops and the graph's edges."""
         d = DispatchInfo(name, launch_seconds=launch + alloc_seconds(target, facts.info(c).stored_bytes))
-        d.flops_seconds = slice_copy_seconds(g, c, facts, target)  # with the launch: copy_dispatch_seconds
+        d.flops_seconds = slice_copy_seconds(g, body, facts, target)
         d.bytes_out = facts.info(c).stored_bytes
         reads: list[tuple[str, int]] = []
-        fuse(c, False, d, reads, choice[c])
+        fuse(body, False, d, reads, choice[c])
         d.bytes_in = sum(b for _, b in reads)
         d.bytes_seconds = (d.bytes_in + d.bytes_out) / (target.memory_bandwidth_gbps * 1e9)
         dispatches.append(d)
@@ -238,17 +243,7 @@ def build_plan(
                 fuse(node.children[0], True, None, [], choice[c])
                 return
             transients += c not in outputs
-            d = DispatchInfo(name, launch_seconds=launch + alloc_seconds(target, facts.info(c).stored_bytes))
-            d.flops_seconds += slice_copy_seconds(g, node.children[0], facts, target)
-            d.bytes_out = facts.info(c).stored_bytes
-            reads = []
-            fuse(node.children[0], False, d, reads, choice[c])
-            d.bytes_in = sum(b for _, b in reads)
-            d.bytes_seconds = (d.bytes_in + d.bytes_out) / (target.memory_bandwidth_gbps * 1e9)
-            dispatches.append(d)
-            graph.add_node(name, kind="dispatch", info=d, bytes=d.bytes_out)
-            for src, b in reads:
-                graph.add_edge(src, name, bytes=b)
+            run_dispatch(name, c, node.children[0])
 
     root = g.nodes[choice[g.root]]
     results = _list_classes_chosen(g, choice, root.children[0])
