@@ -514,7 +514,7 @@ def _with_reread(
     feats: Sequence[tuple[float, float, float]],
     ys: Sequence[float],
     rhs: Sequence[tuple[int, int]],
-    spilled: KernelCosts | None,
+    memory: KernelCosts,
 ) -> Fit:
     """``fit`` with the RHS re-read of a contraction (``Fit.reread_seconds``) where it fits the
     samples better: for each knee among ``KNEES``, the formula on the samples whose RHS is within it
@@ -522,12 +522,12 @@ def _with_reread(
     least mean |log(model / measured)| over every sample wins when it beats the plain fit's by
     ``REREAD_GAIN`` (of knees that fit alike, the middle one). A mean, not a median: the regime is a
     minority of the grid's shapes, and a median over all of them would not see it (a 5-8x miss on
-    three of eleven f32 [K, N] shapes)."""
-    memory = spilled if spilled is not None else KernelCosts(0.0, 0.0)
+    three of eleven f32 [K, N] shapes). ``memory``: the memory-hierarchy terms the model adds (none
+    before the knee is fitted)."""
 
     def error(f: Fit) -> float:
         model = [memory.contraction_seconds(f, x[1], x[2], m, b) for x, (m, b) in zip(feats, rhs, strict=True)]
-        return float(np.mean([abs(math.log(max(a, 1e-15) / max(y, 1e-15))) for a, y in zip(model, ys, strict=True)]))
+        return float(np.mean(_log_errors(model, ys)))
 
     plain_error = error(dataclasses.replace(fit, points=()))
     trials: list[tuple[float, Fit]] = []
@@ -584,9 +584,14 @@ def _traffic_error(kernels: KernelCosts, rows: list[_Row]) -> float:
     return sum(errs) / len(errs) if errs else 0.0
 
 
+def _log_errors(model: Sequence[float], measured: Sequence[float]) -> list[float]:
+    """|log(model / measured)| per sample."""
+    return [abs(math.log(max(m, 1e-15) / max(y, 1e-15))) for m, y in zip(model, measured, strict=True)]
+
+
 def _median_log_error(model: Sequence[float], measured: Sequence[float]) -> float:
     """Median |log(model / measured)|: the residual every fit states."""
-    return float(np.median([abs(math.log(max(m, 1e-15) / y)) for m, y in zip(model, measured, strict=True)]))
+    return float(np.median(_log_errors(model, measured)))
 
 
 def _fit_within(
@@ -645,11 +650,11 @@ def _fit_within(
         fit = _to_fit(coef, r, pts)
         # (M, RHS bytes as the kernel reads them: packed, padded tiles for mmt4d)
         rhs = [(sz[0], _layout_bytes(target, types, sz, 1)[1 if kind == "mmt4d" else 0]) for sz, _ in rows]
+        memory = spilled if spilled is not None else KernelCosts(0.0, 0.0)
         if not narrow:
-            fit = _with_reread(fit, feats, ys, rhs, spilled)
+            fit = _with_reread(fit, feats, ys, rhs, memory)
         if spilled is not None or fit.reread_bytes > 0:  # the formula's residual (a table's points are exact)
             formula = dataclasses.replace(fit, points=())
-            memory = spilled if spilled is not None else KernelCosts(0.0, 0.0)
             r = _median_log_error(
                 [memory.contraction_seconds(formula, f[1], f[2], m, b) for f, (m, b) in zip(feats, rhs, strict=True)],
                 ys,

@@ -416,12 +416,13 @@ def _choose(report: TuneReport, timed: list[TuneCandidate]) -> None:
         # wins by chance. IREE's plan is the reference, and other work on the machine only adds time:
         # one disturbed round of it (3.9, 7.1, 4.0 µs) must not hide a 48% win
         spread = max(_spread(iree.measured, lower_half=True), _spread(c.measured))
-        if rounds and wins >= WIN_FRACTION * len(rounds) and gain > max(spread, MIN_GAIN):
+        most_rounds = bool(rounds) and wins >= WIN_FRACTION * len(rounds)
+        if most_rounds and gain > max(spread, MIN_GAIN):
             c.chosen = True
             return
-        if rounds and wins >= WIN_FRACTION * len(rounds) and gain <= spread:
+        if most_rounds and gain <= spread:
             why = f"{gain:.1%} below IREE's, inside the scatter of the rounds ({spread:.1%})"
-        elif rounds and wins >= WIN_FRACTION * len(rounds):
+        elif most_rounds:
             why = f"{gain:.1%} below IREE's, less than a fresh process moves a module by ({MIN_GAIN:.0%})"
         else:
             why = f"below IREE's but faster in only {wins} of {len(rounds)} rounds"
