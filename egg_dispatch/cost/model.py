@@ -56,6 +56,7 @@ from egg_dispatch.cost.table import CostTable, NodeCost
 from egg_dispatch.egraph.data import EGraphData, Term
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
 from egg_dispatch.mlir.ir import ScalarType, element_nbytes
+from egg_dispatch.target.kernels import ROLES
 from egg_dispatch.target.layout import Layout
 from egg_dispatch.target.profile import Target
 
@@ -196,6 +197,20 @@ def contraction_rows(kind: str, operands: Sequence[TensorInfo]) -> int:
     if len(maps) < 3 or len(maps[0]) != len(lhs):
         return 0
     return math.prod(lhs[maps[0].index(d)] for d in maps[2] if d in maps[0] and d not in maps[1])
+
+
+def contraction_mnk(kind: str, operands: Sequence[TensorInfo]) -> tuple[int, int, int] | None:
+    """(M, N, K) of a ``contract:<maps>`` kind on its logical operand shapes, batch dims left out; None
+    when the maps do not match the operands."""
+    maps = parse_maps(kind[len("contract:") :])
+    if len(maps) < 3 or any(len(m) != len(o.shape) for m, o in zip(maps, operands[:3], strict=False)):
+        return None
+    size = {d: o.shape[i] for m, o in zip(maps, operands[:3], strict=False) for i, d in enumerate(m)}
+    lhs, rhs, out = (set(m) for m in maps[:3])
+    m = math.prod(size[d] for d in lhs & out - rhs)
+    n = math.prod(size[d] for d in rhs & out - lhs)
+    k = math.prod(size[d] for d in lhs & rhs - out)
+    return m, n, k
 
 
 def contraction_rhs(kind: str, operands: Sequence[TensorInfo]) -> tuple[float, int]:
@@ -384,15 +399,26 @@ def _measured_seconds(
     return moved / bw + k.spill_seconds(moved)  # copies, and a contraction on element types never measured
 
 
-def in_dispatch_pack_extra(target: Target, src: TensorInfo, packed: TensorInfo, operand: int | None) -> float:
-    """What a pack inside the contraction's dispatch costs beyond the standalone pack its node is
-    charged (measured; the analytic model prices both the same)."""
+def in_dispatch_pack_extra(
+    target: Target,
+    src: TensorInfo,
+    packed: TensorInfo,
+    operand: int | None,
+    mnk: tuple[int, int, int] | None = None,
+) -> float:
+    """What a pack inside the dispatch of an M x N x K (``mnk``) contraction costs beyond the standalone
+    pack its node is charged: the measured table of its role where there is one
+    (``KernelCosts.fused_pack_seconds``), else the fit over both roles (the analytic model prices
+    both the same)."""
     k = target.kernels
     if k is None:
         return 0.0
     nbytes = src.logical_bytes + packed.stored_bytes
     standalone = k.traffic("pack", operand, src.element).seconds(src.numel, nbytes)
-    return k.pack_in_dispatch.seconds(src.numel, nbytes) - standalone
+    fused = None
+    if mnk is not None and operand in (0, 1):
+        fused = k.fused_pack_seconds(ROLES[operand], *mnk, src.numel)
+    return (k.pack_in_dispatch.seconds(src.numel, nbytes) if fused is None else fused) - standalone
 
 
 def _mmt4d_flops(operands: Sequence[TensorInfo]) -> int:
@@ -647,14 +673,14 @@ def _model_seconds(
         return op_seconds("unpack", [src], plain, target, operand=facts.operand_index(kids[0]))
     if op in ("Contract", "Mmt4d"):
         kind_class, operands_classes = (kids[0], kids[1:]) if op == "Contract" else _contract_twin(g, c, kids)
-        seconds = op_seconds(
-            "contract:" + str(g.leaf_value(kind_class)), [info(k) for k in operands_classes], out, target
-        )
+        kind = "contract:" + str(g.leaf_value(kind_class))
+        operands = [info(k) for k in operands_classes]
+        seconds = op_seconds(kind, operands, out, target)
         if target.kernels is not None:  # operands packed in this dispatch cost more than standalone packs
             for k in operands_classes[:2]:
                 fused = _fused_pack(g, k, facts)
                 if fused is not None:
-                    seconds += in_dispatch_pack_extra(target, *fused)
+                    seconds += in_dispatch_pack_extra(target, *fused, contraction_mnk(kind, operands))
         return max(seconds, 0.0)
     if op == "InsertSlice":
         return op_seconds("copy", [info(kids[0])], out, target)

@@ -129,6 +129,11 @@ def plan_programs(quick: bool, target: Target) -> Plan:
     # RHS sizes jump from 0.4 MB to 6 MB
     grid += ((64, 512, 768), (64, 1024, 768))
     small = ((1, 32, 48), (4, 64, 32), (16, 64, 32), (16, 32, 64), (32, 48, 64), (8, 64, 48), (32, 64, 48))
+    # fused packs of the sizes transformer blocks fuse (M of 16-128, N up to 256): their cost per element
+    # changes with the shape (``KernelCosts.fused_pack``), and the shapes IREE's codegen takes fused
+    # (the footprint model drops the rest) span little more than this grid
+    small += ((2, 128, 48), (16, 128, 48), (32, 128, 48), (48, 64, 32), (64, 32, 48), (64, 96, 32),
+              (96, 32, 64), (128, 32, 48), (8, 256, 32), (16, 256, 48), (1, 256, 96))  # fmt: skip
     gen = ((1, 64), (8, 64), (1, 512), (16, 256), (4, 1024), (64, 1024), (256, 4096))
     slices = ((16, 256), (64, 256), (64, 768), (128, 768), (256, 768), (768, 768), (1536, 768))
     return Plan(types, grid, small, gen, (1, 2, 4, 16, 48), 3, 0.1, fans=(2, 8), slice_shapes=slices)
@@ -712,6 +717,7 @@ def _fit_within(
     unpack_by = {key: traffic_fit(f"unpack.{key}", rows) for (kind, key), rows in sorted(by_role.items())
                  if kind == "unpack" and len(rows) >= 4}  # fmt: skip
     base = {(sz, ts): t for sz, ts, t in s.get("mmt4d", [])}
+    fused_pack = _fused_pack_table(s, base)
     delta_unpack, delta_pack = [], []
     for kind, operand, rows in (
         ("mmt4d+unpack", 2, delta_unpack),
@@ -768,8 +774,28 @@ def _fit_within(
         copy=traffic_fit("copy", _copy_rows(cal, transient + launch), delta=True),
         pack_by=pack_by,
         unpack_by=unpack_by,
+        fused_pack=fused_pack,
     )
     return kernels, res
+
+
+def _fused_pack_table(
+    s: dict[str, list[tuple[tuple[int, ...], str, float]]], base: dict[tuple[tuple[int, ...], str], float]
+) -> dict[str, tuple[tuple[float, float, float, float], ...]]:
+    """``KernelCosts.fused_pack``: per role, (M, N, K, seconds per element of the packed operand) of the
+    f32 contraction with that operand packed in its dispatch, less the same contraction pre-packed
+    (clipped at 0: a difference within the noise of the two)."""
+    out: dict[str, tuple[tuple[float, float, float, float], ...]] = {}
+    for kind, operand in (("mmt4d+pack_lhs", 0), ("mmt4d+pack_rhs", 1)):
+        points = []
+        for (m, n, k), ts, t in s.get(kind, []):
+            if ts != "f32,f32,f32" or ((m, n, k), ts) not in base:
+                continue
+            elements = (m if operand == 0 else n) * k
+            points.append((float(m), float(n), float(k), max(t - base[((m, n, k), ts)], 0.0) / elements))
+        if points:
+            out[ROLES[operand]] = tuple(sorted(points))
+    return out
 
 
 def profile_dict(base: Target, cal: Calibration, *, quick: bool, measured: dict | None = None) -> dict:

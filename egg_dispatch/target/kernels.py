@@ -20,6 +20,15 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
   half an f32 LHS's rate per element), used where measured;
 * ``pack_in_dispatch``: the *extra* time a pack costs when it runs inside the contraction's dispatch
   (IREE re-packs the operand on every call there; measured against the pre-packed contraction);
+* ``fused_pack``: the same per operand role as a table over the contraction's shape: (M, N, K,
+  seconds per element of the packed operand) where calibrate measured it. One formula on elements
+  did not fit: on the Xeon an LHS packed in its dispatch cost 0.1-0.3 ns per element at M <= 16 and
+  N <= 64, 0.7-1 ns from M = 32 or N = 128 on, an RHS 0.4-0.8 ns (IREE 3.13 distributes these
+  mmt4d dispatches one N tile per workgroup, ``distribution = [16, 1, ...]``, so a fused LHS pack runs
+  once per N tile); one fit through both roles priced BERT's 32-row fused packs at a third of their
+  time. The model takes the points nearest in log M, N, K
+  (``fused_pack_seconds``); the legal fused packs (``egraph.facts.fused_footprint_legal``) span a
+  small range of shapes, which the calibration grid covers;
 * ``unpack_in_dispatch``: the same for the unpack of the result inside the contraction's dispatch;
 * ``consumer_after_unpack``: the *extra* time an elementwise generic (a bias add) costs when it reads
   the unpacked result inside the contraction's dispatch, per element of its result (measured against
@@ -171,6 +180,24 @@ class KernelCosts:
     copy: Fit = Fit()
     pack_by: Mapping[str, Fit] = field(default_factory=dict)
     unpack_by: Mapping[str, Fit] = field(default_factory=dict)
+    fused_pack: Mapping[str, tuple[tuple[float, float, float, float], ...]] = field(default_factory=dict)
+    """Per role (``"lhs"``, ``"rhs"``): measured (M, N, K, seconds per element) of a pack inside the
+    contraction's dispatch (module doc)."""
+
+    def fused_pack_seconds(self, role: str, m: int, n: int, k: int, elements: float) -> float | None:
+        """A pack of ``elements`` inside the dispatch of an M x N x K contraction, from the ``fused_pack``
+        points of ``role``: inverse-distance weighted over the (up to) three nearest in log2 M, N, K, the
+        point itself where one was measured at that shape; None where the role was not measured."""
+        points = self.fused_pack.get(role, ())
+        if not points or min(m, n, k) <= 0:
+            return None
+        at = (math.log2(m), math.log2(n), math.log2(k))
+        near = sorted((math.dist(at, (math.log2(p[0]), math.log2(p[1]), math.log2(p[2]))), p) for p in points)[:3]
+        if near[0][0] < 1e-9:
+            return near[0][1][3] * elements
+        weights = [1.0 / d**2 for d, _ in near]
+        per_element = sum(w * p[3] for w, (_, p) in zip(weights, near, strict=True)) / sum(weights)
+        return per_element * elements
 
     def spill_seconds(self, nbytes: float) -> float:
         """What the bytes of a kernel beyond the cache add to its fitted time (module doc)."""
@@ -276,7 +303,7 @@ def kernels_from_dict(data: Any, fail: Any) -> KernelCosts:
     """Validate the ``kernels`` object of a profile; ``fail(field, problem)`` builds the error."""
     if not isinstance(data, dict):
         raise fail("kernels", f"expected an object, got {type(data).__name__}")
-    allowed = {*_SCALARS, "mmt4d", "matmul", "matmul_kn", "pack_by", "unpack_by", *_SINGLE}
+    allowed = {*_SCALARS, "mmt4d", "matmul", "matmul_kn", "pack_by", "unpack_by", "fused_pack", *_SINGLE}
     unknown = set(data) - allowed
     if unknown:
         raise fail("kernels", f"unknown keys {sorted(unknown)} (expected {sorted(allowed)})")
@@ -294,7 +321,32 @@ def kernels_from_dict(data: Any, fail: Any) -> KernelCosts:
     for key in _SINGLE:
         if key in data:
             out[key] = _fit(data[key], f"kernels.{key}", fail)
+    out["fused_pack"] = _fused_pack(data.get("fused_pack", {}), fail)
     return KernelCosts(**out)
+
+
+def _fused_pack(data: Any, fail: Any) -> dict[str, tuple[tuple[float, float, float, float], ...]]:
+    if not isinstance(data, dict):
+        raise fail("kernels.fused_pack", "expected an object of operand roles -> [M, N, K, seconds per element] points")
+    out = {}
+    for role, pts in data.items():
+        where = f"kernels.fused_pack.{role}"
+        if role not in ("lhs", "rhs"):
+            raise fail(where, "unknown operand role (expected lhs or rhs)")
+
+        def ok(p: Any) -> bool:
+            return (
+                isinstance(p, list)
+                and len(p) == 4
+                and all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in p)
+                and min(p[:3]) > 0
+                and p[3] >= 0
+            )
+
+        if not isinstance(pts, list) or not all(ok(p) for p in pts):
+            raise fail(where, "must be a list of [M, N, K, seconds per element] (sizes > 0, seconds >= 0)")
+        out[role] = tuple(sorted(tuple(float(x) for x in p) for p in pts))
+    return out
 
 
 def _fit_dict(f: Fit) -> dict:
@@ -320,5 +372,6 @@ def kernels_to_dict(k: KernelCosts) -> dict:
         "matmul_kn": {t: _fit_dict(f) for t, f in k.matmul_kn.items()},
         "pack_by": {t: _fit_dict(f) for t, f in sorted(k.pack_by.items())},
         "unpack_by": {t: _fit_dict(f) for t, f in sorted(k.unpack_by.items())},
+        "fused_pack": {role: [list(p) for p in pts] for role, pts in sorted(k.fused_pack.items())},
         **{key: _fit_dict(getattr(k, key)) for key in _SINGLE},
     }
