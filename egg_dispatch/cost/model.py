@@ -13,7 +13,8 @@ tiled layout, for a plain matmul otherwise):
 * fill: stored(result) / bw; elementwise / other ops: stored bytes in + out over bw, plus
   ``ELEMENTWISE_FLOPS_PER_ELEMENT``·stored elements per body op at the plain-matmul peak (a generic on
   encoded operands, ``rules/sink_unset.egg``, runs on the padded tiles);
-  attention: 4·B·M·K2·(K1 + N) flops;
+  attention: twice its flops (``attention_flops``: the softmax between Q·Kᵀ and P·V as much again)
+  at the plain-matmul peak, or the calibrated ``KernelCosts.attention`` fit where measured;
 * a dispatch (``Dispatch``): launch overhead; its result buffer is transient memory; a dispatch
   of nothing but a slice (``flow.tensor.slice`` between dispatches, or a slice hoisted out of its
   consumer) is a copy of the slice's bytes, in and out: IREE runs it as a copy command or a copy
@@ -56,7 +57,7 @@ from egg_dispatch.cost.table import CostTable, NodeCost
 from egg_dispatch.egraph.data import EGraphData, Term
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
 from egg_dispatch.mlir.ir import ScalarType, element_nbytes
-from egg_dispatch.target.kernels import ROLES
+from egg_dispatch.target.kernels import ROLES, attention_flops
 from egg_dispatch.target.layout import Layout
 from egg_dispatch.target.profile import Target
 
@@ -330,7 +331,7 @@ def op_seconds(
 ) -> float:
     """Time of one op (not counting its dispatch's launch); ``operand``: for a pack or unpack, which
     operand of its contraction the encoding is for (0 LHS, 1 RHS, 2 result), when known."""
-    if target.kernels is not None and kind != "attention":
+    if target.kernels is not None and (kind != "attention" or target.kernels.attention.measured):
         return _measured_seconds(kind, operands, result, target, body_ops, reduction, operand)
     bw = target.memory_bandwidth_gbps * 1e9
     moved = sum(o.stored_bytes for o in operands) + result.stored_bytes
@@ -347,14 +348,19 @@ def op_seconds(
             return result.stored_bytes / bw
         return moved / bw
     if kind == "attention":
-        q, k, v = operands[0], operands[1], operands[2]
-        b_m = q.numel // q.shape[-1] if q.shape else 1
-        keys = k.shape[-2] if len(k.shape) >= 2 else 1  # global optimization folds a unit key dim away
-        flops = 4 * b_m * keys * ((q.shape[-1] if q.shape else 1) + (v.shape[-1] if v.shape else 1))
+        flops = 2 * _attention_flops(operands)  # the softmax between the two products as much again
         return flops / (target.peak_gflops("f32,f32,f32", data_tiled=False) * 1e9) + moved / bw
     domain = max([o.stored_numel for o in operands] + [result.stored_numel])  # encoded: the padded tiles too
     flops = domain * body_ops * ELEMENTWISE_FLOPS_PER_ELEMENT
     return flops / (target.peak_gflops("f32,f32,f32", data_tiled=False) * 1e9) + moved / bw
+
+
+def _attention_flops(operands: Sequence[TensorInfo]) -> int:
+    """``attention_flops`` of an ``iree_linalg_ext.attention`` from its Q, K and V."""
+    q, k, v = operands[0], operands[1], operands[2]
+    rows = q.numel // q.shape[-1] if q.shape else 1
+    keys = k.shape[-2] if len(k.shape) >= 2 else 1  # global optimization folds a unit key dim away
+    return attention_flops(rows, q.shape[-1] if q.shape else 1, keys, v.shape[-1] if v.shape else 1)
 
 
 def _measured_seconds(
@@ -393,6 +399,10 @@ def _measured_seconds(
         domain = max([o.stored_numel for o in operands] + [result.stored_numel])
         fit = k.reduction if reduction else k.elementwise
         return k.fitted_seconds(fit, domain * (1 if reduction else body_ops), moved)
+    if kind == "attention":  # measured (op_seconds prices an unmeasured one by its formula)
+        return k.fitted_seconds(k.attention, _attention_flops(operands), moved)
+    if kind == "softmax":
+        return k.fitted_seconds(k.softmax, result.numel, moved)
     if kind == "copy" and k.copy.measured:
         return k.fitted_seconds(k.copy, result.numel, moved)
     bw = target.memory_bandwidth_gbps * 1e9
@@ -691,7 +701,10 @@ def _model_seconds(
         inputs = [info(k) for k in _list_classes(g, kids[1])]
         if op == "Generic":
             inputs += [info(k) for k in _list_classes(g, kids[2])]
-        kind = "attention" if proto is not None and proto.name == "iree_linalg_ext.attention" else "generic"
+        name = getattr(proto, "name", "")
+        kind = "attention" if name == "iree_linalg_ext.attention" else "generic"
+        if name == "linalg.softmax" and target.kernels is not None and target.kernels.softmax.measured:
+            kind = "softmax"  # else priced as the generic it decomposes to, as before softmax was measured
         contraction = generic_contraction_kind(proto) if op == "Generic" else None
         if contraction is not None and len(inputs) == 3:  # lhs, rhs, init
             return op_seconds("contract:" + contraction, inputs, out, target)

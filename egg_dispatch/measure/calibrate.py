@@ -4,7 +4,8 @@ Micro-programs (``measure.micro``) cover what the cost model prices: data-tiled 
 their operands pre-packed (over a grid of M, N, K, per element-type triple), the same with the unpack
 or one operand's pack inside the contraction's dispatch, the unpack followed by a bias + ReLU in that
 dispatch (``consumer_after_unpack``: the extra over the unpack alone), plain (non-data-tiled) contractions, encode
-and decode dispatches, elementwise and reduction generics, slices copied between dispatches (against
+and decode dispatches, elementwise and reduction generics, ``linalg.softmax`` and
+``iree_linalg_ext.attention`` dispatches (opaque to the model), slices copied between dispatches (against
 the same slice loaded in its consumer: whole-call times), and chains and fans of almost empty
 dispatches for the per-call overheads. Each is emitted in IREE's post-dispatch-creation form (``emit.iree``, so the
 dispatch boundaries are ours), compiled with ``iree-compile`` for the target's CPU (the flags ``bench``
@@ -59,11 +60,12 @@ from egg_dispatch.measure.micro import (
     contractions,
     fan,
     generics,
+    opaque,
     slice_copy,
 )
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.target.host import host_cpu
-from egg_dispatch.target.kernels import MATVEC, ROLES, Fit, KernelCosts, kernels_to_dict
+from egg_dispatch.target.kernels import MATVEC, ROLES, Fit, KernelCosts, attention_flops, kernels_to_dict
 from egg_dispatch.target.layout import packed_nbytes, resolve_layout
 from egg_dispatch.target.profile import Target
 from egg_dispatch.util.files import atomic_write
@@ -103,6 +105,10 @@ class Plan:
     fans: tuple[int, ...] = ()
     slice_shapes: tuple[tuple[int, int], ...] = ()
     """[rows, cols] f32 slices copied between dispatches (``micro.slice_copy``)."""
+    softmax_shapes: tuple[tuple[int, int], ...] = ()
+    """[R, C] f32 ``linalg.softmax`` over C (``micro.opaque``)."""
+    attention_shapes: tuple[tuple[int, int, int, int, int], ...] = ()
+    """(B, M, K1, K2, N) f32 ``iree_linalg_ext.attention`` (``micro.opaque``)."""
 
 
 def plan_programs(quick: bool, target: Target) -> Plan:
@@ -114,7 +120,8 @@ def plan_programs(quick: bool, target: Target) -> Plan:
     if quick:
         return Plan(types[:2], ((1, 64, 96), (16, 256, 384), (128, 512, 768)), ((8, 32, 48), (32, 64, 48)),
                     ((16, 256), (256, 1024)), (1, 2, 16), 3, 0.05, fans=(4,),
-                    slice_shapes=((64, 256), (768, 768)))  # fmt: skip
+                    slice_shapes=((64, 256), (768, 768)), softmax_shapes=((128, 16), (1024, 128)),
+                    attention_shapes=((8, 16, 8, 16, 8), (12, 64, 64, 64, 64)))  # fmt: skip
     grid = tuple((m, n, n + n // 2) for m in (1, 8, 32, 128, 512) for n in (64, 256, 1024))
     # a transformer block's small projections (K of 32, N of 48 or 96: heads, MLP width) and a few
     # tiny ones, which the square-ish grid does not reach: there the fits extrapolated (plain matmuls
@@ -136,7 +143,14 @@ def plan_programs(quick: bool, target: Target) -> Plan:
               (96, 32, 64), (128, 32, 48), (8, 256, 32), (16, 256, 48), (1, 256, 96))  # fmt: skip
     gen = ((1, 64), (8, 64), (1, 512), (16, 256), (4, 1024), (64, 1024), (256, 4096))
     slices = ((16, 256), (64, 256), (64, 768), (128, 768), (256, 768), (768, 768), (1536, 768))
-    return Plan(types, grid, small, gen, (1, 2, 4, 16, 48), 3, 0.1, fans=(2, 8), slice_shapes=slices)
+    # the softmax and attention of transformer blocks: opaque to the model, priced by a formula they
+    # missed 4-15x (a [128, 16] softmax of the BERT block ran 3.3 µs, 0.2 predicted); heads x tokens rows
+    # of keys-long softmaxes, and (B, M, K1, K2, N) attentions of the exported blocks and of GPT-2 small
+    softmax = ((128, 16), (512, 16), (64, 64), (256, 64), (1024, 128), (768, 512))
+    attention = ((4, 16, 8, 16, 8), (8, 16, 8, 16, 8), (4, 32, 16, 32, 16), (8, 64, 32, 64, 32),
+                 (12, 64, 64, 64, 64), (8, 128, 64, 128, 64))  # fmt: skip
+    return Plan(types, grid, small, gen, (1, 2, 4, 16, 48), 3, 0.1, fans=(2, 8), slice_shapes=slices,
+                softmax_shapes=softmax, attention_shapes=attention)  # fmt: skip
 
 
 @dataclass
@@ -324,6 +338,13 @@ def _generic_programs(plan: Plan) -> list[MicroProgram]:
         out.append(generics(f"elementwise1_{i}", "elementwise", shapes, 1))
         out.append(generics(f"elementwise4_{i}", "elementwise", shapes, 4))
         out.append(generics(f"reduction_{i}", "reduction", shapes))
+    # small and large apart, as for the generics: a small case right after a large one runs on caches
+    # the large one flushed
+    for kind, shapes in (("softmax", plan.softmax_shapes), ("attention", plan.attention_shapes)):
+        half = (len(shapes) + 1) // 2
+        for i, part in enumerate((shapes[:half], shapes[half:])):
+            if part:
+                out.append(opaque(f"{kind}_{i}", kind, part))
     return out
 
 
@@ -753,6 +774,27 @@ def _fit_within(
         res[kind] = rr
         return _to_fit(coef, rr, pts)
 
+    def opaque_fit(kind: str) -> Fit:
+        """``softmax`` on elements, ``attention`` on flops (``attention_flops``), both on the bytes they
+        read and write; a table where the formula misses (``TABLE_RESIDUAL``)."""
+        rows = s.get(kind, [])
+        if len(rows) < 3:
+            return Fit()
+        feats, ys, pts = [], [], []
+        for sz, _, t in rows:
+            if kind == "softmax":
+                work, nbytes = float(sz[0] * sz[1]), 8.0 * sz[0] * sz[1]
+            else:
+                b, m, k1, k2, n = sz
+                work = float(attention_flops(b * m, k1, k2, n))
+                nbytes = 4.0 * b * (m * k1 + k2 * k1 + k2 * n + m * n)
+            feats.append((1.0, work, nbytes))
+            ys.append(t)
+            pts.append((work, t))
+        coef, rr = fit_linear(feats, ys)
+        res[kind] = rr
+        return _to_fit(coef, rr, pts)
+
     (call, output, transient, launch), rr = _call_overheads(cal)
     if cal.chains:
         res["launch"] = rr
@@ -771,6 +813,8 @@ def _fit_within(
         consumer_after_unpack=traffic_fit("consumer_after_unpack", delta_consumer, delta=True, spills=False),
         elementwise=generic_fit("elementwise"),
         reduction=generic_fit("reduction"),
+        softmax=opaque_fit("softmax"),
+        attention=opaque_fit("attention"),
         copy=traffic_fit("copy", _copy_rows(cal, transient + launch), delta=True),
         pack_by=pack_by,
         unpack_by=unpack_by,

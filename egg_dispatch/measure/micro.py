@@ -15,7 +15,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["UNPACK_IN_DISPATCH", "Case", "MicroProgram", "chain", "contractions", "fan", "generics", "slice_copy"]
+__all__ = [
+    "UNPACK_IN_DISPATCH",
+    "Case",
+    "MicroProgram",
+    "chain",
+    "contractions",
+    "fan",
+    "generics",
+    "opaque",
+    "slice_copy",
+]
 
 UNPACK_IN_DISPATCH = ("mmt4d+unpack", "mmt4d+unpack+bias")
 """Contraction kinds whose result is decoded inside the contraction's dispatch (no decode dispatch)."""
@@ -36,7 +46,8 @@ class Case:
 
     kind: str
     """``mmt4d``, ``matmul``, ``pack``, ``unpack``, ``mmt4d+unpack``, ``mmt4d+pack_lhs``, ``mmt4d+pack_rhs``,
-    ``elementwise``, ``reduction``, ``chain``, ``fan`` or ``slice_copy`` (a whole-call time)."""
+    ``elementwise``, ``reduction``, ``softmax``, ``attention``, ``chain``, ``fan`` or ``slice_copy`` (a
+    whole-call time)."""
     types: str
     sizes: tuple[int, ...]
     dispatch: int | None = None
@@ -223,6 +234,64 @@ def generics(name: str, kind: str, shapes: Sequence[tuple[int, int]], body_ops: 
         prog.cases.append(Case(kind, "f32,f32,f32", (r, n, body_ops), dispatch=c))
         prog.dispatch_count += 1
         prog.transient_bytes += (r * n if kind == "elementwise" else r) * 4
+        results.append(f"%r{c}")
+        rtypes.append(out_t)
+    prog.text = _function(name, [], args, body, results, rtypes)
+    return prog
+
+
+ATTENTION_MAPS = (
+    "affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3)>",  # Q [B, M, K1]
+    "affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, d3)>",  # K [B, K2, K1]
+    "affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, d2)>",  # V [B, K2, N]
+    "affine_map<(d0, d1, d2, d3, d4) -> ()>",  # scale
+    "affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2)>",  # O [B, M, N]
+)
+
+
+def opaque(name: str, kind: str, shapes: Sequence[tuple[int, ...]], seed: int = 0) -> MicroProgram:
+    """One dispatch per shape of an op the model cannot see into: ``softmax`` (``linalg.softmax`` over
+    the last dim of an [R, C] f32 tensor, the form IREE's global optimization raises a decomposed
+    softmax to) or ``attention`` (``iree_linalg_ext.attention`` of Q [B, M, K1], K [B, K2, K1],
+    V [B, K2, N], the form a PyTorch ``scaled_dot_product_attention`` reaches IREE in)."""
+    rng = np.random.default_rng(seed)
+    args, body, results, rtypes = [], [], [], []
+    prog = MicroProgram(name, "", [])
+    for c, shape in enumerate(shapes):
+        if kind == "softmax":
+            r, n = shape
+            t = _t((r, n), "f32")
+            args.append(f"%x{c}: {t}")
+            prog.inputs.append(_array((r, n), "f32", rng))
+            region = (
+                f"%e{c} = tensor.empty() : {t}\n"
+                f"      %s{c} = linalg.softmax dimension(1) ins(%x{c} : {t}) outs(%e{c} : {t}) -> {t}\n"
+                f"      flow.return %s{c} : {t}"
+            )
+            out_t, out_bytes = t, r * n * 4
+        else:
+            b, m, k1, k2, n = shape
+            tq, tk, tv, out_t = (
+                _t((b, m, k1), "f32"),
+                _t((b, k2, k1), "f32"),
+                _t((b, k2, n), "f32"),
+                _t((b, m, n), "f32"),
+            )
+            args += [f"%q{c}: {tq}", f"%k{c}: {tk}", f"%v{c}: {tv}"]
+            prog.inputs += [_array(s, "f32", rng) for s in ((b, m, k1), (b, k2, k1), (b, k2, n))]
+            region = (
+                f"%c{c} = arith.constant {1.0 / k1**0.5:.6f} : f32\n"
+                f"      %e{c} = tensor.empty() : {out_t}\n"
+                f"      %a{c} = iree_linalg_ext.attention <indexing_maps = [{', '.join(ATTENTION_MAPS)}]> "
+                f"ins(%q{c}, %k{c}, %v{c}, %c{c} : {tq}, {tk}, {tv}, f32) outs(%e{c} : {out_t}) {{\n"
+                f"      ^bb0(%w: f32):\n        iree_linalg_ext.yield %w : f32\n      }} -> {out_t}\n"
+                f"      flow.return %a{c} : {out_t}"
+            )
+            out_bytes = b * m * n * 4
+        body.append(f"%r{c} = flow.dispatch.region -> ({out_t}) {{\n      {region}\n    }}")
+        prog.cases.append(Case(kind, "f32,f32,f32", tuple(shape), dispatch=c))
+        prog.dispatch_count += 1
+        prog.transient_bytes += out_bytes
         results.append(f"%r{c}")
         rtypes.append(out_t)
     prog.text = _function(name, [], args, body, results, rtypes)

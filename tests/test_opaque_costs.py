@@ -1,0 +1,120 @@
+"""Softmax and attention dispatches priced by what calibrate measures (``KernelCosts.softmax``,
+``attention``), not by a flops formula.
+
+The model cannot see into ``linalg.softmax`` or ``iree_linalg_ext.attention``; on the Xeon the formula
+missed them 4-15x (the BERT block's [128, 16] softmax ran 3.3 µs, 0.2 predicted). The calibration
+programs must compute what they say (checked by the NumPy evaluator against NumPy's own softmax and
+attention), calibration must recover known parameters from synthetic measurements, and the model must
+price each op by its fit where measured and as before where not. No timing: every number is made up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from egg_dispatch.cost.model import TensorInfo, op_seconds
+from egg_dispatch.evaluate import evaluate
+from egg_dispatch.measure.calibrate import fit_kernels
+from egg_dispatch.measure.micro import opaque
+from egg_dispatch.mlir.parser import parse_mlir
+from egg_dispatch.pipeline import explore
+from egg_dispatch.target.kernels import Fit, attention_flops
+from egg_dispatch.target.profile import load_target
+from tests.test_measured_costs import _synthetic_calibration
+
+SOFTMAX = ((128, 16), (512, 16), (64, 64), (256, 64))
+ATTENTION = ((4, 16, 8, 16, 8), (8, 16, 8, 24, 4), (2, 32, 16, 32, 16), (8, 64, 32, 64, 32))
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_the_calibration_programs_compute_softmax_and_attention() -> None:
+    prog = opaque("s", "softmax", SOFTMAX)
+    got = evaluate(parse_mlir(prog.text, "<softmax>"), prog.inputs)
+    for x, y in zip(prog.inputs, got, strict=True):
+        np.testing.assert_allclose(y, _softmax(x.astype(np.float64)), rtol=1e-5, atol=1e-7)
+    prog = opaque("a", "attention", ATTENTION)
+    got = evaluate(parse_mlir(prog.text, "<attention>"), prog.inputs)
+    for i, (b, m, k1, k2, n) in enumerate(ATTENTION):
+        q, k, v = (a.astype(np.float64) for a in prog.inputs[3 * i : 3 * i + 3])
+        assert q.shape == (b, m, k1) and k.shape == (b, k2, k1) and v.shape == (b, k2, n)
+        want = _softmax(q @ k.transpose(0, 2, 1) / np.sqrt(k1)) @ v
+        np.testing.assert_allclose(got[i], want, rtol=1e-4, atol=1e-6)
+    assert [c.sizes for c in prog.cases] == list(ATTENTION) and [c.dispatch for c in prog.cases] == [0, 1, 2, 3]
+
+
+def _with_opaque_samples():
+    """0.3 µs + 1.5 ns per element for a softmax; 0.4 µs + flops at 20 GFLOP/s for an attention."""
+    target = load_target("x86_64-avx512")
+    cal = _synthetic_calibration(target, 0.05, 1.5, 150.0)
+    cal.samples["softmax"] = [((r, c), "f32,f32,f32", 0.3e-6 + r * c * 1.5e-9) for r, c in SOFTMAX]
+    cal.samples["attention"] = [
+        (s, "f32,f32,f32", 0.4e-6 + attention_flops(s[0] * s[1], s[2], s[3], s[4]) / 20e9) for s in ATTENTION
+    ]
+    return target, cal
+
+
+def test_calibration_fits_softmax_on_elements_and_attention_on_flops() -> None:
+    target, cal = _with_opaque_samples()
+    kernels, residuals = fit_kernels(cal, target)
+    assert kernels.softmax.fixed_us == pytest.approx(0.3, rel=1e-3)
+    assert kernels.softmax.rate_g == pytest.approx(1 / 1.5, rel=1e-3)  # giga elements per second
+    assert kernels.attention.fixed_us == pytest.approx(0.4, rel=1e-3)
+    assert kernels.attention.rate_g == pytest.approx(20.0, rel=1e-3)
+    assert residuals["softmax"] < 1e-6 and residuals["attention"] < 1e-6
+    # fewer than three samples: nothing fitted (the model keeps its formula)
+    cal.samples["attention"] = cal.samples["attention"][:2]
+    assert not fit_kernels(cal, target)[0].attention.measured
+
+
+def test_attention_flops_counts_both_products() -> None:
+    # Q·Kᵀ: rows x K2 x K1 multiply-adds; P·V: rows x K2 x N; two flops each
+    assert attention_flops(64, 8, 16, 4) == 2 * 64 * 16 * 8 + 2 * 64 * 16 * 4
+
+
+def test_the_model_prices_an_attention_by_its_fit_where_measured() -> None:
+    target, cal = _with_opaque_samples()
+    kernels, _ = fit_kernels(cal, target)
+    t = dataclasses.replace(target, kernels=kernels)
+    q, k, v = TensorInfo((8, 16, 8), "f32"), TensorInfo((8, 24, 8), "f32"), TensorInfo((8, 24, 4), "f32")
+    out = TensorInfo((8, 16, 4), "f32")
+    flops = attention_flops(8 * 16, 8, 24, 4)
+    assert op_seconds("attention", [q, k, v], out, t) == pytest.approx(0.4e-6 + flops / 20e9, rel=1e-3)
+    # unmeasured: twice its flops at the plain-matmul peak, as before calibrate measured attention
+    unmeasured = dataclasses.replace(t, kernels=dataclasses.replace(kernels, attention=Fit()))
+    bw = unmeasured.memory_bandwidth_gbps * 1e9
+    moved = sum(x.stored_bytes for x in (q, k, v, out))
+    peak = unmeasured.peak_gflops("f32,f32,f32", data_tiled=False) * 1e9
+    assert op_seconds("attention", [q, k, v], out, unmeasured) == pytest.approx(2 * flops / peak + moved / bw)
+
+
+SOFTMAX_PROGRAM = """
+func.func @probs(%x: tensor<128x16xf32>) -> tensor<128x16xf32> {
+  %e = tensor.empty() : tensor<128x16xf32>
+  %s = linalg.softmax dimension(1) ins(%x : tensor<128x16xf32>) outs(%e : tensor<128x16xf32>) -> tensor<128x16xf32>
+  return %s : tensor<128x16xf32>
+}
+"""
+
+
+def _softmax_dispatch_seconds(target) -> float:
+    ex = explore(SOFTMAX_PROGRAM, target)
+    (d,) = ex.best.plan.dispatches
+    return d.flops_seconds
+
+
+def test_a_softmax_dispatch_is_priced_by_the_softmax_fit_where_measured() -> None:
+    target, cal = _with_opaque_samples()
+    kernels, _ = fit_kernels(cal, target)
+    measured = dataclasses.replace(target, kernels=kernels)
+    assert _softmax_dispatch_seconds(measured) == pytest.approx(0.3e-6 + 128 * 16 * 1.5e-9, rel=1e-3)
+    # without a softmax fit, the elementwise generic's (as before softmax was measured)
+    plain = dataclasses.replace(target, kernels=dataclasses.replace(kernels, softmax=Fit()))
+    x = TensorInfo((128, 16), "f32")
+    assert _softmax_dispatch_seconds(plain) == pytest.approx(op_seconds("generic", [x], x, plain), rel=1e-6)
