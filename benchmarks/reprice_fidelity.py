@@ -8,7 +8,7 @@ profile given, and reports per program the Spearman of each profile's prediction
 measured medians. The first column re-prices with the run's own profile: it must reproduce the
 recorded Spearman (a check that the plans were rebuilt right). Nothing is compiled or timed.
 
-Run: ``python benchmarks/reprice_fidelity.py RUN.json --profile PROFILE_OF_THE_RUN OTHER.json ...``
+Run: ``python benchmarks/reprice_fidelity.py RUN.json PROFILE_OF_THE_RUN.json OTHER.json ...``
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def reprice(name: str, source: Path, run: dict, made_by: Target, profiles: list[
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run", help="a bench_fidelity.py --json file")
-    ap.add_argument("--profile", required=True, help="the target profile the run was made with")
+    ap.add_argument("profile", help="the target profile the run was made with")
     ap.add_argument("others", nargs="*", help="profiles to rank the same plans by")
     ap.add_argument("--programs", nargs="*", help="only these programs")
     args = ap.parse_args()

@@ -22,8 +22,9 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
   (IREE re-packs the operand on every call there; measured against the pre-packed contraction);
 * ``fused_pack``: the same per operand role as a table over the contraction's shape: (M, N, K,
   seconds per element of the packed operand) where calibrate measured it. One formula on elements
-  did not fit: on the Xeon an LHS packed in its dispatch cost 0.1-0.3 ns per element at M <= 16 and
-  N <= 64, 0.7-1 ns from M = 32 or N = 128 on, an RHS 0.4-0.8 ns (IREE 3.13 distributes these
+  did not fit: on the Xeon an LHS packed in its dispatch cost 0-0.4 ns per element at M <= 16 and
+  N <= 64, up to 0.9 ns with a wider N or from M = 32 on, an RHS 0.2-0.4 ns at M <= 16 and 0.4-0.8
+  beyond (IREE 3.13 distributes these
   mmt4d dispatches one N tile per workgroup, ``distribution = [16, 1, ...]``, so a fused LHS pack runs
   once per N tile); one fit through both roles priced BERT's 32-row fused packs at a third of their
   time. The model takes the points nearest in log M, N, K
