@@ -3,10 +3,10 @@ contraction's shape (``KernelCosts.fused_pack``).
 
 On the Xeon one formula on elements did not fit both roles and all shapes: an LHS packed inside its
 dispatch cost 0-0.4 ns per element at M <= 16 and N <= 64 and up to 0.9 ns with a wider N or from
-M = 32 on, an RHS 0.2-0.4 ns at M <= 16 and 0.4-0.8 beyond. Synthetic measurements of a machine with two such regimes: calibration must record
-them per role and shape, the model must price a fused pack by its role's table at the contraction's
-M, N, K, and the choice between a fused and a standalone pack must follow the table. No timing: every
-number is made up.
+M = 32 on, an RHS 0.2-0.4 ns at M <= 16 and 0.4-0.8 beyond. Synthetic measurements of a machine with
+two such regimes: calibration must record them per role and shape, the model must price a fused pack
+by its role's table at the contraction's M, N, K, and the choice between a fused and a standalone pack
+must follow the table. No timing: every number is made up.
 """
 
 from __future__ import annotations

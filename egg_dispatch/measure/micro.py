@@ -254,6 +254,8 @@ def opaque(name: str, kind: str, shapes: Sequence[tuple[int, ...]], seed: int = 
     the last dim of an [R, C] f32 tensor, the form IREE's global optimization raises a decomposed
     softmax to) or ``attention`` (``iree_linalg_ext.attention`` of Q [B, M, K1], K [B, K2, K1],
     V [B, K2, N], the form a PyTorch ``scaled_dot_product_attention`` reaches IREE in)."""
+    if kind not in ("softmax", "attention"):
+        raise ValueError(f"opaque: kind must be softmax or attention, got {kind!r}")
     rng = np.random.default_rng(seed)
     args, body, results, rtypes = [], [], [], []
     prog = MicroProgram(name, "", [])

@@ -24,10 +24,9 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
   seconds per element of the packed operand) where calibrate measured it. One formula on elements
   did not fit: on the Xeon an LHS packed in its dispatch cost 0-0.4 ns per element at M <= 16 and
   N <= 64, up to 0.9 ns with a wider N or from M = 32 on, an RHS 0.2-0.4 ns at M <= 16 and 0.4-0.8
-  beyond (IREE 3.13 distributes these
-  mmt4d dispatches one N tile per workgroup, ``distribution = [16, 1, ...]``, so a fused LHS pack runs
-  once per N tile); one fit through both roles priced BERT's 32-row fused packs at a third of their
-  time. The model takes the points nearest in log M, N, K
+  beyond (IREE 3.13 distributes these mmt4d dispatches one N tile per workgroup, ``distribution =
+  [16, 1, ...]``, so a fused LHS pack runs once per N tile); one fit through both roles priced BERT's
+  32-row fused packs at a third of their time. The model takes the points nearest in log M, N, K
   (``fused_pack_seconds``); the legal fused packs (``egraph.facts.fused_footprint_legal``) span a
   small range of shapes, which the calibration grid covers;
 * ``unpack_in_dispatch``: the same for the unpack of the result inside the contraction's dispatch;
