@@ -738,8 +738,8 @@ def _fit_within(
     unpack_by = {key: traffic_fit(f"unpack.{key}", rows) for (kind, key), rows in sorted(by_role.items())
                  if kind == "unpack" and len(rows) >= 4}  # fmt: skip
     base = {(sz, ts): t for sz, ts, t in s.get("mmt4d", [])}
-    fused_pack = _fused_pack_table(s, base)
     delta_unpack, delta_pack = [], []
+    fused: dict[str, list[tuple[float, float, float, float]]] = {}
     for kind, operand, rows in (
         ("mmt4d+unpack", 2, delta_unpack),
         ("mmt4d+pack_lhs", 0, delta_pack),
@@ -749,7 +749,13 @@ def _fit_within(
             if (sz, ts) in base:
                 logical, packed = _layout_bytes(target, ts, sz, operand)
                 elements = logical // _BYTES[ts.split(",")[operand]]
-                rows.append((float(elements), float(logical + packed), t - base[(sz, ts)], base[(sz, ts)]))
+                delta = t - base[(sz, ts)]
+                rows.append((float(elements), float(logical + packed), delta, base[(sz, ts)]))
+                if operand != 2 and ts == "f32,f32,f32":
+                    # KernelCosts.fused_pack: per role and shape, per element of the packed operand
+                    # (clipped at 0: a difference within the noise of the two times)
+                    fused.setdefault(ROLES[operand], []).append((*map(float, sz), max(delta, 0.0) / elements))
+    fused_pack = {role: tuple(sorted(points)) for role, points in fused.items()}
     # a bias add after the unpack in the contraction's dispatch, against the same dispatch without it
     with_unpack = {(sz, ts): t for sz, ts, t in s.get("mmt4d+unpack", [])}
     delta_consumer = [
@@ -826,25 +832,6 @@ def _fit_within(
         fused_pack=fused_pack,
     )
     return kernels, res
-
-
-def _fused_pack_table(
-    s: dict[str, list[tuple[tuple[int, ...], str, float]]], base: dict[tuple[tuple[int, ...], str], float]
-) -> dict[str, tuple[tuple[float, float, float, float], ...]]:
-    """``KernelCosts.fused_pack``: per role, (M, N, K, seconds per element of the packed operand) of the
-    f32 contraction with that operand packed in its dispatch, less the same contraction pre-packed
-    (clipped at 0: a difference within the noise of the two)."""
-    out: dict[str, tuple[tuple[float, float, float, float], ...]] = {}
-    for kind, operand in (("mmt4d+pack_lhs", 0), ("mmt4d+pack_rhs", 1)):
-        points = []
-        for (m, n, k), ts, t in s.get(kind, []):
-            if ts != "f32,f32,f32" or ((m, n, k), ts) not in base:
-                continue
-            elements = (m if operand == 0 else n) * k
-            points.append((float(m), float(n), float(k), max(t - base[((m, n, k), ts)], 0.0) / elements))
-        if points:
-            out[ROLES[operand]] = tuple(sorted(points))
-    return out
 
 
 def profile_dict(base: Target, cal: Calibration, *, quick: bool, measured: dict | None = None) -> dict:

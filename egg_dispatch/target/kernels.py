@@ -340,6 +340,17 @@ def kernels_from_dict(data: Any, fail: Any) -> KernelCosts:
     return KernelCosts(**out)
 
 
+def _fused_pack_point(p: Any) -> bool:
+    """[M, N, K, seconds per element]: finite numbers, sizes > 0, seconds >= 0."""
+    return (
+        isinstance(p, list)
+        and len(p) == 4
+        and all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in p)
+        and min(p[:3]) > 0
+        and p[3] >= 0
+    )
+
+
 def _fused_pack(data: Any, fail: Any) -> dict[str, tuple[tuple[float, float, float, float], ...]]:
     if not isinstance(data, dict):
         raise fail("kernels.fused_pack", "expected an object of operand roles -> [M, N, K, seconds per element] points")
@@ -348,17 +359,7 @@ def _fused_pack(data: Any, fail: Any) -> dict[str, tuple[tuple[float, float, flo
         where = f"kernels.fused_pack.{role}"
         if role not in ("lhs", "rhs"):
             raise fail(where, "unknown operand role (expected lhs or rhs)")
-
-        def ok(p: Any) -> bool:
-            return (
-                isinstance(p, list)
-                and len(p) == 4
-                and all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in p)
-                and min(p[:3]) > 0
-                and p[3] >= 0
-            )
-
-        if not isinstance(pts, list) or not all(ok(p) for p in pts):
+        if not isinstance(pts, list) or not all(_fused_pack_point(p) for p in pts):
             raise fail(where, "must be a list of [M, N, K, seconds per element] (sizes > 0, seconds >= 0)")
         out[role] = tuple(sorted(tuple(float(x) for x in p) for p in pts))
     return out
