@@ -126,6 +126,22 @@ def fixture_programs() -> dict[str, Path]:
     return out
 
 
+def all_programs() -> dict[str, str | Path]:
+    """Every program of the benchmark: the fixtures as files, the generated ones as text."""
+    programs: dict[str, str | Path] = dict(fixture_programs())
+    programs.update({name: make() for name, make in generated().items()})
+    return programs
+
+
+def program_file(name: str, src: str | Path, tmp: Path) -> Path:
+    """``src`` as a file: the fixture itself, or a generated program written into ``tmp``."""
+    if isinstance(src, Path):
+        return src
+    path = tmp / f"{re.sub(r'[^A-Za-z0-9_]', '_', name)}.mlir"
+    path.write_text(src)
+    return path
+
+
 def _ratio_stats(pairs: list[tuple[float, float]]) -> tuple[float | None, float | None]:
     """(median, worst) predicted / measured; worst is the one farthest from 1 on a log scale."""
     if not pairs:
@@ -236,6 +252,10 @@ def ablation_plans(
     return plans
 
 
+MORE_CANDIDATES = 8
+"""tune's candidate budget beyond ``--top-k``: the frontier and IREE's own plan."""
+
+
 def run_program(name: str, source: str | Path, target: Target, args: argparse.Namespace) -> dict:
     t0 = time.perf_counter()
     measured = MeasuredTimes(measurement_context(target))  # in memory: each program priced by the model alone
@@ -244,7 +264,7 @@ def run_program(name: str, source: str | Path, target: Target, args: argparse.Na
         source,
         target,
         top_k=args.top_k,
-        max_candidates=args.top_k + 8,
+        max_candidates=args.top_k + MORE_CANDIDATES,
         repeats=args.repeats,
         min_time=args.min_time,
         jobs=args.jobs,
@@ -374,9 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         print(w, file=sys.stderr)
     if args.before == "auto":
         args.before = target.provenance.get("base_profile") if target.kernels is not None else ""
-    programs: dict[str, str | Path] = dict(fixture_programs())
-    for name, make in generated().items():
-        programs[name] = make()
+    programs = all_programs()
     if args.programs:
         unknown = sorted(set(args.programs) - set(programs))
         if unknown:
@@ -385,9 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="bench_fidelity_") as tmp:
         for name, src in programs.items():
-            path = src if isinstance(src, Path) else Path(tmp) / f"{re.sub(r'[^A-Za-z0-9_]', '_', name)}.mlir"
-            if not isinstance(src, Path):
-                path.write_text(src)
+            path = program_file(name, src, Path(tmp))
             try:
                 results.append(run_program(name, path, target, args))
             except Exception as e:  # a program the pipeline rejects is a result: listed, not fatal

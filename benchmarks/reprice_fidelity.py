@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_fidelity import ablation_plans, fixture_programs, generated
+from bench_fidelity import MORE_CANDIDATES, ablation_plans, all_programs, program_file
 
 from egg_dispatch.cost.measured import MeasuredTimes, measurement_context
 from egg_dispatch.measure.bench import spearman
-from egg_dispatch.measure.tune import candidate_plans
+from egg_dispatch.measure.tune import our_candidates
 from egg_dispatch.pipeline import explore, iree_plan
 from egg_dispatch.plan.graph import build_plan
 from egg_dispatch.target.profile import Target, load_target
@@ -39,7 +38,7 @@ def reprice(name: str, source: Path, run: dict, made_by: Target, profiles: list[
     top_k = run["settings"]["top_k"]
     explorations: dict = {}
     ex = explore(source, made_by, pareto=True, top_k=top_k, measured=measured)
-    plans = dict(candidate_plans(ex, max(1, top_k + 8 - 1)))  # tune's max_candidates in bench_fidelity
+    plans = dict(our_candidates(ex, top_k + MORE_CANDIDATES))  # as bench_fidelity's tune call
     if run["settings"].get("ablations", True):
         plans.update(ablation_plans(source, made_by, measured, explorations)(ex))
     result = next(r for r in run["results"] if r["program"] == name)
@@ -71,8 +70,7 @@ def main() -> int:
     run = json.loads(Path(args.run).read_text())
     made_by = load_target(args.profile)
     profiles = [made_by, *(load_target(p) for p in args.others)]
-    sources: dict[str, str | Path] = dict(fixture_programs())
-    sources.update({name: make() for name, make in generated().items()})
+    sources = all_programs()
     names = [r["program"] for r in run["results"] if "error" not in r]
     names = [n for n in names if not args.programs or n in args.programs]
     heads = ["recorded", *(Path(p).stem[:22] for p in [args.profile, *args.others])]
@@ -80,10 +78,7 @@ def main() -> int:
     sums: list[list[float]] = [[] for _ in heads]
     with tempfile.TemporaryDirectory(prefix="reprice_") as tmp:
         for name in names:
-            src = sources[name]
-            path = src if isinstance(src, Path) else Path(tmp) / f"{re.sub(r'[^A-Za-z0-9_]', '_', name)}.mlir"
-            if not isinstance(src, Path):
-                path.write_text(src)
+            path = program_file(name, sources[name], Path(tmp))
             recorded = next(r for r in run["results"] if r["program"] == name)["spearman"]
             rhos = [recorded, *reprice(name, path, run, made_by, profiles)]
             for acc, rho in zip(sums, rhos, strict=True):

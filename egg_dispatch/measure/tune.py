@@ -156,6 +156,11 @@ def candidate_plans(ex: Exploration, max_candidates: int) -> list[tuple[str, Can
     return out[:max_candidates]
 
 
+def our_candidates(ex: Exploration, max_candidates: int) -> list[tuple[str, Candidate]]:
+    """The plans of ours ``tune`` measures for a budget of ``max_candidates``: one is IREE's own."""
+    return candidate_plans(ex, max(1, max_candidates - 1))
+
+
 _DISPATCH = re.compile(r"^(?P<func>.+)_dispatch_(?P<n>\d+)(?:_|$)")
 _ENCODING = re.compile(r"^_encoding_(?P<n>\d+)(?:_|$)")
 
@@ -296,7 +301,7 @@ def tune(
         by_text[text] = tc
         cands.append(tc)
 
-    for label, c in candidate_plans(ex, max(1, max_candidates - 1)):
+    for label, c in our_candidates(ex, max_candidates):
         add(label, c, True)
     for label, c in extra_plans(ex) if extra_plans is not None else ():
         add(label, c, False)
