@@ -15,7 +15,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from egg_dispatch.cost.model import TensorInfo, op_seconds
+from egg_dispatch.cost.model import TensorInfo, attention_kind, op_seconds
 from egg_dispatch.evaluate import evaluate
 from egg_dispatch.measure.calibrate import fit_kernels
 from egg_dispatch.measure.micro import opaque
@@ -134,3 +134,61 @@ def test_an_attention_the_formula_misses_twice_over_keeps_its_points() -> None:
     # and without the outliers, the formula alone
     cal.samples["attention"] = cal.samples["attention"][: len(ATTENTION)]
     assert not fit_kernels(cal, target)[0].attention.points
+
+
+HEADS_AFTER_TOKENS = "attention:(d0,d3,d1,d4);(d0,d5,d1,d4);(d0,d5,d1,d2);();(d0,d1,d3,d5);(d0,d1,d3,d2)"
+"""An exported block's attention on [B, S, H, D] Q, K, V (d0 B, d1 H, d2 N, d3 M, d4 K1, d5 K2),
+a mask, and a [B, H, S, D] result: the maps, not the layout, say which dim is the keys'."""
+COLLAPSED = "attention:(d0,d1,d3);(d0,d4,d3);(d0,d4,d2);();(d0,d1,d4);(d0,d1,d2)"
+
+
+def test_attention_flops_follow_the_indexing_maps() -> None:
+    target, cal = _with_opaque_samples()
+    t = dataclasses.replace(target, kernels=fit_kernels(cal, target)[0])
+    b, h, m, k1, k2, n = 2, 4, 16, 8, 24, 8
+    scale = TensorInfo((), "f32")
+    permuted = [
+        TensorInfo((b, m, h, k1), "f32"),
+        TensorInfo((b, k2, h, k1), "f32"),
+        TensorInfo((b, k2, h, n), "f32"),
+        scale,
+        TensorInfo((b, h, m, k2), "f32"),
+    ]
+    collapsed = [
+        TensorInfo((b * h, m, k1), "f32"),
+        TensorInfo((b * h, k2, k1), "f32"),
+        TensorInfo((b * h, k2, n), "f32"),
+        scale,
+        TensorInfo((b * h, m, k2), "f32"),
+    ]
+    flops = attention_flops(b * h * m, k1, k2, n)
+    want = 0.4e-6 + flops / 20e9
+    out4, out3 = TensorInfo((b, h, m, n), "f32"), TensorInfo((b * h, m, n), "f32")
+    assert op_seconds(HEADS_AFTER_TOKENS, permuted, out4, t) == pytest.approx(want, rel=1e-3)
+    assert op_seconds(COLLAPSED, collapsed, out3, t) == pytest.approx(want, rel=1e-3)
+    # by the layout alone the heads would have been read as the keys (k2 = 4): a third of the flops
+    by_layout = 0.4e-6 + attention_flops(b * m * h, k1, h, n) / 20e9
+    assert op_seconds("attention", permuted, out4, t) == pytest.approx(by_layout, rel=1e-3)
+
+
+def test_an_attention_op_gives_its_maps_to_the_kind() -> None:
+    text = """
+func.func @att(%q: tensor<8x16x8xf32>, %k: tensor<8x24x8xf32>, %v: tensor<8x24x4xf32>, %m: tensor<8x16x24xf32>)
+    -> tensor<8x16x4xf32> {
+  %s = arith.constant 0.35 : f32
+  %e = tensor.empty() : tensor<8x16x4xf32>
+  %a = iree_linalg_ext.attention <indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3)>,
+      affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, d2)>,
+      affine_map<(d0, d1, d2, d3, d4) -> ()>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4)>,
+      affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2)>]>
+      ins(%q, %k, %v, %s, %m : tensor<8x16x8xf32>, tensor<8x24x8xf32>, tensor<8x24x4xf32>, f32, tensor<8x16x24xf32>)
+      outs(%e : tensor<8x16x4xf32>) {
+  ^bb0(%w: f32):
+    iree_linalg_ext.yield %w : f32
+  } -> tensor<8x16x4xf32>
+  return %a : tensor<8x16x4xf32>
+}
+"""
+    module = parse_mlir(text, "<att>")
+    (op,) = [o for o in module.walk() if o.name == "iree_linalg_ext.attention"]
+    assert attention_kind(op) == COLLAPSED

@@ -331,7 +331,7 @@ def op_seconds(
 ) -> float:
     """Time of one op (not counting its dispatch's launch); ``operand``: for a pack or unpack, which
     operand of its contraction the encoding is for (0 LHS, 1 RHS, 2 result), when known."""
-    if target.kernels is not None and (kind != "attention" or target.kernels.attention.measured):
+    if target.kernels is not None and (not kind.startswith("attention") or target.kernels.attention.measured):
         return _measured_seconds(kind, operands, result, target, body_ops, reduction, operand)
     bw = target.memory_bandwidth_gbps * 1e9
     moved = sum(o.stored_bytes for o in operands) + result.stored_bytes
@@ -347,16 +347,40 @@ def op_seconds(
         if kind == "fill":
             return result.stored_bytes / bw
         return moved / bw
-    if kind == "attention":
-        flops = 2 * _attention_flops(operands)  # the softmax between the two products as much again
+    if kind.startswith("attention"):
+        flops = 2 * _attention_flops(operands, kind)  # the softmax between the two products as much again
         return flops / (target.peak_gflops("f32,f32,f32", data_tiled=False) * 1e9) + moved / bw
     domain = max([o.stored_numel for o in operands] + [result.stored_numel])  # encoded: the padded tiles too
     flops = domain * body_ops * ELEMENTWISE_FLOPS_PER_ELEMENT
     return flops / (target.peak_gflops("f32,f32,f32", data_tiled=False) * 1e9) + moved / bw
 
 
-def _attention_flops(operands: Sequence[TensorInfo]) -> int:
-    """``attention_flops`` of an ``iree_linalg_ext.attention`` from its Q, K and V."""
+def attention_kind(proto: object) -> str:
+    """``attention:<maps>`` of an ``iree_linalg_ext.attention``: its indexing maps (Q, K, V, scale, [mask,]
+    output) as ``parse_maps`` reads them, or plain ``attention`` where one is not a projected
+    permutation."""
+    maps = getattr(getattr(proto, "attributes", {}).get("indexing_maps"), "items", ())
+    dims = [m.dim_positions() if hasattr(m, "dim_positions") else None for m in maps]
+    if len(dims) < 5 or any(d is None for d in dims):
+        return "attention"
+    return "attention:" + ";".join("(" + ",".join(f"d{d}" for d in ds) + ")" for ds in dims if ds is not None)
+
+
+def _attention_flops(operands: Sequence[TensorInfo], kind: str = "attention") -> int:
+    """``attention_flops`` of an ``iree_linalg_ext.attention`` from its Q, K and V: by its indexing maps
+    where ``kind`` has them (``attention_kind``; an exported block's Q may be [B, S, H, D], heads after
+    the tokens, which the maps permute), else by the [..., rows, dims] layout."""
+    maps = parse_maps(kind) if ":" in kind else ()
+    if len(maps) >= 5 and len(operands) >= 3:
+        size: dict[int, int] = {}
+        for m, o in zip(maps, operands, strict=False):
+            if len(m) == len(o.shape):
+                size.update({d: o.shape[i] for i, d in enumerate(m)})
+        q, k, v, out = set(maps[0]), set(maps[1]), set(maps[2]), set(maps[-1])
+        if all(d in size for d in q | k | v | out):
+            qk = math.prod(size[d] for d in q | k)
+            pv = math.prod(size[d] for d in out | v)
+            return 2 * (qk + pv)
     q, k, v = operands[0], operands[1], operands[2]
     rows = q.numel // q.shape[-1] if q.shape else 1
     keys = k.shape[-2] if len(k.shape) >= 2 else 1  # global optimization folds a unit key dim away
@@ -399,8 +423,8 @@ def _measured_seconds(
         domain = max([o.stored_numel for o in operands] + [result.stored_numel])
         fit = k.reduction if reduction else k.elementwise
         return k.fitted_seconds(fit, domain * (1 if reduction else body_ops), moved)
-    if kind == "attention":  # measured (op_seconds prices an unmeasured one by its formula)
-        return k.fitted_seconds(k.attention, _attention_flops(operands), moved)
+    if kind.startswith("attention"):  # measured (op_seconds prices an unmeasured one by its formula)
+        return k.fitted_seconds(k.attention, _attention_flops(operands, kind), moved)
     if kind == "softmax":
         return k.fitted_seconds(k.softmax, result.numel, moved)
     if kind == "copy" and k.copy.measured:
@@ -702,7 +726,7 @@ def _model_seconds(
         if op == "Generic":
             inputs += [info(k) for k in _list_classes(g, kids[2])]
         name = getattr(proto, "name", "")
-        kind = "attention" if name == "iree_linalg_ext.attention" else "generic"
+        kind = attention_kind(proto) if name == "iree_linalg_ext.attention" else "generic"
         if name == "linalg.softmax" and target.kernels is not None and target.kernels.softmax.measured:
             kind = "softmax"  # else priced as the generic it decomposes to, as before softmax was measured
         contraction = generic_contraction_kind(proto) if op == "Generic" else None
