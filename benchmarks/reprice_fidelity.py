@@ -31,9 +31,11 @@ from egg_dispatch.plan.graph import build_plan
 from egg_dispatch.target.profile import Target, load_target
 
 
-def reprice(name: str, source: Path, run: dict, made_by: Target, profiles: list[Target]) -> list[float | None]:
+def reprice(
+    name: str, source: Path, run: dict, made_by: Target, profiles: list[Target], show: bool = False
+) -> list[float | None]:
     """Spearman of each profile's predictions of ``run``'s measured plans (one program) against their
-    measured medians."""
+    measured medians; ``show``: print each plan's measured and predicted µs too."""
     measured = MeasuredTimes(measurement_context(made_by))  # in memory and empty, as the run's was
     top_k = run["settings"]["top_k"]
     explorations: dict = {}
@@ -44,6 +46,7 @@ def reprice(name: str, source: Path, run: dict, made_by: Target, profiles: list[
     result = next(r for r in run["results"] if r["program"] == name)
     rows = [p for p in result["plans"] if p["measured_us"] and p["predicted_us"]]
     out: list[float | None] = []
+    table: dict[str, list[float | None]] = {p["label"]: [] for p in rows}
     for target in profiles:
         pairs = []
         for p in rows:
@@ -54,9 +57,14 @@ def reprice(name: str, source: Path, run: dict, made_by: Target, profiles: list[
             else:
                 c, e = plans[p["label"]], explorations.get(p["label"], ex)
                 seconds = build_plan(e.data, c.plan.choice, e.imported, target, e.lam).metrics.run_seconds
+            table[p["label"]].append(None if seconds is None else seconds * 1e6)
             if seconds is not None:
                 pairs.append((seconds, p["measured_us"]))
         out.append(spearman(*zip(*pairs, strict=True)) if len(pairs) >= 3 else None)  # type: ignore[arg-type]
+    if show:
+        for p in sorted(rows, key=lambda p: p["measured_us"]):
+            preds = " ".join(f"{'-' if x is None else f'{x:.2f}':>12s}" for x in table[p["label"]])
+            print(f"    {p['label'][:34]:34s} measured {p['measured_us']:10.2f}  predicted {preds}")
     return out
 
 
@@ -66,6 +74,7 @@ def main() -> int:
     ap.add_argument("profile", help="the target profile the run was made with")
     ap.add_argument("others", nargs="*", help="profiles to rank the same plans by")
     ap.add_argument("--programs", nargs="*", help="only these programs")
+    ap.add_argument("--plans", action="store_true", help="print every plan's measured and predicted µs")
     args = ap.parse_args()
     run = json.loads(Path(args.run).read_text())
     made_by = load_target(args.profile)
@@ -80,7 +89,7 @@ def main() -> int:
         for name in names:
             path = program_file(name, sources[name], Path(tmp))
             recorded = next(r for r in run["results"] if r["program"] == name)["spearman"]
-            rhos = [recorded, *reprice(name, path, run, made_by, profiles)]
+            rhos = [recorded, *reprice(name, path, run, made_by, profiles, args.plans)]
             for acc, rho in zip(sums, rhos, strict=True):
                 if rho is not None:
                     acc.append(rho)

@@ -119,6 +119,9 @@ def run(args: argparse.Namespace) -> int:
             f"  mmt4d f32 {f32.rate_g:.1f} GFLOP/s; launch {k.launch_us:.2f} us; call {k.call_us:.2f} us; "
             f"result {k.output_us:.2f} us; transient step {k.transient_us:.2f} us"
         )
+    if k.alloc.measured:
+        mib = 1 << 20
+        print(f"  a buffer allocated per call: {k.alloc.seconds(mib, mib) * 1e6:.1f} us per MiB at 1 MiB")
     return 0
 
 

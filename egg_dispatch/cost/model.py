@@ -39,7 +39,10 @@ per result (on the root). A plan with any transient buffer (a run-time dispatch 
 function result) pays the measured transient step once per call: a ``once`` charge over
 ``transient_dispatches`` (``cost/table.py``). An elementwise generic that reads an ``unset_encoding``
 in its dispatch pays the measured ``consumer_after_unpack`` extra when both are chosen: a ``pairs``
-charge (``consumer_pairs``).
+charge (``consumer_pairs``). A pack whose source is an elementwise generic computed in its dispatch
+(directly or through a collapse) pays the measured ``producer_pack`` extra on its own node: the
+source class says so, whatever else the plan chooses. The buffer a dispatch writes costs its
+measured allocation (``KernelCosts.alloc``) by its bytes.
 
 objective = run time + λ · (persistent + transient bytes).
 """
@@ -54,7 +57,7 @@ from dataclasses import dataclass
 from egg_dispatch.cost.conflicts import codegen_conflicts
 from egg_dispatch.cost.measured import MeasuredTimes
 from egg_dispatch.cost.table import CostTable, NodeCost
-from egg_dispatch.egraph.data import EGraphData, Term
+from egg_dispatch.egraph.data import EGraphData, Node, Term
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
 from egg_dispatch.mlir.ir import ScalarType, element_nbytes
 from egg_dispatch.target.kernels import ROLES, attention_flops
@@ -315,9 +318,14 @@ def copy_dispatch_seconds(g: EGraphData, c: str, facts: _Facts, target: Target) 
 
 
 def alloc_seconds(target: Target, nbytes: float) -> float:
-    """A dispatch's result buffer is allocated and first touched on every call (measured, else free)."""
+    """A dispatch's result buffer is allocated and first touched on every call: the measured
+    ``KernelCosts.alloc`` by its bytes, else the profile's flat ``alloc_gbps``, else free."""
     k = target.kernels
-    return nbytes / (k.alloc_gbps * 1e9) if k is not None and k.alloc_gbps > 0 else 0.0
+    if k is None or nbytes <= 0:
+        return 0.0
+    if k.alloc.measured:
+        return k.alloc.seconds(nbytes, nbytes)
+    return nbytes / (k.alloc_gbps * 1e9) if k.alloc_gbps > 0 else 0.0
 
 
 def op_seconds(
@@ -480,6 +488,31 @@ def _fused_pack(g: EGraphData, c: str, facts: _Facts) -> tuple[TensorInfo, Tenso
         if n.op in ("SetEncoding", "Pack") and not any(m.op == "Empty" for m in g.choices(n.children[0])):
             return facts.info(n.children[0], packed=False), facts.info(c), facts.operand_index(c)
     return None
+
+
+def _producer_in_dispatch(g: EGraphData, c: str, imported: ImportedProgram) -> bool | None:
+    """How the source class ``c`` of a pack is computed inside the pack's dispatch: False for an
+    elementwise generic, True for a reshape of one (collapsed on its way to the pack, as a PyTorch
+    linear layer reads [B, S, D] tokens), None for anything else (a dispatch input, a contraction, a
+    copy): ``KernelCosts.producer_pack`` prices the first two."""
+
+    def elementwise(d: str) -> bool:
+        nodes = g.choices(d)
+        return bool(nodes) and all(n.op == "Generic" and _elementwise_proto(g, n, imported) for n in nodes)
+
+    if elementwise(c):
+        return False
+    if is_reshape(g, imported, c):
+        sources = {d for n in g.choices(c) for d in _list_classes(g, n.children[1])[:1]}
+        if sources and all(elementwise(d) for d in sources):
+            return True
+    return None
+
+
+def _elementwise_proto(g: EGraphData, n: Node, imported: ImportedProgram) -> bool:
+    """A Generic node of an all-parallel generic that is no contraction."""
+    proto = imported.ops.get(str(g.leaf_value(n.children[0])))
+    return proto is not None and not _has_reduction(proto) and generic_contraction_kind(proto) is None
 
 
 def _has_reduction(op: object) -> bool:
@@ -698,7 +731,13 @@ def _model_seconds(
     if op == "Fill":
         return op_seconds("fill", [], out, target)
     if op in ("SetEncoding", "Pack"):
-        return op_seconds("pack", [info(kids[0], packed=False)], out, target, operand=facts.operand_index(c))
+        src = info(kids[0], packed=False)
+        seconds = op_seconds("pack", [src], out, target, operand=facts.operand_index(c))
+        form = _producer_in_dispatch(g, kids[0], imported) if target.kernels is not None else None
+        if form is not None:  # the producer fused with the pack costs more than the two apart
+            assert target.kernels is not None
+            seconds += target.kernels.producer_pack_seconds(src.element, form, src.numel)
+        return max(seconds, 0.0)
     if op in ("UnsetEncoding", "Unpack"):
         src = info(kids[0])
         plain = TensorInfo(out.shape, out.element)

@@ -56,11 +56,13 @@ from egg_dispatch.measure.micro import (
     UNPACK_IN_DISPATCH,
     Case,
     MicroProgram,
+    buffer,
     chain,
     contractions,
     fan,
     generics,
     opaque,
+    producer_pack,
     slice_copy,
 )
 from egg_dispatch.mlir.parser import parse_mlir
@@ -109,6 +111,12 @@ class Plan:
     """[R, C] f32 ``linalg.softmax`` over C (``micro.opaque``)."""
     attention_shapes: tuple[tuple[int, int, int, int, int], ...] = ()
     """(B, M, K1, K2, N) f32 ``iree_linalg_ext.attention`` (``micro.opaque``)."""
+    producer_shapes: tuple[tuple[str, tuple[tuple[int, int, int], ...]], ...] = ()
+    """(element type, (B, S, K) shapes) of elementwise producers packed in their dispatch and apart
+    (``micro.producer_pack``; B = 0: no collapse), a program pair per shape."""
+    buffer_bytes: tuple[int, ...] = ()
+    """Sizes of the result buffers whose per-call cost is measured (``micro.buffer``); the smallest is
+    the baseline the others are measured against."""
 
 
 def plan_programs(quick: bool, target: Target) -> Plan:
@@ -121,7 +129,9 @@ def plan_programs(quick: bool, target: Target) -> Plan:
         return Plan(types[:2], ((1, 64, 96), (16, 256, 384), (128, 512, 768)), ((8, 32, 48), (32, 64, 48)),
                     ((16, 256), (256, 1024)), (1, 2, 16), 3, 0.05, fans=(4,),
                     slice_shapes=((64, 256), (768, 768)), softmax_shapes=((128, 16), (64, 64), (1024, 128)),
-                    attention_shapes=((4, 16, 8, 16, 8), (8, 16, 8, 16, 8), (12, 64, 64, 64, 64)))  # fmt: skip
+                    attention_shapes=((4, 16, 8, 16, 8), (8, 16, 8, 16, 8), (12, 64, 64, 64, 64)),
+                    buffer_bytes=(4096, 1 << 18, 1 << 22),
+                    producer_shapes=(("f32", ((2, 8, 64),)),))  # fmt: skip
     grid = tuple((m, n, n + n // 2) for m in (1, 8, 32, 128, 512) for n in (64, 256, 1024))
     # a transformer block's small projections (K of 32, N of 48 or 96: heads, MLP width) and a few
     # tiny ones, which the square-ish grid does not reach: there the fits extrapolated (plain matmuls
@@ -149,8 +159,20 @@ def plan_programs(quick: bool, target: Target) -> Plan:
     softmax = ((128, 16), (512, 16), (64, 64), (256, 64), (1024, 128), (768, 512))
     attention = ((4, 16, 8, 16, 8), (8, 16, 8, 16, 8), (4, 32, 16, 32, 16), (8, 64, 32, 64, 32),
                  (12, 64, 64, 64, 64), (8, 128, 64, 128, 64))  # fmt: skip
+    # buffers a plan allocates on every call, 4 KiB to 16 MiB: a per-call packed [768, 768] f32 weight
+    # (2.4 MB) cost ~80 µs beyond its kernels on the Xeon, which a model without it priced at 0
+    buffers = (4096, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24)
+    # an elementwise producer (a bias, an activation, a norm's scale, a cast) and the pack of its result:
+    # IREE fuses them into one dispatch, which ran 2-4x the two apart on the Xeon at the sizes of the
+    # exported blocks; the [B, S, K] forms are a linear layer of a PyTorch export reading its tokens
+    # through a collapse. One shape per program: next to other cases a [64, 768] f32 generic and encode
+    # ran 37 and 51 µs, alone 6 and 5 (their buffers' first touch, ``alloc``, swamped the difference)
+    producers = (("f32", ((0, 16, 64), (0, 64, 768))), ("f32", ((2, 8, 64), (1, 64, 768))))
+    if "f16,f16,f32" in types:
+        producers += (("f16", ((2, 8, 64), (1, 128, 768))),)
     return Plan(types, grid, small, gen, (1, 2, 4, 16, 48), 3, 0.1, fans=(2, 8), slice_shapes=slices,
-                softmax_shapes=softmax, attention_shapes=attention)  # fmt: skip
+                softmax_shapes=softmax, attention_shapes=attention, buffer_bytes=buffers,
+                producer_shapes=producers)  # fmt: skip
 
 
 @dataclass
@@ -322,6 +344,11 @@ def _programs(plan: Plan, target: Target) -> list[MicroProgram]:
         add("pack_lhs_f32", "mmt4d+pack_lhs", f32, lhs_ok)
     if rhs_ok:
         add("pack_rhs_f32", "mmt4d+pack_rhs", f32, rhs_ok)
+    for element, shapes in plan.producer_shapes:
+        for b, m, k in shapes:
+            tag = f"{element}_{b}x{m}x{k}"
+            out += [producer_pack(f"producer_{tag}_{form}", element, [(b, m, k)], form == "fused")
+                    for form in ("fused", "apart")]  # fmt: skip
     return out + _generic_programs(plan) + _overhead_programs(plan)
 
 
@@ -352,6 +379,7 @@ def _overhead_programs(plan: Plan) -> list[MicroProgram]:
     out = [chain(f"chain{n}", n) for n in plan.chains] + [fan(f"fan{n}", n) for n in plan.fans]
     for r, c in plan.slice_shapes:
         out += [slice_copy(f"slice_top_{r}x{c}", r, c, True), slice_copy(f"slice_in_{r}x{c}", r, c, False)]
+    out += [buffer(f"buffer_{n}", n) for n in plan.buffer_bytes]
     return out
 
 
@@ -416,7 +444,11 @@ def calibrate(
                 break
             times = profile_module(vmfb, prog.function, prog.inputs, min_time=plan.min_time)
             for i, case in enumerate(prog.cases):
-                s = times.call_seconds if case.kind == "slice_copy" else _lookup(times, prog, case)
+                s = _lookup(times, prog, case)
+                if case.kind == "slice_copy":
+                    s = times.call_seconds
+                elif case.kind == "alloc":
+                    s = None if times.call_seconds is None else times.call_seconds - times.kernel_seconds_per_call()
                 if s is not None:
                     raw.setdefault((prog.function, i), []).append(s)
             if times.call_seconds is not None:
@@ -491,7 +523,7 @@ def _traffic_rows(cal: Calibration, target: Target) -> list[_Row]:
             work = r * n * (1 if kind == "reduction" else ops)
             out.append((operator.attrgetter(kind), float(work), float(_generic_bytes(kind, r, n)), t))
     (_, _, transient, launch), _ = _call_overheads(cal)
-    for elements, nbytes, delta, _ in _copy_rows(cal, transient + launch):
+    for elements, nbytes, delta, _ in _copy_rows(cal, transient + launch, alloc_fit(cal)):
         if delta > 0:
             out.append((operator.attrgetter("copy"), elements, nbytes, delta))
     return out
@@ -515,14 +547,62 @@ def _call_overheads(cal: Calibration) -> tuple[tuple[float, float, float, float]
     return (call, output, transient, launch), rr
 
 
-def _copy_rows(cal: Calibration, overhead: float = 0.0) -> list[tuple[float, float, float, float]]:
+def producer_pack_table(cal: Calibration) -> dict[str, tuple[tuple[float, float], ...]]:
+    """``KernelCosts.producer_pack``: per element type and form, (elements, seconds per element) of
+    each measured shape's fused dispatch less its generic and encode dispatches apart (signed)."""
+    s = cal.samples
+    fused = {(tuple(sz), ts): t for sz, ts, t in s.get("producer_pack", [])}
+    generic = {(tuple(sz), ts): t for sz, ts, t in s.get("producer_generic", [])}
+    encode = {(tuple(sz), ts): t for sz, ts, t in s.get("producer_encode", [])}
+    by_key: dict[str, dict[float, list[float]]] = {}
+    for (sz, ts), t in sorted(fused.items()):
+        if (sz, ts) not in generic or (sz, ts) not in encode:
+            continue
+        m, k, reshaped = sz
+        key = ts.split(",")[0] + (":reshape" if reshaped else "")
+        extra = t - generic[(sz, ts)] - encode[(sz, ts)]
+        by_key.setdefault(key, {}).setdefault(float(m * k), []).append(extra / (m * k))
+    return {
+        key: tuple((e, statistics.mean(v)) for e, v in sorted(points.items())) for key, points in sorted(by_key.items())
+    }
+
+
+def alloc_fit(cal: Calibration) -> Fit:
+    """What a buffer of B bytes allocated on every call costs beyond the kernels: each ``alloc``
+    sample's call time less its kernel's, less the smallest buffer's (the per-call, result and launch
+    overheads are in both). A per-byte rate, and the points (made non-decreasing: a larger buffer never
+    costs less) kept as a table where the rate misses them; an empty ``Fit`` without two sizes."""
+    rows = sorted((sz[0], t) for sz, _, t in cal.samples.get("alloc", []))
+    if len(rows) < 2:
+        return Fit()
+    base_bytes, base = rows[0]
+    points: list[tuple[float, float]] = []
+    for nbytes, t in rows[1:]:
+        extra = max(t - base, points[-1][1] if points else 1e-9)
+        points.append((float(nbytes - base_bytes), extra))
+    coef, rr = fit_linear([(0.0, 0.0, b) for b, _ in points], [t for _, t in points])
+    return _to_fit(coef, rr, points)
+
+
+def _copy_rows(
+    cal: Calibration, overhead: float = 0.0, alloc: Fit | None = None
+) -> list[tuple[float, float, float, float]]:
     """(elements, bytes read + written, call time with the slice copied - with it loaded in its
     dispatch - ``overhead``, the latter) per measured slice shape. ``overhead``: what the model charges
     the copied program apart from the copy (a launch, and the transient step: the copied slice is the
-    call's only transient buffer)."""
+    call's only transient buffer); ``alloc``: what its buffer costs, by its bytes."""
     calls = {(r, c, top): t for (r, c, top), _, t in cal.samples.get("slice_copy", [])}
+
+    def buffer_seconds(nbytes: float) -> float:
+        return alloc.seconds(nbytes, nbytes) if alloc is not None else 0.0
+
     return [
-        (float(r * c), float(2 * r * c * 4), t - calls[(r, c, 0)] - overhead, calls[(r, c, 0)])
+        (
+            float(r * c),
+            float(2 * r * c * 4),
+            t - calls[(r, c, 0)] - overhead - buffer_seconds(4.0 * r * c),
+            calls[(r, c, 0)],
+        )
         for (r, c, top), t in sorted(calls.items())
         if top and (r, c, 0) in calls
     ]
@@ -809,6 +889,9 @@ def _fit_within(
     (call, output, transient, launch), rr = _call_overheads(cal)
     if cal.chains:
         res["launch"] = rr
+    alloc = alloc_fit(cal)
+    if alloc.measured:
+        res["alloc"] = alloc.residual
     kernels = KernelCosts(
         launch_us=launch * 1e6,
         call_us=call * 1e6,
@@ -826,7 +909,9 @@ def _fit_within(
         reduction=generic_fit("reduction"),
         softmax=opaque_fit("softmax"),
         attention=opaque_fit("attention"),
-        copy=traffic_fit("copy", _copy_rows(cal, transient + launch), delta=True),
+        copy=traffic_fit("copy", _copy_rows(cal, transient + launch, alloc), delta=True),
+        alloc=alloc,
+        producer_pack=producer_pack_table(cal),
         pack_by=pack_by,
         unpack_by=unpack_by,
         fused_pack=fused_pack,

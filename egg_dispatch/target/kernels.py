@@ -34,6 +34,13 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
   the unpacked result inside the contraction's dispatch, per element of its result (measured against
   the contraction with the unpack alone). The same generic on the encoded accumulator before the unset
   (``rules/sink_unset.egg``) is an elementwise generic on the tiles and pays no such extra;
+* ``producer_pack``: what an elementwise producer of a contraction's operand and the pack of its
+  result cost in one dispatch (IREE's FuseEncodingOpsIntoDispatchRegions) beyond the generic and the
+  encode dispatch apart, per element of the packed operand, per element type and per form (the
+  producer's result packed as it is, or collapsed first: ``":reshape"``, how a linear layer of a
+  PyTorch export reads [B, S, D] tokens). On the Xeon the fused form ran 2-4x the two apart at the
+  sizes of the exported blocks ([2, 8, 64] f16 collapsed: 0.84 µs against 0.09 + 0.11; a [2, 64,
+  768] f32 one 68 against 26), while a [32, 256] f16 one ran faster fused: the table is signed;
 * ``elementwise``, ``reduction``: a generic, on element-ops (elements x body ops) and bytes;
 * ``softmax``: a ``linalg.softmax`` dispatch, on elements and bytes; ``attention``: an
   ``iree_linalg_ext.attention`` one, on its flops (``attention_flops``) and bytes. Both are opaque to
@@ -65,7 +72,10 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
   two), else absent;
 * ``launch_us``: per dispatch, on top of its kernel (host-side scheduling in the command buffer);
 * ``alloc_gbps``: the buffer a dispatch writes is allocated (and first touched) on every call: its
-  bytes at this rate (0: free);
+  bytes at this rate (0: free); where calibration measured it, ``alloc`` instead: per buffer, by its
+  bytes, the call time beyond the kernels of a one-dispatch program less a 4 KiB one's. On the Xeon a
+  256 KiB result cost 6.5 µs, 1 MiB 34, 4 MiB 159, 16 MiB 398 (25-40 µs per MiB: the pages of a
+  buffer freshly mapped on every call), which no kernel time shows;
 * ``call_us``: per call of the function, whatever its plan (import, export, submission);
 * ``output_us``: per result of the function (its buffer is allocated and exported on every call);
 * ``transient_us``: once per call when the plan has any transient buffer (a dispatch result that is
@@ -185,11 +195,45 @@ class KernelCosts:
     softmax: Fit = Fit()
     attention: Fit = Fit()
     copy: Fit = Fit()
+    alloc: Fit = Fit()
+    """A buffer allocated on every call (a dispatch's result), by its bytes (work = bytes): measured
+    beyond the kernels (module doc); takes the place of ``alloc_gbps`` where measured."""
     pack_by: Mapping[str, Fit] = field(default_factory=dict)
     unpack_by: Mapping[str, Fit] = field(default_factory=dict)
     fused_pack: Mapping[str, tuple[tuple[float, float, float, float], ...]] = field(default_factory=dict)
     """Per role (``"lhs"``, ``"rhs"``): measured (M, N, K, seconds per element) of a pack inside the
     contraction's dispatch (module doc)."""
+    producer_pack: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
+    """Per element type, ``":reshape"`` appended where the producer is collapsed on its way to the
+    pack: measured (elements, seconds per element) that an elementwise producer and the pack of its
+    result cost in one dispatch over the two apart (module doc); negative where fused was faster."""
+
+    def producer_pack_seconds(self, element: str, reshaped: bool, elements: float) -> float:
+        """The ``producer_pack`` extra for a pack of ``elements`` of ``element`` whose elementwise
+        producer is in its dispatch: the table of that element type and form (else the other form, else
+        f32's), interpolated per element in log2 of the elements, the nearest end's beyond them; 0 where
+        nothing was measured."""
+        form = ":reshape" if reshaped else ""
+        other = "" if reshaped else ":reshape"
+        for key in (element + form, element + other, "f32" + form, "f32" + other):
+            points = self.producer_pack.get(key)
+            if points:
+                break
+        else:
+            return 0.0
+        if elements <= 0:
+            return 0.0
+        x = math.log2(elements)
+        xs = [math.log2(p[0]) for p in points]
+        i = bisect.bisect_left(xs, x)
+        if i == 0:
+            per_element = points[0][1]
+        elif i == len(points):
+            per_element = points[-1][1]
+        else:
+            f = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
+            per_element = points[i - 1][1] + f * (points[i][1] - points[i - 1][1])
+        return per_element * elements
 
     def fused_pack_seconds(self, role: str, m: int, n: int, k: int, elements: float) -> float | None:
         """A pack of ``elements`` inside the dispatch of an M x N x K contraction, from the ``fused_pack``
@@ -281,6 +325,7 @@ _SINGLE = (
     "softmax",
     "attention",
     "copy",
+    "alloc",
 )
 
 
@@ -318,7 +363,17 @@ def kernels_from_dict(data: Any, fail: Any) -> KernelCosts:
     """Validate the ``kernels`` object of a profile; ``fail(field, problem)`` builds the error."""
     if not isinstance(data, dict):
         raise fail("kernels", f"expected an object, got {type(data).__name__}")
-    allowed = {*_SCALARS, "mmt4d", "matmul", "matmul_kn", "pack_by", "unpack_by", "fused_pack", *_SINGLE}
+    allowed = {
+        *_SCALARS,
+        "mmt4d",
+        "matmul",
+        "matmul_kn",
+        "pack_by",
+        "unpack_by",
+        "fused_pack",
+        "producer_pack",
+        *_SINGLE,
+    }
     unknown = set(data) - allowed
     if unknown:
         raise fail("kernels", f"unknown keys {sorted(unknown)} (expected {sorted(allowed)})")
@@ -337,7 +392,29 @@ def kernels_from_dict(data: Any, fail: Any) -> KernelCosts:
         if key in data:
             out[key] = _fit(data[key], f"kernels.{key}", fail)
     out["fused_pack"] = _fused_pack(data.get("fused_pack", {}), fail)
+    out["producer_pack"] = _producer_pack(data.get("producer_pack", {}), fail)
     return KernelCosts(**out)
+
+
+def _producer_pack(data: Any, fail: Any) -> dict[str, tuple[tuple[float, float], ...]]:
+    where = "kernels.producer_pack"
+    if not isinstance(data, dict):
+        raise fail(where, "expected an object of element types -> [elements, seconds per element] points")
+
+    def ok(p: Any) -> bool:
+        return (
+            isinstance(p, list)
+            and len(p) == 2
+            and all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in p)
+            and p[0] > 0
+        )
+
+    out = {}
+    for key, pts in data.items():
+        if not isinstance(pts, list) or not pts or not all(ok(p) for p in pts):
+            raise fail(f"{where}.{key}", "must be a non-empty list of [elements > 0, seconds per element]")
+        out[key] = tuple(sorted((float(a), float(b)) for a, b in pts))
+    return out
 
 
 def _fused_pack_point(p: Any) -> bool:
@@ -389,5 +466,6 @@ def kernels_to_dict(k: KernelCosts) -> dict:
         "pack_by": {t: _fit_dict(f) for t, f in sorted(k.pack_by.items())},
         "unpack_by": {t: _fit_dict(f) for t, f in sorted(k.unpack_by.items())},
         "fused_pack": {role: [list(p) for p in pts] for role, pts in sorted(k.fused_pack.items())},
+        "producer_pack": {key: [list(p) for p in pts] for key, pts in sorted(k.producer_pack.items())},
         **{key: _fit_dict(getattr(k, key)) for key in _SINGLE},
     }
