@@ -146,6 +146,17 @@ def positive_int(text: str) -> int:
     return _int(text, 1)
 
 
+def add_jobs_argument(p: argparse.ArgumentParser, what: str) -> None:
+    """``--jobs N``: compile N of ``what`` at a time (default: the CPU count); timing stays sequential."""
+    p.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=max(1, os.cpu_count() or 1),
+        metavar="N",
+        help=f"compile N {what} at a time (default: the CPU count); timing is always one at a time",
+    )
+
+
 @refuses(*_NUMBERS_BAD, "-1", "1.5")
 def non_negative_int(text: str) -> int:
     """An integer >= 0 (seeds, element counts)."""

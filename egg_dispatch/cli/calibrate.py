@@ -10,11 +10,17 @@ Exit codes: 0 written, 2 bad input (IREE not installed, unknown CPU, bad flags).
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 
-from egg_dispatch.cli.args import InputError, existing_file, output_file, positive_float, positive_int, require_iree
+from egg_dispatch.cli.args import (
+    InputError,
+    add_jobs_argument,
+    existing_file,
+    output_file,
+    positive_float,
+    require_iree,
+)
 from egg_dispatch.cli.progress import ProgressBar
 from egg_dispatch.target.host import calibrated_profile_path, host_cpu, host_isa_target
 from egg_dispatch.target.profile import TargetError, builtin_target_names, load_target
@@ -56,13 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"stop measuring after S seconds and fit what was measured (default {DEFAULT_SECONDS:g}, quick "
         f"{QUICK_SECONDS:g})",
     )
-    p.add_argument(
-        "--jobs",
-        type=positive_int,
-        default=max(1, os.cpu_count() or 1),
-        metavar="N",
-        help="compile N micro-programs at a time (default: the CPU count); timing is always one at a time",
-    )
+    add_jobs_argument(p, "micro-programs")
     p.add_argument(
         "--samples",
         type=output_file,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 from egg_dispatch.cli.args import (
@@ -20,6 +19,7 @@ from egg_dispatch.cli.args import (
     add_budget_arguments,
     add_cost_arguments,
     add_input_arguments,
+    add_jobs_argument,
     budget_from_args,
     input_source,
     load_target_arg,
@@ -88,13 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="S",
         help="stop starting timing rounds after S seconds in all (default: no limit; at least one round runs)",
     )
-    p.add_argument(
-        "--jobs",
-        type=positive_int,
-        default=max(1, os.cpu_count() or 1),
-        metavar="N",
-        help="compile N candidates at a time (default: the CPU count); timing is always one at a time",
-    )
+    add_jobs_argument(p, "candidates")
     add_cache_arguments(p)
     p.add_argument(
         "--emit",
