@@ -3,8 +3,8 @@ producer fused with the pack of its result costs beyond the two apart (``KernelC
 
 On the Xeon a 4 MiB function result cost 160 µs per call beyond its kernel (a 4 KiB one 2 µs: the
 per-call overheads), which no kernel time shows and the model priced at 0; and IREE's encode fused into
-its producer's dispatch ran 2-4x the generic and the encode apart ([2, 8, 64] f16 collapsed: 0.84 µs
-against 0.09 + 0.11). The calibration programs must compute what they say (checked by the NumPy
+its producer's dispatch ran 2-4x the generic and the encode apart ([2, 8, 64] f16 collapsed: 0.72 µs
+against 0.08 + 0.11). The calibration programs must compute what they say (checked by the NumPy
 evaluator), the fits must recover known parameters from synthetic measurements, and the model must
 charge both where a plan has them (the producer's extra where a plan packs in the producer's dispatch:
 IREE's own plans, and plans given as input). No timing: every number is made up.

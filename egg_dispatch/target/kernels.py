@@ -39,8 +39,9 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
   encode dispatch apart, per element of the packed operand, per element type and per form (the
   producer's result packed as it is, or collapsed first: ``":reshape"``, how a linear layer of a
   PyTorch export reads [B, S, D] tokens). On the Xeon the fused form ran 2-4x the two apart at the
-  sizes of the exported blocks ([2, 8, 64] f16 collapsed: 0.84 µs against 0.09 + 0.11; a [2, 64,
-  768] f32 one 68 against 26), while a [32, 256] f16 one ran faster fused: the table is signed;
+  sizes of the exported blocks ([2, 8, 64] f16 collapsed: 0.72 µs against 0.08 + 0.11; a [64, 768]
+  f32 one 19.3 against 5.5 + 5.4), while an uncollapsed [16, 64] f32 one ran faster fused (0.15
+  against 0.09 + 0.14): the table is signed;
 * ``elementwise``, ``reduction``: a generic, on element-ops (elements x body ops) and bytes;
 * ``softmax``: a ``linalg.softmax`` dispatch, on elements and bytes; ``attention``: an
   ``iree_linalg_ext.attention`` one, on its flops (``attention_flops``) and bytes. Both are opaque to
