@@ -512,7 +512,7 @@ def _producer_in_dispatch(g: EGraphData, c: str, imported: ImportedProgram) -> b
 def _elementwise_proto(g: EGraphData, n: Node, imported: ImportedProgram) -> bool:
     """A Generic node of an all-parallel generic that is no contraction."""
     proto = imported.ops.get(str(g.leaf_value(n.children[0])))
-    return proto is not None and not _has_reduction(proto) and generic_contraction_kind(proto) is None
+    return not _has_reduction(proto) and generic_contraction_kind(proto) is None
 
 
 def _has_reduction(op: object) -> bool:
@@ -733,10 +733,9 @@ def _model_seconds(
     if op in ("SetEncoding", "Pack"):
         src = info(kids[0], packed=False)
         seconds = op_seconds("pack", [src], out, target, operand=facts.operand_index(c))
-        form = _producer_in_dispatch(g, kids[0], imported) if target.kernels is not None else None
-        if form is not None:  # the producer fused with the pack costs more than the two apart
-            assert target.kernels is not None
-            seconds += target.kernels.producer_pack_seconds(src.element, form, src.numel)
+        k = target.kernels
+        if k is not None and (form := _producer_in_dispatch(g, kids[0], imported)) is not None:
+            seconds += k.producer_pack_seconds(src.element, form, src.numel)  # fused: more than the two apart
         return max(seconds, 0.0)
     if op in ("UnsetEncoding", "Unpack"):
         src = info(kids[0])
@@ -857,10 +856,7 @@ def consumer_pairs(
     out: list[tuple[float, str, str]] = []
     for c in g.classes:
         for p in g.choices(c):
-            if p.op != "Generic":
-                continue
-            proto = imported.ops.get(str(g.leaf_value(p.children[0])))
-            if _has_reduction(proto) or generic_contraction_kind(proto) is not None:
+            if p.op != "Generic" or not _elementwise_proto(g, p, imported):
                 continue
             seconds = k.consumer_after_unpack.seconds(facts.info(c).numel, 0.0)
             if seconds <= 0:

@@ -181,9 +181,6 @@ class Calibration:
 
     samples: dict[str, list[tuple[tuple[int, ...], str, float]]] = field(default_factory=dict)
     """kind -> [(sizes, element types, median seconds)]; packs and unpacks: sizes (M, N, K, operand)."""
-    calls: list[tuple[int, int, float, float]] = field(default_factory=list)
-    """(dispatches per call, bytes they write, kernel seconds per call, call seconds), of the repeat with
-    the least overhead."""
     chains: list[tuple[int, int, float, float]] = field(default_factory=list)
     """The chain and fan programs' (dispatches, results, kernel seconds per call, call seconds); a
     program with more dispatches than results has a transient buffer."""
@@ -454,11 +451,12 @@ def calibrate(
                 break
             times = profile_module(vmfb, prog.function, prog.inputs, min_time=plan.min_time)
             for i, case in enumerate(prog.cases):
-                s = _lookup(times, prog, case)
                 if case.kind == "slice_copy":
                     s = times.call_seconds
                 elif case.kind == "alloc":
                     s = None if times.call_seconds is None else times.call_seconds - times.kernel_seconds_per_call()
+                else:
+                    s = _lookup(times, prog, case)
                 if s is not None:
                     raw.setdefault((prog.function, i), []).append(s)
             if times.call_seconds is not None:
@@ -475,9 +473,8 @@ def calibrate(
         sizes = case.sizes if case.operand is None else (*case.sizes, case.operand)
         cal.samples.setdefault(case.kind, []).append((sizes, case.types, min(values)))
     for fn, pairs in call_raw.items():
-        kern, call = min(pairs, key=lambda p: p[1] - p[0])
-        cal.calls.append((by_name[fn].dispatch_count, by_name[fn].transient_bytes, kern, call))
         if by_name[fn].cases and by_name[fn].cases[0].kind in ("chain", "fan"):
+            kern, call = min(pairs, key=lambda p: p[1] - p[0])
             cal.chains.append((by_name[fn].dispatch_count, by_name[fn].outputs, kern, call))
     cal.kernels, cal.residuals = fit_kernels(cal, target)
     return cal

@@ -68,8 +68,6 @@ class MicroProgram:
     cases: list[Case] = field(default_factory=list)
     dispatch_count: int = 0
     """Dispatches one call runs (workgroups and encodes), for the launch-overhead fit."""
-    transient_bytes: int = 0
-    """Bytes of the buffers those dispatches write (fresh each call), for the allocation-cost fit."""
     outputs: int = 1
     """Results of the function (each a buffer allocated and exported per call)."""
 
@@ -127,12 +125,10 @@ def contractions(
             body.append(f"%ae{c} = iree_encoding.set_encoding {a} : {_t((m, k), lhs_t)} -> {_t((m, k), lhs_t, e[0])}")
             prog.cases.append(Case("pack", types, (m, n, k), encode=_encode_name((m, k), lhs_t), operand=0))
             prog.dispatch_count += 1
-            prog.transient_bytes += m * k * _BYTES[lhs_t]
         if not plain and not pack_rhs:
             body.append(f"%be{c} = iree_encoding.set_encoding {b} : {_t((n, k), rhs_t)} -> {_t((n, k), rhs_t, e[1])}")
             prog.cases.append(Case("pack", types, (m, n, k), encode=_encode_name((n, k), rhs_t), operand=1))
             prog.dispatch_count += 1
-            prog.transient_bytes += n * k * _BYTES[rhs_t]
         inner = []
         lhs_v, rhs_v = (a, b) if plain else (f"%ae{c}", f"%be{c}")
         if pack_lhs:
@@ -180,12 +176,10 @@ def contractions(
         prog.cases.append(Case(measured, types, (m, n, k), dispatch=wg))
         wg += 1
         prog.dispatch_count += 1
-        prog.transient_bytes += m * n * _BYTES[acc_t]
         if not plain and kind not in UNPACK_IN_DISPATCH:
             body.append(f"%d{c} = iree_encoding.unset_encoding %r{c} : {ot} -> {_t((m, n), acc_t)}")
             prog.cases.append(Case("unpack", types, (m, n, k), encode=_encode_name((m, n), acc_t), operand=2))
             prog.dispatch_count += 1
-            prog.transient_bytes += m * n * _BYTES[acc_t]
             results.append(f"%d{c}")
         else:
             results.append(f"%r{c}")
@@ -235,7 +229,6 @@ def generics(name: str, kind: str, shapes: Sequence[tuple[int, int]], body_ops: 
         body.append(f"%r{c} = flow.dispatch.region -> ({out_t}) {{\n      {region}\n    }}")
         prog.cases.append(Case(kind, "f32,f32,f32", (r, n, body_ops), dispatch=c))
         prog.dispatch_count += 1
-        prog.transient_bytes += (r * n if kind == "elementwise" else r) * 4
         results.append(f"%r{c}")
         rtypes.append(out_t)
     prog.text = _function(name, [], args, body, results, rtypes)
@@ -272,7 +265,7 @@ def opaque(name: str, kind: str, shapes: Sequence[tuple[int, ...]], seed: int = 
                 f"      %s{c} = linalg.softmax dimension(1) ins(%x{c} : {t}) outs(%e{c} : {t}) -> {t}\n"
                 f"      flow.return %s{c} : {t}"
             )
-            out_t, out_bytes = t, r * n * 4
+            out_t = t
         else:
             b, m, k1, k2, n = shape
             tq, tk, tv, out_t = (
@@ -291,11 +284,9 @@ def opaque(name: str, kind: str, shapes: Sequence[tuple[int, ...]], seed: int = 
                 f"      ^bb0(%w: f32):\n        iree_linalg_ext.yield %w : f32\n      }} -> {out_t}\n"
                 f"      flow.return %a{c} : {out_t}"
             )
-            out_bytes = b * m * n * 4
         body.append(f"%r{c} = flow.dispatch.region -> ({out_t}) {{\n      {region}\n    }}")
         prog.cases.append(Case(kind, "f32,f32,f32", tuple(shape), dispatch=c))
         prog.dispatch_count += 1
-        prog.transient_bytes += out_bytes
         results.append(f"%r{c}")
         rtypes.append(out_t)
     prog.text = _function(name, [], args, body, results, rtypes)
@@ -312,7 +303,6 @@ def chain(name: str, length: int, width: int = 16) -> MicroProgram:
     prog = MicroProgram(name, _function(name, [], [f"%x: {t}"], body, [prev], [t]), [np.ones((1, width), np.float32)])
     prog.cases.append(Case("chain", "f32,f32,f32", (length, width, 0)))
     prog.dispatch_count = length
-    prog.transient_bytes = length * width * 4
     return prog
 
 
@@ -394,7 +384,6 @@ def producer_pack(
             body.append(f"%r{c} = iree_encoding.set_encoding {v} : {t2} -> {tenc}")
             prog.cases.append(Case("producer_encode", types, sizes, encode=_encode_name((m, k), element)))
         prog.dispatch_count += 2
-        prog.transient_bytes += 2 * m * k * _BYTES[element]
         decode = (
             f"%u{c} = iree_encoding.unset_encoding %r{c} : {tenc} -> {t2}\n      "
             f"%f{c} = tensor.empty() : {t2}\n      %d{c} = linalg.generic {{indexing_maps = "
@@ -431,7 +420,6 @@ def buffer(name: str, nbytes: int) -> MicroProgram:
     prog = MicroProgram(name, _function(name, [], [f"%x: {t}"], [region], ["%r"], [t]), [x])
     prog.cases.append(Case("alloc", "f32", (rows * BUFFER_COLS * 4, 0, 0)))
     prog.dispatch_count = 1
-    prog.transient_bytes = rows * BUFFER_COLS * 4
     return prog
 
 

@@ -397,22 +397,22 @@ def kernels_from_dict(data: Any, fail: Any) -> KernelCosts:
     return KernelCosts(**out)
 
 
+def _finite_numbers(p: Any, n: int) -> bool:
+    """A list of ``n`` finite numbers (no booleans)."""
+    return (
+        isinstance(p, list)
+        and len(p) == n
+        and all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in p)
+    )
+
+
 def _producer_pack(data: Any, fail: Any) -> dict[str, tuple[tuple[float, float], ...]]:
     where = "kernels.producer_pack"
     if not isinstance(data, dict):
         raise fail(where, "expected an object of element types -> [elements, seconds per element] points")
-
-    def ok(p: Any) -> bool:
-        return (
-            isinstance(p, list)
-            and len(p) == 2
-            and all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in p)
-            and p[0] > 0
-        )
-
     out = {}
     for key, pts in data.items():
-        if not isinstance(pts, list) or not pts or not all(ok(p) for p in pts):
+        if not isinstance(pts, list) or not pts or not all(_finite_numbers(p, 2) and p[0] > 0 for p in pts):
             raise fail(f"{where}.{key}", "must be a non-empty list of [elements > 0, seconds per element]")
         out[key] = tuple(sorted((float(a), float(b)) for a, b in pts))
     return out
@@ -420,13 +420,7 @@ def _producer_pack(data: Any, fail: Any) -> dict[str, tuple[tuple[float, float],
 
 def _fused_pack_point(p: Any) -> bool:
     """[M, N, K, seconds per element]: finite numbers, sizes > 0, seconds >= 0."""
-    return (
-        isinstance(p, list)
-        and len(p) == 4
-        and all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in p)
-        and min(p[:3]) > 0
-        and p[3] >= 0
-    )
+    return _finite_numbers(p, 4) and min(p[:3]) > 0 and p[3] >= 0
 
 
 def _fused_pack(data: Any, fail: Any) -> dict[str, tuple[tuple[float, float, float, float], ...]]:
