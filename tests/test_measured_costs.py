@@ -381,7 +381,7 @@ def test_calibrate_on_a_tiny_plan_writes_a_profile_the_reader_takes(
     def tiny(quick: bool, target):
         return calibrate.Plan(("f32,f32,f32",), ((8, 64, 64), (32, 128, 64)), ((8, 32, 32),), ((16, 256),), (1, 8), 1,
                               0.01, buffer_bytes=(4096, 1 << 18),
-                              producer_shapes=(("f32", ((2, 8, 64),)),))  # fmt: skip
+                              producer_shapes=(("f32", ((2, 8, 64),)),), math_ops=("math.erf",))  # fmt: skip
 
     monkeypatch.setattr(calibrate, "plan_programs", tiny)
     out = tmp_path / "host.json"
@@ -389,6 +389,7 @@ def test_calibrate_on_a_tiny_plan_writes_a_profile_the_reader_takes(
     t = load_target(str(out))
     assert t.kernels is not None and "f32,f32,f32" in t.kernels.mmt4d
     assert t.kernels.alloc.measured and "f32:reshape" in t.kernels.producer_pack
+    assert t.kernels.op_weights["math.erf"] >= 1.0
     assert t.provenance["base_profile"] == "x86_64-avx512" and t.provenance["samples"]["mmt4d"] >= 2
 
 

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from egg_dispatch.cost.conflicts import codegen_conflicts
@@ -228,6 +228,16 @@ def contraction_rhs(kind: str, operands: Sequence[TensorInfo]) -> tuple[float, i
     return rhs.stored_bytes / max(batch, 1), max(batch, 1)
 
 
+def mmt4d_mnk(operands: Sequence[TensorInfo]) -> tuple[int, int, int] | None:
+    """(M, N, K) of an ``mmt4d`` (or ``batch_mmt4d``, per batch) on its packed operands: the padded
+    sizes, tiles included."""
+    lhs, rhs = operands[0].shape, operands[1].shape
+    if len(lhs) != len(rhs) or len(lhs) not in (4, 5):
+        return None
+    b = len(lhs) - 4
+    return lhs[b] * lhs[b + 2], rhs[b] * rhs[b + 2], lhs[b + 1] * lhs[b + 3]
+
+
 def packed_rhs(rhs: TensorInfo) -> tuple[float, int]:
     """(bytes of one packed RHS, how many) of an ``mmt4d`` ([N1, K1, N0, K0]) or ``batch_mmt4d``
     ([B, N1, K1, N0, K0])."""
@@ -333,7 +343,7 @@ def op_seconds(
     operands: Sequence[TensorInfo],
     result: TensorInfo,
     target: Target,
-    body_ops: int = 1,
+    body_ops: float = 1,
     reduction: bool = False,
     operand: int | None = None,
 ) -> float:
@@ -400,7 +410,7 @@ def _measured_seconds(
     operands: Sequence[TensorInfo],
     result: TensorInfo,
     target: Target,
-    body_ops: int,
+    body_ops: float,
     reduction: bool,
     operand: int | None = None,
 ) -> float:
@@ -416,7 +426,8 @@ def _measured_seconds(
         fit = k.contraction(types, encoded, m, rhs_kn=kind != "mmt4d" and rhs_is_kn(kind[len("contract:") :]))
         if fit is not None:
             rhs_bytes, batch = packed_rhs(operands[1]) if kind == "mmt4d" else contraction_rhs(kind, operands)
-            return k.contraction_seconds(fit, flops, moved, m, rhs_bytes, batch)
+            mnk = mmt4d_mnk(operands) if kind == "mmt4d" else contraction_mnk(kind, operands)
+            return k.contraction_seconds(fit, flops, moved, m, rhs_bytes, batch, mnk)
     if kind == "pack":  # fitted on elements and logical + packed bytes, per operand and element type
         src = operands[0]
         nbytes = src.logical_bytes + result.stored_bytes
@@ -543,11 +554,15 @@ def generic_contraction_kind(op: object) -> str | None:
     return "linalg.generic:" + ";".join("(" + ",".join(f"d{i}" for i in d) + ")" for d in dims)  # type: ignore[union-attr]
 
 
-def body_op_count(op: object) -> int:
+def body_op_count(op: object, weights: Mapping[str, float] | None = None) -> float:
+    """The element-ops of a generic's body: its arith and math ops, each by its measured weight
+    (``KernelCosts.op_weights``: a ``math.erf`` is a polynomial of tens of instructions), 1 where none
+    was measured."""
     regions = getattr(op, "regions", ())
     if not regions:
         return 1
-    return max(1, sum(1 for o in regions[0].entry.ops if o.name.split(".")[0] in ("arith", "math")))
+    w = weights or {}
+    return max(1.0, sum(w.get(o.name, 1.0) for o in regions[0].entry.ops if o.name.split(".")[0] in ("arith", "math")))
 
 
 # ------------------------------------------------------------------------------- the node table
@@ -770,7 +785,8 @@ def _model_seconds(
         contraction = generic_contraction_kind(proto) if op == "Generic" else None
         if contraction is not None and len(inputs) == 3:  # lhs, rhs, init
             return op_seconds("contract:" + contraction, inputs, out, target)
-        return op_seconds(kind, inputs, out, target, body_op_count(proto), _has_reduction(proto))
+        weights = target.kernels.op_weights if target.kernels else None
+        return op_seconds(kind, inputs, out, target, body_op_count(proto, weights), _has_reduction(proto))
     if op in _TIMELESS:
         return 0.0
     return op_seconds("copy", [info(k) for k in kids if g.is_term_class(k)], out, target)

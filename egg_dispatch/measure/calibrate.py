@@ -41,7 +41,7 @@ import math
 import operator
 import re
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -53,6 +53,7 @@ from egg_dispatch.emit.iree.module import emit_iree, iree_cpu
 from egg_dispatch.iree.profiling import DispatchTimes, profile_module
 from egg_dispatch.iree.tools import compile_module
 from egg_dispatch.measure.micro import (
+    MATH_OPS,
     UNPACK_IN_DISPATCH,
     Case,
     MicroProgram,
@@ -61,6 +62,7 @@ from egg_dispatch.measure.micro import (
     contractions,
     fan,
     generics,
+    math_op_helpers,
     opaque,
     producer_pack,
     slice_copy,
@@ -85,6 +87,10 @@ __all__ = [
     "unique_encode_groups",
     "write_profile",
 ]
+
+MATH_OP_MIN_ELEMENTS = 512
+"""An op's weight is measured on generics of at least this many elements (below, the fixed cost of
+the dispatch hides it)."""
 
 TABLE_RESIDUAL = 0.25
 """A fit whose median |log(model/measured)| exceeds this keeps its points as an interpolation table."""
@@ -114,6 +120,8 @@ class Plan:
     producer_shapes: tuple[tuple[str, tuple[tuple[int, int, int], ...]], ...] = ()
     """(element type, (B, S, K) shapes) of elementwise producers packed in their dispatch and apart
     (``micro.producer_pack``; B = 0: no collapse), a program pair per shape."""
+    math_ops: tuple[str, ...] = ()
+    """Body ops whose weight against an add is measured (``micro.MATH_OPS``, ``KernelCosts.op_weights``)."""
     buffer_bytes: tuple[int, ...] = ()
     """Sizes of the result buffers whose per-call cost is measured (``micro.buffer``); the smallest is
     the baseline the others are measured against."""
@@ -131,7 +139,7 @@ def plan_programs(quick: bool, target: Target) -> Plan:
                     slice_shapes=((64, 256), (768, 768)), softmax_shapes=((128, 16), (64, 64), (1024, 128)),
                     attention_shapes=((4, 16, 8, 16, 8), (8, 16, 8, 16, 8), (12, 64, 64, 64, 64)),
                     buffer_bytes=(4096, 1 << 18, 1 << 22),
-                    producer_shapes=(("f32", ((2, 8, 64),)),))  # fmt: skip
+                    producer_shapes=(("f32", ((2, 8, 64),)),), math_ops=("math.exp", "math.erf"))  # fmt: skip
     grid = tuple((m, n, n + n // 2) for m in (1, 8, 32, 128, 512) for n in (64, 256, 1024))
     # a transformer block's small projections (K of 32, N of 48 or 96: heads, MLP width) and a few
     # tiny ones, which the square-ish grid does not reach: there the fits extrapolated (plain matmuls
@@ -172,7 +180,7 @@ def plan_programs(quick: bool, target: Target) -> Plan:
         producers += (("f16", ((2, 8, 64), (1, 128, 768))),)
     return Plan(types, grid, small, gen, (1, 2, 4, 16, 48), 3, 0.1, fans=(2, 8), slice_shapes=slices,
                 softmax_shapes=softmax, attention_shapes=attention, buffer_bytes=buffers,
-                producer_shapes=producers)  # fmt: skip
+                producer_shapes=producers, math_ops=MATH_OPS)  # fmt: skip
 
 
 @dataclass
@@ -250,12 +258,13 @@ def _layout_bytes(target: Target, types: str, sizes: tuple[int, int, int], opera
     return math.prod(shape) * elem, packed_nbytes(shape, elem, layout)
 
 
-def _padded_flops(target: Target, types: str, sizes: tuple[int, int, int]) -> int:
+def _padded_sizes(target: Target, types: str, sizes: tuple[int, int, int]) -> tuple[int, int, int]:
+    """(M, N, K) padded to the target's tiles, as an mmt4d's packed operands hold them."""
     m, n, k = sizes
     ts = tuple(types.split(","))
     lay = [resolve_layout(target, i, ts, _MAPS, sizes) for i in range(3)]  # type: ignore[arg-type]
 
-    def pad(d: int, size: int, i: int, axis: int) -> int:
+    def pad(size: int, i: int, axis: int) -> int:
         layout = lay[i]
         if layout is None:
             return size
@@ -263,7 +272,55 @@ def _padded_flops(target: Target, types: str, sizes: tuple[int, int, int]) -> in
         t = tiles.get(axis, 1)
         return -(-size // t) * t
 
-    return 2 * pad(0, m, 0, 0) * pad(1, n, 1, 0) * pad(2, k, 0, 1)
+    return pad(m, 0, 0), pad(n, 1, 0), pad(k, 0, 1)
+
+
+def _padded_flops(target: Target, types: str, sizes: tuple[int, int, int]) -> int:
+    return 2 * math.prod(_padded_sizes(target, types, sizes))
+
+
+@dataclass(frozen=True)
+class _ContractionRow:
+    """One contraction sample as its fit reads it."""
+
+    sizes: tuple[int, int, int]
+    """Logical (M, N, K)."""
+    mnk: tuple[int, int, int]
+    """(M, N, K) as the model sees the kernel: padded for mmt4d (``cost.model.mmt4d_mnk``)."""
+    flops: int
+    moved: int
+    rhs_bytes: int
+    seconds: float
+
+
+def _contraction_rows(
+    samples: dict[str, list[tuple[tuple[int, ...], str, float]]], target: Target, kind: str, key: str
+) -> list[_ContractionRow]:
+    """The samples the ``kind`` fit of ``key`` (element types, ``MATVEC`` appended for M = 1 alone) is
+    made on: M = 1 and the rest apart where at least four of each were measured (three would fit the
+    three coefficients exactly, whatever the shapes between them do), else every M under ``key``
+    without the suffix and none under it."""
+    narrow = key.endswith(MATVEC)
+    types = key.removesuffix(MATVEC)
+    rows = [(tuple(sz), t) for sz, ts, t in samples.get(kind, []) if ts == types]
+    split = sum(sz[0] == 1 for sz, _ in rows) >= 4 and sum(sz[0] != 1 for sz, _ in rows) >= 4
+    if split or narrow:
+        rows = [(sz, t) for sz, t in rows if (sz[0] == 1) == narrow] if split else []
+    packed = kind == "mmt4d"
+    out = []
+    for sz, t in rows:
+        size3 = (int(sz[0]), int(sz[1]), int(sz[2]))
+        out.append(
+            _ContractionRow(
+                sizes=size3,
+                mnk=_padded_sizes(target, types, size3) if packed else size3,
+                flops=_padded_flops(target, types, size3) if packed else 2 * math.prod(size3),
+                moved=sum(_layout_bytes(target, types, size3, i)[1 if packed else 0] for i in range(3)),
+                rhs_bytes=_layout_bytes(target, types, size3, 1)[1 if packed else 0],
+                seconds=t,
+            )
+        )
+    return out
 
 
 def unique_encode_groups(
@@ -361,6 +418,9 @@ def _generic_programs(plan: Plan) -> list[MicroProgram]:
         shapes = by_class[c]
         out.append(generics(f"elementwise1_{i}", "elementwise", shapes, 1))
         out.append(generics(f"elementwise4_{i}", "elementwise", shapes, 4))
+        big = [(r, n) for r, n in shapes if r * n >= MATH_OP_MIN_ELEMENTS]
+        if big and plan.math_ops:
+            out += [generics(f"op_{op.split('.')[1]}_{i}", "elementwise_op", big, math_op=op) for op in plan.math_ops]
         out.append(generics(f"reduction_{i}", "reduction", shapes))
     # small and large apart, as for the generics: a small case right after a large one runs on caches
     # the large one flushed
@@ -506,7 +566,59 @@ def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str
         kernels = dataclasses.replace(refit, cache_bytes=kernels.cache_bytes, dram_gbps=kernels.dram_gbps)
         err = _traffic_error(kernels, rows)
     res["memory"] = err
+    kernels = _with_shape_residuals(kernels, cal, target, res)
     return kernels, res
+
+
+SHAPE_WIDTHS = (0.35, 0.5, 0.75, 1.0, 1.5)
+"""Candidate neighbourhood widths (log2 M, N, K) of a contraction fit's shape residuals."""
+SHAPE_PRIORS = (0.25, 1.0)
+"""Candidate weights of "no correction" against them."""
+SHAPE_GAIN = 0.95
+"""Shape residuals are kept where they lower the leave-one-out mean |log(model / measured)| of their
+fit to this fraction of the formula's or less,"""
+SHAPE_FLOOR = 0.02
+"""and where the formula alone misses by more than 2% on average (else there is nothing to carry)."""
+
+
+def _with_shape_residuals(kernels: KernelCosts, cal: Calibration, target: Target, res: dict[str, float]) -> KernelCosts:
+    """Every contraction fit with what its formula misses at the measured shapes (``Fit.shape_factor``)
+    where that predicts the shapes it did not see better than the formula: the width and prior are
+    chosen by leave-one-out over the fit's samples (each predicted from the others' residuals alone),
+    and kept when that lowers the mean |log(model / measured)| by ``SHAPE_GAIN`` (``SHAPE_FLOOR``). One formula on flops
+    and bytes misses by shape: on the Xeon plain f32 [N, K] matmuls ran at 86-90 GFLOP/s at 64 x 512
+    x 768 and 64 x 1024 x 768, 64 at 32 x 1024 x 1536, 102 at 512 x 64 x 96, so a 64 x 768 x 768 one
+    was priced 13% over its time."""
+    tables: dict[str, Mapping[str, Fit]] = {}
+    for kind in ("mmt4d", "matmul", "matmul_kn"):
+        table = dict(getattr(kernels, kind))
+        for key, fit in table.items():
+            rows = _contraction_rows(cal.samples, target, kind, key)
+            if len(rows) < 6 or fit.points:  # a table interpolates its points: no formula to correct
+                continue
+            base = dataclasses.replace(fit, shape_residuals=(), shape_width=0.0, shape_prior=0.0)
+            model = [kernels.contraction_seconds(base, r.flops, r.moved, r.sizes[0], r.rhs_bytes) for r in rows]
+            resid = [math.log(max(r.seconds, 1e-15) / max(t, 1e-15)) for r, t in zip(rows, model, strict=True)]
+            points = tuple((*map(float, r.mnk), e) for r, e in zip(rows, resid, strict=True))
+            formula_error = float(np.mean(np.abs(resid)))
+            best: tuple[float, float, float] | None = None
+            for width in SHAPE_WIDTHS:
+                for prior in SHAPE_PRIORS:
+                    loo = []
+                    for i in range(len(points)):
+                        others = dataclasses.replace(
+                            base, shape_residuals=points[:i] + points[i + 1 :], shape_width=width, shape_prior=prior
+                        )
+                        loo.append(abs(resid[i] - math.log(others.shape_factor(*rows[i].mnk))))
+                    err = float(np.mean(loo))
+                    if best is None or err < best[0] - 1e-12:
+                        best = (err, width, prior)
+            assert best is not None
+            if formula_error > SHAPE_FLOOR and best[0] <= SHAPE_GAIN * formula_error:
+                table[key] = dataclasses.replace(base, shape_residuals=points, shape_width=best[1], shape_prior=best[2])
+                res[f"{kind}.{key} by shape (leave-one-out, mean)"] = best[0]
+        tables[kind] = table
+    return dataclasses.replace(kernels, **tables)  # type: ignore[arg-type]
 
 
 KNEES = tuple(1 << p for p in range(18, 27))
@@ -572,6 +684,24 @@ def producer_pack_table(cal: Calibration) -> dict[str, tuple[tuple[float, float]
     return {
         key: tuple((e, statistics.mean(v)) for e, v in sorted(points.items())) for key, points in sorted(by_key.items())
     }
+
+
+def op_weights(cal: Calibration, elementwise: Fit) -> dict[str, float]:
+    """Per body op measured (``elementwise_op``): what it costs in the elementwise fit's element-ops
+    (an add is 1), the median over its shapes of its generic's time beyond the plain add's at the same
+    shape (``elementwise`` with one body op) at the fit's rate per element-op, less the helper ops its
+    case adds (``micro.math_op_helpers``); at least 1. On the Xeon a GELU's ``math.erf`` after a
+    [32, 128] contraction ran 1-1.7 µs beyond the add-priced model: IREE expands it to a polynomial
+    with a division, tens of vector instructions per element."""
+    if elementwise.rate_g <= 0:
+        return {}
+    base = {(sz[0], sz[1]): t for sz, _, t in cal.samples.get("elementwise", []) if sz[2] == 1}
+    per_op: dict[str, list[float]] = {}
+    for (r, n, _), op, t in cal.samples.get("elementwise_op", []):
+        if (r, n) in base:
+            extra_ops = (t - base[(r, n)]) * elementwise.rate_g * 1e9 / (r * n)
+            per_op.setdefault(op, []).append(extra_ops - math_op_helpers(op))
+    return {op: max(1.0, float(np.median(ws))) for op, ws in sorted(per_op.items())}
 
 
 def alloc_fit(cal: Calibration) -> Fit:
@@ -739,30 +869,20 @@ def _fit_within(
         return _median_log_error([float(np.dot(coef, f)) + spilled.spill_seconds(f[2]) for f in feats], ys)
 
     def contraction_fit(kind: str, types: str) -> Fit | None:
-        """``types`` on every measured M; ``types + MATVEC`` on M = 1 alone (and then ``types`` on the
-        rest), where at least four M = 1 and four other shapes were measured (three would fit the three
-        coefficients exactly, whatever the shapes between them do)."""
+        """The fit of ``types`` (``MATVEC`` appended: M = 1 alone) on its samples (``_contraction_rows``)."""
         narrow = types.endswith(MATVEC)
-        base_types = types.removesuffix(MATVEC)
-        rows = [(sz, t) for sz, ts, t in s.get(kind, []) if ts == base_types]
-        split = sum(sz[0] == 1 for sz, _ in rows) >= 4 and sum(sz[0] != 1 for sz, _ in rows) >= 4
-        if split or narrow:
-            rows = [(sz, t) for sz, t in rows if (sz[0] == 1) == narrow] if split else []
+        rows = _contraction_rows(s, target, kind, types)
         if not rows:
             return None
-        types = base_types
-        feats, ys, pts = [], [], []
-        for sz, t in rows:
-            flops = _padded_flops(target, types, sz) if kind == "mmt4d" else 2 * math.prod(sz)
-            moved = sum(_layout_bytes(target, types, sz, i)[1 if kind == "mmt4d" else 0] for i in range(3))
-            feats.append((1.0, flops, moved))
-            ys.append(t)
-            pts.append((float(flops), t))
+        types = types.removesuffix(MATVEC)
+        feats = [(1.0, float(r.flops), float(r.moved)) for r in rows]
+        ys = [r.seconds for r in rows]
+        pts = [(float(r.flops), r.seconds) for r in rows]
         # on every sample as measured: the model bounds a contraction by its streaming, it adds none
         coef, r = fit_linear(feats, ys)
         fit = _to_fit(coef, r, pts)
         # (M, RHS bytes as the kernel reads them: packed, padded tiles for mmt4d)
-        rhs = [(sz[0], _layout_bytes(target, types, sz, 1)[1 if kind == "mmt4d" else 0]) for sz, _ in rows]
+        rhs = [(row.sizes[0], row.rhs_bytes) for row in rows]
         memory = spilled if spilled is not None else KernelCosts(0.0, 0.0)
         if not narrow:
             fit = _with_reread(fit, feats, ys, rhs, memory)
@@ -893,6 +1013,7 @@ def _fit_within(
             fit = dataclasses.replace(fit, points=tuple(sorted(pts)))
         return fit
 
+    elementwise = generic_fit("elementwise")
     (call, output, transient, launch), rr = _call_overheads(cal)
     if cal.chains:
         res["launch"] = rr
@@ -912,13 +1033,14 @@ def _fit_within(
         unpack=traffic_fit("unpack", unpack_rows),
         unpack_in_dispatch=traffic_fit("unpack_in_dispatch", delta_unpack, spills=False),
         consumer_after_unpack=traffic_fit("consumer_after_unpack", delta_consumer, delta=True, spills=False),
-        elementwise=generic_fit("elementwise"),
+        elementwise=elementwise,
         reduction=generic_fit("reduction"),
         softmax=opaque_fit("softmax"),
         attention=opaque_fit("attention"),
         copy=traffic_fit("copy", _copy_rows(cal, transient + launch, alloc), delta=True),
         alloc=alloc,
         producer_pack=producer_pack_table(cal),
+        op_weights=op_weights(cal, elementwise),
         pack_by=pack_by,
         unpack_by=unpack_by,
         fused_pack=fused_pack,

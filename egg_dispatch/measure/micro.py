@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = [
+    "MATH_OPS",
     "UNPACK_IN_DISPATCH",
     "Case",
     "MicroProgram",
@@ -24,6 +25,7 @@ __all__ = [
     "contractions",
     "fan",
     "generics",
+    "math_op_helpers",
     "opaque",
     "producer_pack",
     "slice_copy",
@@ -193,8 +195,39 @@ def _encode_name(shape: Sequence[int], elem: str) -> str:
     return f"encode_{s}_to_{s}"
 
 
-def generics(name: str, kind: str, shapes: Sequence[tuple[int, int]], body_ops: int = 1, seed: int = 0) -> MicroProgram:
-    """One dispatch per [R, C] f32 shape: ``elementwise`` (x + y, then ``body_ops - 1`` multiplies) or
+MATH_OPS = ("math.exp", "math.tanh", "math.erf", "math.rsqrt", "math.sqrt", "math.log", "math.fpowi", "arith.divf")
+"""Body ops whose cost calibrate measures apart (``elementwise_op``): IREE expands the transcendental
+ones into polynomials (``math-polynomial-approximation``), many times an add's work per element."""
+
+
+def math_op_helpers(op: str) -> int:
+    """Body ops of an ``elementwise_op`` case besides the leading add and ``op`` itself (a constant, the
+    absf and add that keep a square root's input positive): what its measured extra holds beyond the op."""
+    return len(_math_op(op)) - 1
+
+
+def _math_op(op: str) -> list[str]:
+    """Body lines computing ``%s1`` from ``%s0`` (and the second input ``%j``) with ``op``."""
+    if op == "math.fpowi":
+        return ["%p = arith.constant 2 : i32", "%s1 = math.fpowi %s0, %p : f32, i32"]
+    if op.startswith("arith."):
+        return [f"%s1 = {op} %s0, %j : f32"]
+    if op in ("math.rsqrt", "math.sqrt", "math.log"):  # defined on positive inputs
+        return ["%a = math.absf %s0 : f32", "%one = arith.constant 1.0 : f32", "%b = arith.addf %a, %one : f32",
+                f"%s1 = {op} %b : f32"]  # fmt: skip
+    return [f"%s1 = {op} %s0 : f32"]
+
+
+def generics(
+    name: str,
+    kind: str,
+    shapes: Sequence[tuple[int, int]],
+    body_ops: int = 1,
+    seed: int = 0,
+    math_op: str | None = None,
+) -> MicroProgram:
+    """One dispatch per [R, C] f32 shape: ``elementwise`` (x + y, then ``body_ops - 1`` multiplies),
+    ``elementwise_op`` (x + y, then ``math_op``, one of ``MATH_OPS``: the case's types name the op) or
     ``reduction`` (a sum over C)."""
     rng = np.random.default_rng(seed)
     args, body, results, rtypes = [], [], [], []
@@ -204,9 +237,14 @@ def generics(name: str, kind: str, shapes: Sequence[tuple[int, int]], body_ops: 
         args += [f"%x{c}: {t2}", f"%y{c}: {t2}"]
         prog.inputs += [_array((r, n), "f32", rng), _array((r, n), "f32", rng)]
         id2 = "affine_map<(d0, d1) -> (d0, d1)>"
-        if kind == "elementwise":
+        if kind in ("elementwise", "elementwise_op"):
             ops = ["%s0 = arith.addf %i, %j : f32"]
-            ops += [f"%s{i} = arith.mulf %s{i - 1}, %i : f32" for i in range(1, body_ops)]
+            if kind == "elementwise_op":
+                assert math_op is not None
+                ops += _math_op(math_op)
+                body_ops = 2
+            else:
+                ops += [f"%s{i} = arith.mulf %s{i - 1}, %i : f32" for i in range(1, body_ops)]
             region = (
                 f"%e{c} = tensor.empty() : {t2}\n      %g{c} = linalg.generic {{indexing_maps = [{id2}, {id2}, {id2}], "
                 f'iterator_types = ["parallel", "parallel"]}} ins(%x{c}, %y{c} : {t2}, {t2}) outs(%e{c} : {t2}) {{\n'
@@ -227,7 +265,8 @@ def generics(name: str, kind: str, shapes: Sequence[tuple[int, int]], body_ops: 
             )
             out_t = t1
         body.append(f"%r{c} = flow.dispatch.region -> ({out_t}) {{\n      {region}\n    }}")
-        prog.cases.append(Case(kind, "f32,f32,f32", (r, n, body_ops), dispatch=c))
+        types = math_op if kind == "elementwise_op" and math_op else "f32,f32,f32"
+        prog.cases.append(Case(kind, types, (r, n, body_ops), dispatch=c))
         prog.dispatch_count += 1
         results.append(f"%r{c}")
         rtypes.append(out_t)

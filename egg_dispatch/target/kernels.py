@@ -43,6 +43,10 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
   f32 one 19.3 against 5.5 + 5.4), while an uncollapsed [16, 64] f32 one ran faster fused (0.15
   against 0.09 + 0.14): the table is signed;
 * ``elementwise``, ``reduction``: a generic, on element-ops (elements x body ops) and bytes;
+  ``op_weights`` says what one body op counts (an add: 1): IREE expands ``math.erf``, ``math.tanh``,
+  ``math.exp`` and the like into polynomials, and on the Xeon a BERT block's GELU (one ``math.erf``
+  per element) after its [32, 128] contraction ran 1-1.7 µs beyond a model that counted the erf as an
+  add (the fit's rate is that of adds and multiplies);
 * ``softmax``: a ``linalg.softmax`` dispatch, on elements and bytes; ``attention``: an
   ``iree_linalg_ext.attention`` one, on its flops (``attention_flops``) and bytes. Both are opaque to
   the model and were priced by a flops formula that missed them 4-15x on the Xeon (the BERT block's
@@ -124,6 +128,13 @@ class Fit:
     """GB/s of that re-read for every LHS row: it costs M x RHS bytes at this rate (0: no such term)."""
     reread_beyond: bool = False
     """Only the RHS bytes beyond ``reread_bytes`` are read again (the cache keeps the rest), not all."""
+    shape_residuals: tuple[tuple[float, float, float, float], ...] = ()
+    """A contraction fit's (M, N, K, log(measured / formula)) at the shapes calibration measured: what
+    the formula misses there, which ``shape_factor`` carries to the shapes near them (module doc)."""
+    shape_width: float = 0.0
+    """Width (in log2 M, N, K) of the neighbourhood a shape residual reaches; 0: none applied."""
+    shape_prior: float = 0.0
+    """Weight of "the formula is right" against the residuals near a shape (shrinks a lone one)."""
 
     @property
     def measured(self) -> bool:
@@ -147,6 +158,21 @@ class Fit:
         if self.gbps > 0:
             t += nbytes / (self.gbps * 1e9)
         return t
+
+    def shape_factor(self, m: int, n: int, k: int) -> float:
+        """What the formula's time is multiplied by at an M x N x K contraction: the measured residuals
+        near it, Gaussian-weighted by distance in log2 M, N, K (width ``shape_width``) and shrunk
+        towards none by ``shape_prior``; 1 where none were kept or none lie near."""
+        if not self.shape_residuals or self.shape_width <= 0 or min(m, n, k) <= 0:
+            return 1.0
+        at = (math.log2(m), math.log2(n), math.log2(k))
+        total = weight = 0.0
+        for pm, pn, pk, r in self.shape_residuals:
+            d2 = (at[0] - math.log2(pm)) ** 2 + (at[1] - math.log2(pn)) ** 2 + (at[2] - math.log2(pk)) ** 2
+            w = math.exp(-d2 / (2 * self.shape_width**2))
+            total += w * r
+            weight += w
+        return math.exp(total / (weight + self.shape_prior)) if weight + self.shape_prior > 0 else 1.0
 
     def reread_seconds(self, m: int, rhs_bytes: float) -> float:
         """What re-reading an RHS of ``rhs_bytes`` beyond the cache adds for ``m`` LHS rows (module doc)."""
@@ -204,6 +230,9 @@ class KernelCosts:
     fused_pack: Mapping[str, tuple[tuple[float, float, float, float], ...]] = field(default_factory=dict)
     """Per role (``"lhs"``, ``"rhs"``): measured (M, N, K, seconds per element) of a pack inside the
     contraction's dispatch (module doc)."""
+    op_weights: Mapping[str, float] = field(default_factory=dict)
+    """Per generic body op (``"math.erf"``): its work in the elementwise fit's element-ops, where an
+    add is 1 (module doc); 1 for an op not listed."""
     producer_pack: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     """Per element type, ``":reshape"`` appended where the producer is collapsed on its way to the
     pack: measured (elements, seconds per element) that an elementwise producer and the pack of its
@@ -263,17 +292,26 @@ class KernelCosts:
         return fit.seconds(work, nbytes) + spill
 
     def contraction_seconds(
-        self, fit: Fit, flops: float, nbytes: float, m: int = 0, rhs_bytes: float = 0.0, batch: int = 1
+        self,
+        fit: Fit,
+        flops: float,
+        nbytes: float,
+        m: int = 0,
+        rhs_bytes: float = 0.0,
+        batch: int = 1,
+        mnk: tuple[int, int, int] | None = None,
     ) -> float:
         """A contraction's time: its fit (with its RHS re-read, ``Fit.reread_seconds``, for ``batch``
         RHS matrices of ``rhs_bytes`` and ``m`` rows each), or streaming its bytes beyond the cache if
-        that is longer. A contraction overlaps its compute with its loads, so the bytes beyond the cache
-        bound it from below (a matvec's weight) rather than add to it (a [512, 1536] x [1536, 1024]
-        mmt4d measured within 25% of its in-cache fit although it moves 11 MB)."""
+        that is longer; times the fit's ``shape_factor`` at ``mnk`` (M, N, K of one batch) where given.
+        A contraction overlaps its compute with its loads, so the bytes beyond the cache bound it from
+        below (a matvec's weight) rather than add to it (a [512, 1536] x [1536, 1024] mmt4d measured
+        within 25% of its in-cache fit although it moves 11 MB)."""
         if fit.interpolates(flops):
             return fit.seconds(flops, nbytes)
         t = fit.seconds(flops, nbytes) + batch * fit.reread_seconds(m, rhs_bytes)
-        return max(t, fit.fixed_us * 1e-6 + self.spill_seconds(nbytes))
+        t = max(t, fit.fixed_us * 1e-6 + self.spill_seconds(nbytes))
+        return t * fit.shape_factor(*mnk) if mnk is not None else t
 
     def traffic(self, kind: str, operand: int | None, element: str) -> Fit:
         """The pack (``kind="pack"``) or unpack fit for operand ``operand`` (0 LHS, 1 RHS, 2 result) of
@@ -314,7 +352,9 @@ ROLES = {0: "lhs", 1: "rhs", 2: "acc"}
 
 _SCALARS = ("launch_us", "call_us", "alloc_gbps", "output_us", "transient_us", "cache_bytes", "dram_gbps")
 _REREAD_KEYS = ("reread_bytes", "reread_pass_gbps", "reread_row_gbps")
-_FIT_KEYS = {"fixed_us", "rate_g", "gbps", "points", "residual", "reread_beyond", *_REREAD_KEYS}
+_SHAPE_KEYS = ("shape_width", "shape_prior")
+_FIT_KEYS = {"fixed_us", "rate_g", "gbps", "points", "residual", "reread_beyond", "shape_residuals"}
+_FIT_KEYS |= {*_REREAD_KEYS, *_SHAPE_KEYS}
 _SINGLE = (
     "pack",
     "pack_in_dispatch",
@@ -337,7 +377,7 @@ def _fit(data: Any, where: str, fail: Any) -> Fit:
     if unknown:
         raise fail(where, f"unknown keys {sorted(unknown)} (expected {sorted(_FIT_KEYS)})")
     values: dict[str, Any] = {}
-    for key in ("fixed_us", "rate_g", "gbps", "residual", *_REREAD_KEYS):
+    for key in ("fixed_us", "rate_g", "gbps", "residual", *_REREAD_KEYS, *_SHAPE_KEYS):
         v = data.get(key, 0.0)
         if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
             raise fail(f"{where}.{key}", f"must be a finite number >= 0, got {v!r}")
@@ -357,7 +397,14 @@ def _fit(data: Any, where: str, fail: Any) -> Fit:
 
     if not isinstance(pts, list) or not all(ok(p) for p in pts):
         raise fail(f"{where}.points", "must be a list of [work, seconds] pairs of positive numbers")
-    return Fit(points=tuple(sorted((float(a), float(b)) for a, b in pts)), **values)
+    shapes = data.get("shape_residuals", [])
+    if not isinstance(shapes, list) or not all(_finite_numbers(p, 4) and min(p[:3]) > 0 for p in shapes):
+        raise fail(f"{where}.shape_residuals", "must be a list of [M, N, K, log ratio] (sizes > 0)")
+    return Fit(
+        points=tuple(sorted((float(a), float(b)) for a, b in pts)),
+        shape_residuals=tuple(tuple(float(x) for x in p) for p in shapes),  # type: ignore[misc]
+        **values,
+    )
 
 
 def kernels_from_dict(data: Any, fail: Any) -> KernelCosts:
@@ -373,6 +420,7 @@ def kernels_from_dict(data: Any, fail: Any) -> KernelCosts:
         "unpack_by",
         "fused_pack",
         "producer_pack",
+        "op_weights",
         *_SINGLE,
     }
     unknown = set(data) - allowed
@@ -394,6 +442,13 @@ def kernels_from_dict(data: Any, fail: Any) -> KernelCosts:
             out[key] = _fit(data[key], f"kernels.{key}", fail)
     out["fused_pack"] = _fused_pack(data.get("fused_pack", {}), fail)
     out["producer_pack"] = _producer_pack(data.get("producer_pack", {}), fail)
+    weights = data.get("op_weights", {})
+    if not isinstance(weights, dict):
+        raise fail("kernels.op_weights", "expected an object of body ops -> element-ops")
+    for op, w in weights.items():
+        if not _finite_numbers([w], 1) or w <= 0:
+            raise fail(f"kernels.op_weights.{op}", f"must be a finite number > 0, got {w!r}")
+    out["op_weights"] = {op: float(w) for op, w in weights.items()}
     return KernelCosts(**out)
 
 
@@ -443,6 +498,9 @@ def _fit_dict(f: Fit) -> dict:
         d.update({key: getattr(f, key) for key in (*_REREAD_KEYS, "reread_beyond")})
     if f.points:
         d["points"] = [[a, b] for a, b in f.points]
+    if f.shape_residuals and f.shape_width > 0:
+        d.update(shape_width=f.shape_width, shape_prior=f.shape_prior)
+        d["shape_residuals"] = [list(p) for p in f.shape_residuals]
     return d
 
 
@@ -462,5 +520,6 @@ def kernels_to_dict(k: KernelCosts) -> dict:
         "unpack_by": {t: _fit_dict(f) for t, f in sorted(k.unpack_by.items())},
         "fused_pack": {role: [list(p) for p in pts] for role, pts in sorted(k.fused_pack.items())},
         "producer_pack": {key: [list(p) for p in pts] for key, pts in sorted(k.producer_pack.items())},
+        "op_weights": dict(sorted(k.op_weights.items())),
         **{key: _fit_dict(getattr(k, key)) for key in _SINGLE},
     }
