@@ -19,7 +19,13 @@ import numpy as np
 import pytest
 
 from egg_dispatch.evaluate import evaluate
-from egg_dispatch.measure.calibrate import Calibration, _copy_rows, alloc_fit, producer_pack_table
+from egg_dispatch.measure.calibrate import (
+    Calibration,
+    _copy_rows,
+    alloc_fit,
+    producer_apart_seconds,
+    producer_pack_table,
+)
 from egg_dispatch.measure.micro import buffer, producer_pack
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.pipeline import explore
@@ -101,6 +107,11 @@ def test_the_model_charges_a_result_buffer_its_allocation(tmp_path: Path) -> Non
     assert flat.best.metrics.run_seconds - free.best.metrics.run_seconds == pytest.approx(MIB / 20e9, rel=1e-6)
 
 
+# a machine whose generics cost 0.1 µs and packs 0.2 µs whatever their size: what the producer table is
+# measured against (calibrate.producer_apart_seconds prices them by these fits)
+FLAT = KernelCosts(0.05, 1.5, elementwise=Fit(fixed_us=0.1), pack=Fit(fixed_us=0.2))
+
+
 def _producer_calibration(extra_us) -> Calibration:
     """Producer samples: generic 0.1 µs and encode 0.2 apart, fused 0.3 + ``extra_us(elements,
     reshaped)``."""
@@ -114,7 +125,9 @@ def _producer_calibration(extra_us) -> Calibration:
 
 
 def test_the_producer_table_holds_the_fused_extra_per_element_signed() -> None:
-    table = producer_pack_table(_producer_calibration(lambda e, r: (1.0 if r else -0.05) * e / 1024))
+    table = producer_pack_table(
+        _producer_calibration(lambda e, r: (1.0 if r else -0.05) * e / 1024), load_target("x86_64-avx512"), FLAT
+    )
     assert set(table) == {"f32", "f32:reshape"}
     assert [e for e, _ in table["f32:reshape"]] == [1024.0, 49152.0]
     assert [x for _, x in table["f32:reshape"]] == pytest.approx([1e-6 / 1024] * 2)
@@ -125,6 +138,36 @@ def test_the_producer_table_holds_the_fused_extra_per_element_signed() -> None:
     # f16 not measured: f32's of the same form; beyond the points: the nearest end's per element
     assert k.producer_pack_seconds("f16", True, 1 << 20) == pytest.approx(1e-6 * 1024)
     assert KernelCosts(0.05, 1.5).producer_pack_seconds("f32", True, 4096) == 0.0
+
+
+def test_the_producer_table_is_measured_against_the_models_prices_not_a_slow_encode_apart() -> None:
+    """An encode measured 12 µs apart (IREE's standalone encode of a [64, 256] f32 LHS on the Xeon)
+    where the pack fit says 0.2: the fused dispatch's extra is its time less the model's prices of
+    the two (0.3 + 0.1), so the model prices the fused form at its measured 0.4 µs, not below zero."""
+    cal = _producer_calibration(lambda e, r: 0.1)
+    cal.samples["producer_encode"] = [(sz, ts, 12e-6) for sz, ts, _ in cal.samples["producer_encode"]]
+    table = producer_pack_table(cal, load_target("x86_64-avx512"), FLAT)
+    k = KernelCosts(0.05, 1.5, producer_pack=table)
+    for e, _ in table["f32"]:
+        assert 0.3e-6 + k.producer_pack_seconds("f32", False, e) == pytest.approx(0.4e-6)
+
+
+@pytest.mark.parametrize(("element", "shape"), [("f32", (0, 32, 128)), ("f16", (2, 16, 128))])
+def test_the_producer_table_baseline_is_what_the_model_charges_the_two_apart(
+    tmp_path: Path, element: str, shape: tuple[int, int, int]
+) -> None:
+    """``producer_apart_seconds`` is the model's own price of the apart micro-program's generic and
+    encode dispatches (else the table would correct the model towards another baseline)."""
+    t = synthetic_target(tmp_path, "t", elementwise=Fit(fixed_us=0.05, rate_g=50.0, gbps=20.0))
+    assert t.kernels is not None
+    prog = producer_pack("p", element, [shape], False)
+    ex = explore(prog.text, t, families=[], baseline=False)
+    priced = {tuple(d.ops): d.seconds - d.launch_seconds for d in ex.best.plan.dispatches}
+    m = max(shape[0], 1) * shape[1]
+    generic, pack = producer_apart_seconds(t, t.kernels, (m, shape[2]), element)
+    assert priced[("Generic",)] == pytest.approx(generic, rel=1e-9)
+    encode = [s for ops, s in priced.items() if ops[-1] == "SetEncoding"]
+    assert encode == [pytest.approx(pack, rel=1e-9)]
 
 
 def test_a_producer_collapsed_on_its_way_to_the_pack_is_priced_by_the_reshape_table(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ Micro-programs (``measure.micro``) cover what the cost model prices: data-tiled 
 their operands pre-packed (over a grid of M, N, K, per element-type triple), the same with the unpack
 or one operand's pack inside the contraction's dispatch, the unpack followed by a bias + ReLU in that
 dispatch (``consumer_after_unpack``: the extra over the unpack alone), plain (non-data-tiled) contractions, encode
-and decode dispatches, elementwise and reduction generics, ``linalg.softmax`` and
+and decode dispatches, elementwise and reduction generics (and elementwise ones with one
+transcendental body op each, ``micro.MATH_OPS``: ``op_weights``), ``linalg.softmax`` and
 ``iree_linalg_ext.attention`` dispatches (opaque to the model), slices copied between dispatches (against
 the same slice loaded in its consumer: whole-call times), and chains and fans of almost empty
 dispatches for the per-call overheads. Each is emitted in IREE's post-dispatch-creation form (``emit.iree``, so the
@@ -26,7 +27,9 @@ difference is within their noise). The memory hierarchy (``KernelCosts.cache_byt
 is fitted last: for each candidate knee (powers of two from 256 KiB to 64 MiB, or none) every fit is
 made on the samples that move at most that many bytes, the bytes beyond it are priced by the median
 rate the larger traffic samples (packs, unpacks, generics, copies) show on top of their fit, and the
-knee with the least mean |log| error over all traffic samples wins. The profile is written with
+knee with the least mean |log| error over all traffic samples wins. Then each contraction fit keeps
+its per-shape residuals where leave-one-out says they generalize (``_with_shape_residuals``). The
+profile is written with
 provenance for every number (CPU, flags, IREE version, date, residual), atomically, so an interrupted
 run leaves the previous profile as it was.
 """
@@ -82,15 +85,17 @@ __all__ = [
     "calibration_from_samples",
     "fit_linear",
     "plan_programs",
+    "producer_apart_seconds",
+    "producer_pack_table",
     "profile_dict",
     "samples_dict",
     "unique_encode_groups",
     "write_profile",
 ]
 
-MATH_OP_MIN_ELEMENTS = 512
-"""An op's weight is measured on generics of at least this many elements (below, the fixed cost of
-the dispatch hides it)."""
+MATH_OP_ELEMENTS = (512, 1 << 16)
+"""An op's weight is measured on generics of this many elements (below, the fixed cost of the
+dispatch hides it; far above, the generic streams from memory and its body's work overlaps that)."""
 
 TABLE_RESIDUAL = 0.25
 """A fit whose median |log(model/measured)| exceeds this keeps its points as an interpolation table."""
@@ -175,9 +180,13 @@ def plan_programs(quick: bool, target: Target) -> Plan:
     # exported blocks; the [B, S, K] forms are a linear layer of a PyTorch export reading its tokens
     # through a collapse. One shape per program: next to other cases a [64, 768] f32 generic and encode
     # ran 37 and 51 µs, alone 6 and 5 (their buffers' first touch, ``alloc``, swamped the difference)
-    producers = (("f32", ((0, 16, 64), (0, 64, 768))), ("f32", ((2, 8, 64), (1, 64, 768))))
+    # The fused form's extra changes sign between 1 K elements (fused faster) and 48 K (slower): the
+    # [32, 128] and [64, 256] ones between (a GPT-2 block's MLP activations) were an interpolation's
+    # guess, and its fused packs measured 0.1 µs where the guess priced 0.5
+    producers = (("f32", ((0, 16, 64), (0, 32, 128), (0, 64, 256), (0, 64, 768))),
+                 ("f32", ((2, 8, 64), (2, 16, 128), (1, 64, 768))))  # fmt: skip
     if "f16,f16,f32" in types:
-        producers += (("f16", ((2, 8, 64), (1, 128, 768))),)
+        producers += (("f16", ((2, 8, 64), (2, 16, 128), (1, 128, 768))),)
     return Plan(types, grid, small, gen, (1, 2, 4, 16, 48), 3, 0.1, fans=(2, 8), slice_shapes=slices,
                 softmax_shapes=softmax, attention_shapes=attention, buffer_bytes=buffers,
                 producer_shapes=producers, math_ops=MATH_OPS)  # fmt: skip
@@ -418,9 +427,9 @@ def _generic_programs(plan: Plan) -> list[MicroProgram]:
         shapes = by_class[c]
         out.append(generics(f"elementwise1_{i}", "elementwise", shapes, 1))
         out.append(generics(f"elementwise4_{i}", "elementwise", shapes, 4))
-        big = [(r, n) for r, n in shapes if r * n >= MATH_OP_MIN_ELEMENTS]
-        if big and plan.math_ops:
-            out += [generics(f"op_{op.split('.')[1]}_{i}", "elementwise_op", big, math_op=op) for op in plan.math_ops]
+        mid = [(r, n) for r, n in shapes if MATH_OP_ELEMENTS[0] <= r * n <= MATH_OP_ELEMENTS[1]]
+        if mid and plan.math_ops:
+            out.append(generics(f"elementwise_ops_{i}", "elementwise_op", mid, math_ops=plan.math_ops))
         out.append(generics(f"reduction_{i}", "reduction", shapes))
     # small and large apart, as for the generics: a small case right after a large one runs on caches
     # the large one flushed
@@ -567,6 +576,7 @@ def fit_kernels(cal: Calibration, target: Target) -> tuple[KernelCosts, dict[str
         err = _traffic_error(kernels, rows)
     res["memory"] = err
     kernels = _with_shape_residuals(kernels, cal, target, res)
+    kernels = dataclasses.replace(kernels, producer_pack=producer_pack_table(cal, target, kernels))
     return kernels, res
 
 
@@ -577,6 +587,8 @@ SHAPE_PRIORS = (0.25, 1.0)
 SHAPE_GAIN = 0.95
 """Shape residuals are kept where they lower the leave-one-out mean |log(model / measured)| of their
 fit to this fraction of the formula's or less,"""
+SHAPE_KEY = " by shape"
+"""Suffix of a fit's key in the residuals where its shape residuals were kept (their leave-one-out mean)."""
 SHAPE_FLOOR = 0.02
 """and where the formula alone misses by more than 2% on average (else there is nothing to carry)."""
 
@@ -616,7 +628,7 @@ def _with_shape_residuals(kernels: KernelCosts, cal: Calibration, target: Target
             assert best is not None
             if formula_error > SHAPE_FLOOR and best[0] <= SHAPE_GAIN * formula_error:
                 table[key] = dataclasses.replace(base, shape_residuals=points, shape_width=best[1], shape_prior=best[2])
-                res[f"{kind}.{key} by shape (leave-one-out, mean)"] = best[0]
+                res[f"{kind}.{key}{SHAPE_KEY}"] = best[0]
         tables[kind] = table
     return dataclasses.replace(kernels, **tables)  # type: ignore[arg-type]
 
@@ -666,24 +678,40 @@ def _call_overheads(cal: Calibration) -> tuple[tuple[float, float, float, float]
     return (call, output, transient, launch), rr
 
 
-def producer_pack_table(cal: Calibration) -> dict[str, tuple[tuple[float, float], ...]]:
+def producer_pack_table(
+    cal: Calibration, target: Target, kernels: KernelCosts
+) -> dict[str, tuple[tuple[float, float], ...]]:
     """``KernelCosts.producer_pack``: per element type and form, (elements, seconds per element) of
-    each measured shape's fused dispatch less its generic and encode dispatches apart (signed)."""
+    each measured shape's fused dispatch less what ``kernels`` price its generic and its encode at
+    (``producer_apart_seconds``; signed), so that the model's price of the fused dispatch is its
+    measured time. Against the model's prices, not the two dispatches measured apart: the standalone
+    encode of a [64, 256] f32 LHS ran 12 µs on the Xeon (its pack fit, and a [128, 256] one, 2-3),
+    which as the baseline gave the fused form a price below zero."""
     s = cal.samples
-    fused = {(tuple(sz), ts): t for sz, ts, t in s.get("producer_pack", [])}
-    generic = {(tuple(sz), ts): t for sz, ts, t in s.get("producer_generic", [])}
-    encode = {(tuple(sz), ts): t for sz, ts, t in s.get("producer_encode", [])}
     by_key: dict[str, dict[float, list[float]]] = {}
-    for (sz, ts), t in sorted(fused.items()):
-        if (sz, ts) not in generic or (sz, ts) not in encode:
-            continue
+    for sz, ts, t in sorted(s.get("producer_pack", [])):
         m, k, reshaped = sz
         key = ts.split(",")[0] + (":reshape" if reshaped else "")
-        extra = t - generic[(sz, ts)] - encode[(sz, ts)]
+        extra = t - sum(producer_apart_seconds(target, kernels, (m, k), ts.split(",")[0]))
         by_key.setdefault(key, {}).setdefault(float(m * k), []).append(extra / (m * k))
     return {
         key: tuple((e, statistics.mean(v)) for e, v in sorted(points.items())) for key, points in sorted(by_key.items())
     }
+
+
+def producer_apart_seconds(
+    target: Target, kernels: KernelCosts, shape: tuple[int, int], element: str
+) -> tuple[float, float]:
+    """What the model prices a ``micro.producer_pack`` case's two kernels at: the elementwise generic
+    (one body op; the bytes of its f32 [M, K] input, its ``element`` init and its result, as
+    ``cost.model`` counts a generic's operands) and the pack of its result as the LHS of an M x 128 x K
+    contraction (its logical and packed bytes)."""
+    m, k = shape
+    elements = m * k
+    generic = kernels.fitted_seconds(kernels.elementwise, elements, elements * (4 + 2 * _BYTES[element]))
+    logical, packed = _layout_bytes(target, f"{element},{element},f32", (m, 128, k), 0)
+    pack = kernels.fitted_seconds(kernels.traffic("pack", 0, element), elements, logical + packed)
+    return generic, pack
 
 
 def op_weights(cal: Calibration, elementwise: Fit) -> dict[str, float]:
@@ -1039,7 +1067,6 @@ def _fit_within(
         attention=opaque_fit("attention"),
         copy=traffic_fit("copy", _copy_rows(cal, transient + launch, alloc), delta=True),
         alloc=alloc,
-        producer_pack=producer_pack_table(cal),
         op_weights=op_weights(cal, elementwise),
         pack_by=pack_by,
         unpack_by=unpack_by,

@@ -224,15 +224,18 @@ def generics(
     shapes: Sequence[tuple[int, int]],
     body_ops: int = 1,
     seed: int = 0,
-    math_op: str | None = None,
+    math_ops: Sequence[str] = (),
 ) -> MicroProgram:
     """One dispatch per [R, C] f32 shape: ``elementwise`` (x + y, then ``body_ops - 1`` multiplies),
-    ``elementwise_op`` (x + y, then ``math_op``, one of ``MATH_OPS``: the case's types name the op) or
-    ``reduction`` (a sum over C)."""
+    ``reduction`` (a sum over C), or per shape and op of ``math_ops`` (of ``MATH_OPS``)
+    ``elementwise_op``: x + y, then the op (the case's types name it)."""
     rng = np.random.default_rng(seed)
     args, body, results, rtypes = [], [], [], []
     prog = MicroProgram(name, "", [])
-    for c, (r, n) in enumerate(shapes):
+    items = (
+        [(r, n, op) for r, n in shapes for op in math_ops] if kind == "elementwise_op" else [(*s, None) for s in shapes]
+    )
+    for c, (r, n, math_op) in enumerate(items):
         t2, t1 = _t((r, n), "f32"), _t((r,), "f32")
         args += [f"%x{c}: {t2}", f"%y{c}: {t2}"]
         prog.inputs += [_array((r, n), "f32", rng), _array((r, n), "f32", rng)]

@@ -94,6 +94,14 @@ than 25% (``calibrate.TABLE_RESIDUAL``), the model interpolates the points (log-
 nearest two) instead of the formula inside their range, and beyond the largest scales that point's
 time in proportion to the work (the formula, which missed, would extrapolate worse: a [768, 3072]
 matvec came out at 307 µs by it, 754 µs by the largest point, 925 µs measured).
+
+A contraction fit may hold ``shape_residuals`` instead: log(measured / formula) at each calibrated
+(M, N, K). The formula on flops and bytes misses by shape (plain f32 [N, K] matmuls on the Xeon ran at
+86-90 GFLOP/s at 64 x 512 x 768 and 64 x 1024 x 768 where it said 78-80, so a 64 x 768 x 768 one between
+them was priced 13% over), and ``Fit.shape_factor`` carries those misses to the shapes near them: a
+Gaussian-weighted mean over log2 M, N, K, shrunk towards 1. Calibration keeps them, with the width and
+shrinkage, only where leave-one-out over the fit's own samples predicts better than the formula
+(``calibrate.SHAPE_GAIN``).
 """
 
 from __future__ import annotations
