@@ -41,7 +41,10 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
   PyTorch export reads [B, S, D] tokens). On the Xeon the fused form ran 2-4x the two apart at the
   sizes of the exported blocks ([2, 8, 64] f16 collapsed: 0.72 µs against 0.08 + 0.11; a [64, 768]
   f32 one 19.3 against 5.5 + 5.4), while an uncollapsed [16, 64] f32 one ran faster fused (0.15
-  against 0.09 + 0.14): the table is signed;
+  against 0.09 + 0.14): the table is signed. It holds the fused time less what the model prices the
+  generic and the encode at (``calibrate.producer_apart_seconds``), not less their measured times: a
+  [64, 256] f32 encode measured 12 µs apart (its fit: 2), which would have priced the fused form below
+  zero;
 * ``elementwise``, ``reduction``: a generic, on element-ops (elements x body ops) and bytes;
   ``op_weights`` says what one body op counts (an add: 1): IREE expands ``math.erf``, ``math.tanh``,
   ``math.exp`` and the like into polynomials, and on the Xeon a BERT block's GELU (one ``math.erf``
