@@ -584,11 +584,11 @@ SHAPE_WIDTHS = (0.35, 0.5, 0.75, 1.0, 1.5)
 """Candidate neighbourhood widths (log2 M, N, K) of a contraction fit's shape residuals."""
 SHAPE_PRIORS = (0.25, 1.0)
 """Candidate weights of "no correction" against them."""
+SHAPE_KEY = " by shape"
+"""Suffix of a fit's key in the residuals where its shape residuals were kept (their leave-one-out mean)."""
 SHAPE_GAIN = 0.95
 """Shape residuals are kept where they lower the leave-one-out mean |log(model / measured)| of their
 fit to this fraction of the formula's or less,"""
-SHAPE_KEY = " by shape"
-"""Suffix of a fit's key in the residuals where its shape residuals were kept (their leave-one-out mean)."""
 SHAPE_FLOOR = 0.02
 """and where the formula alone misses by more than 2% on average (else there is nothing to carry)."""
 
