@@ -24,7 +24,7 @@ from tests.test_measured_costs import _synthetic_calibration
 
 PLAIN = "contract:linalg.matmul:(d0,d2);(d1,d2);(d0,d1)"  # x . w^T, the [N, K] weight of a linear layer
 
-# a grid of plain matmuls; the machine runs those with N and K >= 512 at M = 64 (a "fast corner") 20%
+# a grid of plain matmuls; the machine runs those with N >= 512 and K >= 384 at M = 64 (a "fast corner") 20%
 # faster than the one formula, seconds = 0.1 µs + flops / 100 GFLOP/s, that fits the rest
 GRID = [(m, n, k) for m in (8, 64, 512) for n in (64, 256, 512, 1024) for k in (96, 384, 768)]
 
@@ -135,7 +135,7 @@ func.func @gelu(%x: tensor<32x128xf32>) -> tensor<32x128xf32> {
     t = dataclasses.replace(target, kernels=kernels)
     x = TensorInfo((32, 128), "f32")
     priced = op_seconds("generic", [x], x, t, body_op_count(generic, kernels.op_weights))
-    assert priced == pytest.approx(0.05e-6 + 4096 * (4 + 150) / RATE + 2 * 4096 * 4 / GBPS, rel=0.05)
+    assert priced == pytest.approx(0.05e-6 + 4096 * (4 + 150) / RATE + 2 * 4096 * 4 / GBPS, rel=0.02)
     # the weights and the shape residuals survive the profile file
     cal.samples["matmul"] = [(s, "f32,f32,f32", _plain_truth(*s)) for s in GRID]
     cal.kernels, cal.residuals = fit_kernels(cal, target)
