@@ -15,12 +15,11 @@ from pathlib import Path
 import pytest
 
 from egg_dispatch.cost.model import TensorInfo, body_op_count, op_seconds
-from egg_dispatch.iree.tools import iree_available
-from egg_dispatch.measure.calibrate import fit_kernels, profile_dict, write_profile
+from egg_dispatch.measure.calibrate import Calibration, fit_kernels, profile_dict, write_profile
 from egg_dispatch.measure.micro import MATH_OPS, generics, math_op_helpers
 from egg_dispatch.mlir.parser import parse_mlir
-from egg_dispatch.target.profile import TargetError, load_target
-from tests.test_measured_costs import _synthetic_calibration
+from egg_dispatch.target.profile import Target, TargetError, load_target
+from tests.test_measured_costs import _synthetic_calibration, needs_iree
 
 PLAIN = "contract:linalg.matmul:(d0,d2);(d1,d2);(d0,d1)"  # x . w^T, the [N, K] weight of a linear layer
 
@@ -85,7 +84,7 @@ def _generic_truth(r: int, n: int, ops: float) -> float:
     return 0.05e-6 + r * n * ops / RATE + 3 * r * n * 4 / GBPS
 
 
-def _with_generics(target):
+def _with_generics(target: Target) -> Calibration:
     cal = _synthetic_calibration(target, 0.05, 1.5, 150.0)
     for r, n in GENERICS:
         for body in (1, 4):
@@ -173,7 +172,7 @@ def test_a_malformed_weight_or_shape_residual_names_the_field(
         load_target(str(path))
 
 
-@pytest.mark.skipif(not iree_available(), reason="IREE (iree-base-compiler) not installed")
+@needs_iree
 def test_every_measured_body_op_compiles_in_a_calibration_generic() -> None:
     """The ``elementwise_op`` micro-programs are valid input to IREE for every op calibrate measures."""
     from egg_dispatch.emit.iree.module import emit_iree
