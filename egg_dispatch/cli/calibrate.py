@@ -129,6 +129,11 @@ def run(args: argparse.Namespace) -> int:
     if k.alloc.measured:
         mib = 1 << 20
         print(f"  a buffer allocated per call: {k.alloc.seconds(mib, mib) * 1e6:.1f} us per MiB at 1 MiB")
+    if k.throttle > 0:
+        print(
+            f"  plain contractions {k.throttle:.0%} slower in a plan with an mmt4d kernel of "
+            f"{k.throttle_us:.0f} us or more"
+        )
     return 0
 
 

@@ -24,6 +24,10 @@ a call are allocated together: ``cost.model.transient_dispatches``). They are pa
 and ``pairs``: (seconds, p, n) triples, paid when a plan needs both p and n at run time (a generic
 p reading the unset n inside its dispatch: ``cost.model.consumer_pairs``), once per user of p's
 class when p is exclusive (it runs in each dispatch it is cloned into, with its unset).
+
+and ``gated``: (seconds, n) pairs paid when a plan needs n at run time and any node of the table's
+``gate`` too (plain contractions run slower in a plan that runs a long mmt4d kernel:
+``cost.model.throttle_charges``), once per user of n's class when n is exclusive.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ __all__ = [
     "LOAD_BOUNDARY_OPS",
     "CostTable",
     "NodeCost",
+    "gated_charges",
+    "gated_paid",
     "objective_weights",
     "once_charges",
     "once_seconds",
@@ -68,8 +74,8 @@ def objective_weights(lam: float) -> tuple[float, float]:
 class CostTable(dict):
     """node id -> NodeCost, plus the ids of the ``exclusive`` nodes (charged per use) and the
     ``conflicts``: sets of node ids no plan may choose all of (``cost.conflicts``: combinations
-    IREE's codegen rejects), each listed in the order a repair would ban its nodes, and the ``once``
-    charges (module docstring)."""
+    IREE's codegen rejects), each listed in the order a repair would ban its nodes, and the ``once``,
+    ``pairs`` and ``gated`` charges (module docstring)."""
 
     def __init__(
         self,
@@ -78,17 +84,36 @@ class CostTable(dict):
         conflicts: tuple[tuple[str, ...], ...] = (),
         once: tuple[tuple[float, frozenset[str]], ...] = (),
         pairs: tuple[tuple[float, str, str], ...] = (),
+        gated: tuple[tuple[float, str], ...] = (),
+        gate: frozenset[str] = frozenset(),
     ):
         super().__init__(costs or {})
         self.exclusive = exclusive
         self.conflicts = conflicts
         self.once = once
         self.pairs = pairs
+        self.gated = gated
+        self.gate = gate
 
 
 def pair_charges(costs: object) -> tuple[tuple[float, str, str], ...]:
     """The ``pairs`` charges of ``costs`` with a positive price (none for a plain mapping)."""
     return tuple(t for t in getattr(costs, "pairs", ()) if t[0] > 0)
+
+
+def gated_charges(costs: object) -> tuple[tuple[tuple[float, str], ...], frozenset[str]]:
+    """The ``gated`` charges of ``costs`` with a positive price and their ``gate`` (none without a gate)."""
+    gate = getattr(costs, "gate", frozenset())
+    return (tuple(t for t in getattr(costs, "gated", ()) if t[0] > 0) if gate else ()), gate
+
+
+def gated_paid(costs: object, run_nodes: set[str] | frozenset[str]) -> list[tuple[float, str]]:
+    """The ``gated`` charges a plan needing ``run_nodes`` at run time pays (an exclusive node's once per
+    run-time user of its class: the caller multiplies)."""
+    charges, gate = gated_charges(costs)
+    if not charges or gate.isdisjoint(run_nodes):
+        return []
+    return [(s, n) for s, n in charges if n in run_nodes]
 
 
 def once_charges(costs: object) -> tuple[tuple[float, frozenset[str]], ...]:

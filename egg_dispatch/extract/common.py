@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, once_seconds, pair_charges
+from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, gated_paid, once_seconds, pair_charges
 from egg_dispatch.egraph.data import EGraphData
 
 __all__ = [
@@ -124,6 +124,7 @@ def _totals(
         for s, p, n in pair_charges(costs)
         if p in run and n in run
     ]
+    pairs += [s * (uses.get(g.nodes[n].eclass, 1) if n in exclusive else 1) for s, n in gated_paid(costs, run)]
     run_s = math.fsum(
         [
             *(
@@ -157,7 +158,8 @@ def plan_objective(g: EGraphData, choice: Mapping[str, str], costs: Mapping[str,
     Σ run_seconds over the chosen nodes needed at run time + λ·Σ memory_bytes over every chosen
     node, each node once however many parents share it -- except ``costs.exclusive`` nodes, whose
     run_seconds count once per chosen node using them -- plus each ``costs.once`` charge some
-    run-time node of the plan is in, and each ``costs.pairs`` charge both of whose nodes it runs.
+    run-time node of the plan is in, each ``costs.pairs`` charge both of whose nodes it runs, and each
+    ``costs.gated`` charge whose node it runs when it runs a node of ``costs.gate``.
     Nodes missing from ``costs`` cost nothing.
     """
     return _totals(g, choice, costs, lam)[0]

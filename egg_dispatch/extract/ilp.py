@@ -14,7 +14,8 @@ Model (egglog-notes.md §7, extended with the run/load contexts of ``cost/table.
 * a ``once`` charge (``cost/table.py``) is a column z ∈ [0, 1] carrying its seconds, with
   z ≥ x_n (or z ≥ x_n + r_c − 1 below a ``ConstEval``) for each of its nodes n; a ``pairs`` charge
   (p, n) a column v ≥ x_p + x_n − 1 (one per user u of p's class, v ≥ x_u + x_p + x_n − 2, when p is
-  exclusive).
+  exclusive); the ``gate`` a column t ∈ [0, 1] with t ≥ x_n (or x_n + r_c − 1) for each of its nodes,
+  and a ``gated`` charge on n a column v ≥ x_n + t − 1 (per user, as for pairs, when n is exclusive).
 * acyclicity: a level l_c ∈ [0, M−1] only for classes inside a non-trivial SCC of the class graph
   (networkx), with l_c − l_d + M·x_n ≤ M − 1 for edges inside it, M = the SCC's size. Acyclic
   graphs (every real one so far) need no ordering at all (egglog-notes.md §4.4, lesson 2).
@@ -47,6 +48,7 @@ import numpy as np
 from egg_dispatch.cost.table import (
     LOAD_BOUNDARY_OPS,
     NodeCost,
+    gated_charges,
     once_charges,
     pair_charges,
     violated,
@@ -279,8 +281,9 @@ def solve_ilp(
             if ("y", n) in cols and rc is not None:
                 m.row([(x, 1.0), (rc, 1.0), (cols[("y", n)], -1.0)], -math.inf, 1.0)
     pairs = pair_charges(costs)
+    gated, gate = gated_charges(costs)
     users: dict[str, set[str]] = {}  # class -> the run-time nodes that use it (per-use charges)
-    if exclusive or pairs:
+    if exclusive or pairs or gated:
         for c in p.classes:
             for n in p.nodes[c]:
                 if g.nodes[n].op not in LOAD_BOUNDARY_OPS:
@@ -321,6 +324,28 @@ def solve_ilp(
                 v = m.col(seconds / scale, 0.0, 1.0, False)
                 m.row([*((cols[("x", n)], 1.0) for n in nodes), (v, -1.0)], -math.inf, float(len(nodes) - 1))
                 products.append((v, nodes))
+    gate_col: int | None = None
+    gated_cols: list[tuple[int, tuple[str, ...]]] = []  # (column, nodes): 1 when all chosen and the gate runs
+    gate_members = [(c, n) for c in p.classes for n in p.nodes[c] if n in gate] if gated else []
+    if gate_members:
+        gate_col = m.col(0.0, 0.0, 1.0, False)
+        for c, n in gate_members:  # the gate runs if any of its nodes does: t >= run(n)
+            rc = cols.get(("r", c))
+            if rc is None:
+                m.row([(cols[("x", n)], 1.0), (gate_col, -1.0)], -math.inf, 0.0)
+            else:
+                m.row([(cols[("x", n)], 1.0), (rc, 1.0), (gate_col, -1.0)], -math.inf, 1.0)
+        for seconds, n in gated:  # v >= x_n + t - 1 (per user if exclusive)
+            if ("x", n) not in cols or g.nodes[n].eclass in below:
+                continue  # pruned, or possibly at load time (the plan is re-priced exactly)
+            groups = [(u,) for u in sorted(users.get(g.nodes[n].eclass, ()))] if n in exclusive else [()]
+            for extra in groups:
+                nodes = (*extra, n)
+                v = m.col(seconds / scale, 0.0, 1.0, False)
+                m.row(
+                    [*((cols[("x", k)], 1.0) for k in nodes), (gate_col, 1.0), (v, -1.0)], -math.inf, float(len(nodes))
+                )
+                gated_cols.append((v, nodes))
     for conflict in conflicts:  # combinations IREE's codegen rejects: not all of one
         if all(n in kept for n in conflict):  # (a pruned node is in no plan the model can return)
             m.row([(cols[("x", n)], 1.0) for n in dict.fromkeys(conflict)], -math.inf, float(len(set(conflict)) - 1))
@@ -354,6 +379,11 @@ def solve_ilp(
     chosen_warm = set(mapped.values())
     for col, nodes in products:
         warm[col] = 1.0 if all(n in chosen_warm for n in nodes) else 0.0
+    if gate_col is not None:
+        gate_on = not gate.isdisjoint(plan_contexts(g, mapped)[0])
+        warm[gate_col] = 1.0 if gate_on else 0.0
+        for col, nodes in gated_cols:
+            warm[col] = 1.0 if gate_on and all(n in chosen_warm for n in nodes) else 0.0
     solution = highspy.HighsSolution()
     solution.col_value = warm
     solution.value_valid = True

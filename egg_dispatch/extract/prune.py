@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, once_charges, pair_charges
+from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, gated_charges, once_charges, pair_charges
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.extract.common import _ZERO, _term_kids, derivable_classes, no_plan_error
 
@@ -54,6 +54,9 @@ def prune(g: EGraphData, costs: Mapping[str, NodeCost]) -> PrunedGraph:
     dominates it either: that charge is not in its own run_seconds."""
     protected = {n for c in getattr(costs, "conflicts", ()) for n in c}
     protected |= {n for _, gen, unset in pair_charges(costs) for n in (gen, unset)}  # charges not on the node
+    gated, gate = gated_charges(costs)
+    if gated:
+        protected |= gate | {n for _, n in gated}
     charges = once_charges(costs)
     once_of = {n: frozenset(i for i, (_, ns) in enumerate(charges) if n in ns) for _, ns in charges for n in ns}
     term = [c for c in g.classes if g.is_term_class(c)]

@@ -7,8 +7,9 @@ dispatch (``consumer_after_unpack``: the extra over the unpack alone), plain (no
 and decode dispatches, elementwise and reduction generics (and elementwise ones with one
 transcendental body op each, ``micro.MATH_OPS``: ``op_weights``), ``linalg.softmax`` and
 ``iree_linalg_ext.attention`` dispatches (opaque to the model), slices copied between dispatches (against
-the same slice loaded in its consumer: whole-call times), and chains and fans of almost empty
-dispatches for the per-call overheads. Each is emitted in IREE's post-dispatch-creation form (``emit.iree``, so the
+the same slice loaded in its consumer: whole-call times), plain contractions timed alone and next to
+data-tiled ones of several lengths (``throttle_fit``: the clock drop a long mmt4d kernel leaves behind),
+and chains and fans of almost empty dispatches for the per-call overheads. Each is emitted in IREE's post-dispatch-creation form (``emit.iree``, so the
 dispatch boundaries are ours), compiled with ``iree-compile`` for the target's CPU (the flags ``bench``
 and ``tune`` use), and run by ``iree-benchmark-module`` on the single-threaded ``local-sync`` device
 with IREE's host-execution profiling, which gives every dispatch's kernel time; the whole call is also
@@ -69,6 +70,7 @@ from egg_dispatch.measure.micro import (
     opaque,
     producer_pack,
     slice_copy,
+    throttle,
 )
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.target.host import host_cpu
@@ -130,6 +132,9 @@ class Plan:
     buffer_bytes: tuple[int, ...] = ()
     """Sizes of the result buffers whose per-call cost is measured (``micro.buffer``); the smallest is
     the baseline the others are measured against."""
+    throttle_shapes: tuple[tuple[int, int, int], ...] = ()
+    """(M, N, K) of the f32 mmt4d kernels the plain ``micro.THROTTLE_VICTIMS`` are timed next to (and
+    once without one): how long an mmt4d must run to slow them, and by how much (``throttle_fit``)."""
 
 
 def plan_programs(quick: bool, target: Target) -> Plan:
@@ -144,7 +149,8 @@ def plan_programs(quick: bool, target: Target) -> Plan:
                     slice_shapes=((64, 256), (768, 768)), softmax_shapes=((128, 16), (64, 64), (1024, 128)),
                     attention_shapes=((4, 16, 8, 16, 8), (8, 16, 8, 16, 8), (12, 64, 64, 64, 64)),
                     buffer_bytes=(4096, 1 << 18, 1 << 22),
-                    producer_shapes=(("f32", ((2, 8, 64),)),), math_ops=("math.exp", "math.erf"))  # fmt: skip
+                    producer_shapes=(("f32", ((2, 8, 64),)),), math_ops=("math.exp", "math.erf"),
+                    throttle_shapes=((64, 16, 768), (64, 64, 768)))  # fmt: skip
     grid = tuple((m, n, n + n // 2) for m in (1, 8, 32, 128, 512) for n in (64, 256, 1024))
     # a transformer block's small projections (K of 32, N of 48 or 96: heads, MLP width) and a few
     # tiny ones, which the square-ish grid does not reach: there the fits extrapolated (plain matmuls
@@ -187,9 +193,12 @@ def plan_programs(quick: bool, target: Target) -> Plan:
                  ("f32", ((2, 8, 64), (2, 16, 128), (1, 64, 768))))  # fmt: skip
     if "f16,f16,f32" in types:
         producers += (("f16", ((2, 8, 64), (2, 16, 128), (1, 128, 768))),)
+    # mmt4d kernels of ~13, 25, 48 and 140 µs next to plain matmuls: on the Xeon those ran 11-14% slower
+    # next to one of 48 µs or more and as fast as alone next to one of 15 µs or less
+    throttles = ((64, 16, 768), (64, 32, 768), (64, 64, 768), (64, 192, 768))
     return Plan(types, grid, small, gen, (1, 2, 4, 16, 48), 3, 0.1, fans=(2, 8), slice_shapes=slices,
                 softmax_shapes=softmax, attention_shapes=attention, buffer_bytes=buffers,
-                producer_shapes=producers, math_ops=MATH_OPS)  # fmt: skip
+                producer_shapes=producers, math_ops=MATH_OPS, throttle_shapes=throttles)  # fmt: skip
 
 
 @dataclass
@@ -412,6 +421,9 @@ def _programs(plan: Plan, target: Target) -> list[MicroProgram]:
             tag = f"{element}_{b}x{m}x{k}"
             out += [producer_pack(f"producer_{tag}_{form}", element, [(b, m, k)], form == "fused")
                     for form in ("fused", "apart")]  # fmt: skip
+    if plan.throttle_shapes and f32 in plan.types:
+        out.append(throttle("throttle_none", None))
+        out += [throttle(f"throttle_{m}x{n}x{k}", (m, n, k)) for m, n, k in plan.throttle_shapes]
     return out + _generic_programs(plan) + _overhead_programs(plan)
 
 
@@ -749,6 +761,40 @@ def alloc_fit(cal: Calibration) -> Fit:
     return _to_fit(coef, rr, points)
 
 
+THROTTLE_FLOOR = 0.03
+"""A slowdown of the plain victims below this, next to every mmt4d measured, is noise: no throttle."""
+
+
+def throttle_fit(cal: Calibration) -> tuple[float, float]:
+    """(fraction, µs) of ``KernelCosts.throttle`` / ``throttle_us`` from the ``throttle`` programs: the
+    plain victims' summed kernel time next to each mmt4d over their time without one, against that
+    mmt4d's kernel time. The threshold lies between the longest mmt4d below which some victim set ran
+    less than half the largest slowdown and the next one (their geometric mean; the shortest measured
+    one where every set slowed); the fraction is the median slowdown from there up. (0, 0) where no set
+    slowed by ``THROTTLE_FLOOR`` or the programs were not measured."""
+    victims: dict[tuple[int, ...], list[float]] = {}
+    for sizes, _, t in cal.samples.get("throttle_victim", []):
+        victims.setdefault(tuple(sizes[:3]), []).append(t)
+    complete = max((len(v) for v in victims.values()), default=0)
+    base = victims.get((0, 0, 0))
+    if not base or len(base) < complete:
+        return 0.0, 0.0
+    rows = sorted(
+        (t, sum(victims[key]) / sum(base) - 1.0)
+        for sizes, _, t in cal.samples.get("throttle_heavy", [])
+        if len(victims.get(key := tuple(sizes[:3]), ())) == complete
+    )
+    top = max((r for _, r in rows), default=0.0)
+    if top < THROTTLE_FLOOR:
+        return 0.0, 0.0
+    i = len(rows)
+    while i > 0 and rows[i - 1][1] >= top / 2:
+        i -= 1
+    on = rows[i:]
+    threshold = on[0][0] if i == 0 else math.sqrt(rows[i - 1][0] * on[0][0])
+    return float(statistics.median(r for _, r in on)), threshold * 1e6
+
+
 def _copy_rows(
     cal: Calibration, overhead: float = 0.0, alloc: Fit | None = None
 ) -> list[tuple[float, float, float, float]]:
@@ -1048,11 +1094,14 @@ def _fit_within(
     alloc = alloc_fit(cal)
     if alloc.measured:
         res["alloc"] = alloc.residual
+    throttle_fraction, throttle_us = throttle_fit(cal)
     kernels = KernelCosts(
         launch_us=launch * 1e6,
         call_us=call * 1e6,
         output_us=output * 1e6,
         transient_us=transient * 1e6,
+        throttle=throttle_fraction,
+        throttle_us=throttle_us,
         mmt4d=mmt4d,
         matmul=matmul,
         matmul_kn=matmul_kn,

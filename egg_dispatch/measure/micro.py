@@ -17,6 +17,7 @@ import numpy as np
 
 __all__ = [
     "MATH_OPS",
+    "THROTTLE_VICTIMS",
     "UNPACK_IN_DISPATCH",
     "Case",
     "MicroProgram",
@@ -29,6 +30,7 @@ __all__ = [
     "opaque",
     "producer_pack",
     "slice_copy",
+    "throttle",
 ]
 
 UNPACK_IN_DISPATCH = ("mmt4d+unpack", "mmt4d+unpack+bias")
@@ -108,12 +110,19 @@ def contractions(
       un-transposed ``linalg.matmul`` reads it): plain codegen vectorizes along N there, and the
       block-sized shapes ran 25-30% faster than with [N, K] on the Xeon.
     """
+    return _contraction_program(name, [(kind, s) for s in shapes], types, seed)
+
+
+def _contraction_program(
+    name: str, items: Sequence[tuple[str, tuple[int, int, int]]], types: str, seed: int = 0
+) -> MicroProgram:
+    """The function of ``contractions``, each (kind, (M, N, K)) item placed as its own kind says."""
     lhs_t, rhs_t, acc_t = types.split(",")
     rng = np.random.default_rng(seed)
     args, body, results, rtypes, aliases = [], [], [], [], []
     prog = MicroProgram(name, "", [])
     wg = 0
-    for c, (m, n, k) in enumerate(shapes):
+    for c, (kind, (m, n, k)) in enumerate(items):
         e = [f"#e{c}_{i}" for i in range(3)]
         aliases += [f"{e[i]} = {_encoding(i, (lhs_t, rhs_t, acc_t), m, n, k)}" for i in range(3)]
         a, b = f"%a{c}", f"%b{c}"
@@ -193,6 +202,31 @@ def contractions(
 def _encode_name(shape: Sequence[int], elem: str) -> str:
     s = "x".join(map(str, shape)) + f"x{elem}"
     return f"encode_{s}_to_{s}"
+
+
+THROTTLE_VICTIMS = ((64, 768, 768), (64, 704, 768))
+"""The plain f32 contractions ``throttle`` programs time next to an mmt4d (~1.5 ms a call on the Xeon,
+within the ~4 ms its clock stayed down after an mmt4d); of two shapes, so that IREE does not merge
+their executables into one."""
+
+
+def throttle(name: str, heavy: tuple[int, int, int] | None, seed: int = 0) -> MicroProgram:
+    """The plain f32 ``THROTTLE_VICTIMS`` contractions (``throttle_victim`` cases, sizes: the heavy
+    shape, 0s without one, and the victim's index), and with ``heavy`` an f32 mmt4d of that (M, N, K)
+    decoded in its dispatch (a ``throttle_heavy`` case): how much slower plain codegen runs in a plan
+    that also runs an mmt4d kernel (``KernelCosts.throttle``)."""
+    items = [("matmul", s) for s in THROTTLE_VICTIMS] + ([("mmt4d+unpack", heavy)] if heavy else [])
+    prog = _contraction_program(name, items, "f32,f32,f32", seed)
+    tag = heavy or (0, 0, 0)
+    victim_cases = [c for c in prog.cases if c.kind == "matmul"]
+    for i, case in enumerate(victim_cases):
+        case.kind, case.sizes = "throttle_victim", (*tag, i)
+    for case in prog.cases:
+        if case.kind == "mmt4d+unpack":
+            case.kind = "throttle_heavy"
+    # the heavy operands' encodes run (and are in ``dispatch_count``) but are not samples of packs
+    prog.cases = [c for c in prog.cases if c.kind != "pack"]
+    return prog
 
 
 MATH_OPS = ("math.exp", "math.tanh", "math.erf", "math.rsqrt", "math.sqrt", "math.log", "math.fpowi", "arith.divf")

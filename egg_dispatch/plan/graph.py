@@ -23,6 +23,7 @@ from egg_dispatch.cost.model import (
     alloc_seconds,
     call_seconds,
     consumer_pairs,
+    contraction_tiled,
     copied_slice,
     exclusive_nodes,
     is_reshape,
@@ -36,6 +37,7 @@ from egg_dispatch.cost.model import (
 )
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.imported import ImportedProgram
+from egg_dispatch.extract.common import plan_contexts
 from egg_dispatch.target.profile import Target
 from egg_dispatch.util.deep import allow_deep_recursion
 
@@ -99,6 +101,29 @@ class Plan:
     choice: dict[str, str]
 
 
+def _throttle(
+    g: EGraphData,
+    choice: dict[str, str],
+    imported: ImportedProgram,
+    target: Target,
+    facts: _Facts,
+    measured: MeasuredTimes | None,
+) -> float:
+    """``KernelCosts.throttle`` when the plan runs a data-tiled contraction of ``throttle_us`` or more
+    at run time (its plain contractions pay it: ``cost.model.throttle_charges``), else 0."""
+    k = target.kernels
+    if k is None or k.throttle <= 0:
+        return 0.0
+    run, _ = plan_contexts(g, choice)
+    for nid in sorted(run):
+        node = g.nodes[nid]
+        if contraction_tiled(g, node, facts, imported):
+            seconds = node_seconds(g, node.eclass, node.op, node.children, facts, imported, target, measured)
+            if seconds >= k.throttle_us * 1e-6:
+                return k.throttle
+    return 0.0
+
+
 def build_plan(
     g: EGraphData,
     choice: dict[str, str],
@@ -130,6 +155,7 @@ def build_plan(
         return {"Dispatch": f"dispatch:{c}", "ConstEval": f"global:{c}"}.get(node.op, "")
 
     pairs = {(gen, unset): sec for sec, gen, unset in consumer_pairs(g, imported, target, facts)}
+    throttle = _throttle(g, choice, imported, target, facts, measured)
 
     def op_time(c: str) -> float:
         node = g.nodes[choice[c]]
@@ -137,6 +163,8 @@ def build_plan(
         if pairs and node.op == "Generic":  # reading an unset in its dispatch (cost.model.consumer_pairs)
             ins = dict.fromkeys(k for k, _ in _list_classes_chosen(g, choice, node.children[1]))
             seconds += sum(pairs.get((node.id, choice[k]), 0.0) for k in ins)
+        if throttle and contraction_tiled(g, node, facts, imported) is False:  # cost.model.throttle_charges
+            seconds *= 1.0 + throttle
         return seconds
 
     def fuse(

@@ -90,7 +90,15 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
   not a function result: another dispatch reads it). IREE's stream allocates a call's transients
   together (``stream.resource.alloca`` / ``dealloca`` around the command buffer) and orders the
   dependent dispatches with barriers: on the Xeon this cost about 1 µs for the first transient and
-  0.03-0.08 µs for each further dispatch, so it is a step, not a per-dispatch term.
+  0.03-0.08 µs for each further dispatch, so it is a step, not a per-dispatch term;
+* ``throttle``, ``throttle_us``: a plan that runs a data-tiled contraction (mmt4d) kernel of at least
+  ``throttle_us`` makes its plain contractions run ``throttle`` (a fraction) slower than their fits,
+  which were measured in programs without one. On the Xeon two plain 64 x 768 x 768 f32 matmuls ran
+  11-14% slower next to an mmt4d of 48-570 µs and not at all next to one of 3-15 µs, with or without
+  ukernels and with each dispatch in an executable of its own: a core-frequency drop after sustained
+  heavy AVX-512 work (which lasted about 4 ms after the mmt4d), not code or cache. The mmt4d fits
+  themselves were measured in that state. Both 0: no such effect measured (an AMD Zen core keeps its
+  clock under AVX-512).
 
 Any fit may also hold ``points``: measured (work, seconds) pairs. Where the formula misses by more
 than 25% (``calibrate.TABLE_RESIDUAL``), the model interpolates the points (log-log, between the
@@ -216,6 +224,9 @@ class KernelCosts:
     alloc_gbps: float = 0.0
     output_us: float = 0.0
     transient_us: float = 0.0
+    throttle: float = 0.0
+    """Fraction plain contractions run slower in a plan with an mmt4d kernel of ``throttle_us`` or more."""
+    throttle_us: float = 0.0
     cache_bytes: float = 0.0
     """Bytes a kernel moves at its fit's rates; 0: no memory-hierarchy term (see module doc)."""
     dram_gbps: float = 0.0
@@ -361,7 +372,17 @@ MATVEC = ":m1"
 ROLES = {0: "lhs", 1: "rhs", 2: "acc"}
 """Operand names in ``pack_by`` / ``unpack_by`` keys, by the encoding's operand_index."""
 
-_SCALARS = ("launch_us", "call_us", "alloc_gbps", "output_us", "transient_us", "cache_bytes", "dram_gbps")
+_SCALARS = (
+    "launch_us",
+    "call_us",
+    "alloc_gbps",
+    "output_us",
+    "transient_us",
+    "throttle",
+    "throttle_us",
+    "cache_bytes",
+    "dram_gbps",
+)
 _REREAD_KEYS = ("reread_bytes", "reread_pass_gbps", "reread_row_gbps")
 _SHAPE_KEYS = ("shape_width", "shape_prior")
 _FIT_KEYS = {"fixed_us", "rate_g", "gbps", "points", "residual", "reread_beyond", "shape_residuals"}
@@ -522,6 +543,8 @@ def kernels_to_dict(k: KernelCosts) -> dict:
         "alloc_gbps": k.alloc_gbps,
         "output_us": k.output_us,
         "transient_us": k.transient_us,
+        "throttle": k.throttle,
+        "throttle_us": k.throttle_us,
         "cache_bytes": k.cache_bytes,
         "dram_gbps": k.dram_gbps,
         "mmt4d": {t: _fit_dict(f) for t, f in k.mmt4d.items()},
