@@ -9,12 +9,13 @@ transcendental body op each, ``micro.MATH_OPS``: ``op_weights``), ``linalg.softm
 ``iree_linalg_ext.attention`` dispatches (opaque to the model), slices copied between dispatches (against
 the same slice loaded in its consumer: whole-call times), plain contractions timed alone and next to
 data-tiled ones of several lengths (``throttle_fit``: the clock drop a long mmt4d kernel leaves behind),
-and chains and fans of almost empty dispatches for the per-call overheads. Each is emitted in IREE's post-dispatch-creation form (``emit.iree``, so the
-dispatch boundaries are ours), compiled with ``iree-compile`` for the target's CPU (the flags ``bench``
-and ``tune`` use), and run by ``iree-benchmark-module`` on the single-threaded ``local-sync`` device
-with IREE's host-execution profiling, which gives every dispatch's kernel time; the whole call is also
-timed without profiling. Repeats are interleaved across programs and the fastest is kept: other work on
-the machine only ever adds time, so the minimum is the estimate least disturbed by it.
+and chains and fans of almost empty dispatches for the per-call overheads. Each is emitted in IREE's
+post-dispatch-creation form (``emit.iree``, so the dispatch boundaries are ours), compiled with
+``iree-compile`` for the target's CPU (the flags ``bench`` and ``tune`` use), and run by
+``iree-benchmark-module`` on the single-threaded ``local-sync`` device with IREE's host-execution
+profiling, which gives every dispatch's kernel time; the whole call is also timed without profiling.
+Repeats are interleaved across programs and the fastest is kept: other work on the machine only ever
+adds time, so the minimum is the estimate least disturbed by it.
 
 Fits (``fit_linear``) are least squares on relative error with non-negative coefficients (an
 active-set refit drops a term that would go negative): ``seconds = fixed + work / rate + bytes /
