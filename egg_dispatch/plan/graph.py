@@ -157,14 +157,14 @@ def build_plan(
     pairs = {(gen, unset): sec for sec, gen, unset in consumer_pairs(g, imported, target, facts)}
     throttle = _throttle(g, choice, imported, target, facts, measured)
 
-    def op_time(c: str) -> float:
+    def op_time(c: str, at_load: bool) -> float:
         node = g.nodes[choice[c]]
         seconds = node_seconds(g, c, node.op, node.children, facts, imported, target, measured)
         if pairs and node.op == "Generic":  # reading an unset in its dispatch (cost.model.consumer_pairs)
             ins = dict.fromkeys(k for k, _ in _list_classes_chosen(g, choice, node.children[1]))
             seconds += sum(pairs.get((node.id, choice[k]), 0.0) for k in ins)
-        if throttle and contraction_tiled(g, node, facts, imported) is False:  # cost.model.throttle_charges
-            seconds *= 1.0 + throttle
+        if throttle and not at_load and contraction_tiled(g, node, facts, imported) is False:
+            seconds *= 1.0 + throttle  # next to a long mmt4d (cost.model.throttle_charges)
         return seconds
 
     def fuse(
@@ -197,7 +197,7 @@ def build_plan(
                 into.ops.append(node.op)
             return
         owned.add(key)
-        seconds = op_time(c)
+        seconds = op_time(c, at_load)
         if at_load:
             load_seconds += seconds
         elif into is not None:
