@@ -13,8 +13,9 @@ interleaved on the single-threaded ``local-sync`` device. Per program it reports
   prediction and within the 1-3% scatter of a measurement: their order is mostly noise) every program
   has a wider sample, measured in the same interleaved rounds and never chosen: the model's best plan
   with one rule family left out (``ablation: no hoist``, ...: what that decision buys), with none
-  (``ablation: start state``) and our model of IREE's passes (``ours: IREE passes, modelled``), so that
-  the ranking is tested over plans that differ by what the decisions are worth;
+  (``ablation: start state``), our model of IREE's passes (``ours: IREE passes, modelled``) and IREE's
+  own plan with its data-tiling flag off (imported from its dispatch-creation output and priced like
+  ours), so that the ranking is tested over plans that differ by what the decisions are worth;
 * the median and the worst predicted / measured ratio;
 * explore's choice / IREE's own plan, measured;
 * tune's choice / IREE's own plan, measured again in a fresh interleaved run (a choice confirmed on
@@ -35,6 +36,7 @@ Run: ``python benchmarks/bench_fidelity.py [--programs ...] [--top-k 6] [--repea
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import math
@@ -54,9 +56,11 @@ from bench_vs_iree import _acc, _func, _t, _weights, gemv, mlp, qkv
 
 from egg_dispatch.cost.measured import MeasuredTimes, measurement_context
 from egg_dispatch.egraph.rules import FAMILIES
-from egg_dispatch.iree.tools import benchmark_module
+from egg_dispatch.iree.dispatch_creation import dispatch_creation_text
+from egg_dispatch.iree.tools import IreeError, benchmark_module
 from egg_dispatch.measure.bench import spearman
 from egg_dispatch.measure.tune import TuneCandidate, TuneReport, tune
+from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.pipeline import explore
 from egg_dispatch.result.decision import decide
 from egg_dispatch.result.exploration import Candidate, Exploration
@@ -230,6 +234,22 @@ def explore_choice(report: TuneReport) -> TuneCandidate | None:
     return best
 
 
+IREE_PLAIN = "IREE 3.13 without data tiling (its plan, imported)"
+
+
+def iree_plain_plan(source: str | Path, target: Target, ex: Exploration, measured: MeasuredTimes) -> Exploration | None:
+    """IREE's dispatch-creation output for ``source`` without data tiling, imported whole and priced
+    by ``target``'s model: IREE's other global choice (its data-tiling flag off), which the issue's
+    own numbers show faster at small sizes. None when IREE or the reader rejects it (left out)."""
+    plain_target = dataclasses.replace(target, encoding_resolver=False, tiles={})
+    try:
+        text = dispatch_creation_text(source, plain_target)
+        own = parse_mlir(text, "<IREE's own plan without data tiling>")
+        return explore(own, target, families=(), baseline=False, function=ex.imported.function, measured=measured)
+    except (IreeError, ValueError, KeyError, OSError):
+        return None
+
+
 def ablation_plans(
     source: str | Path, target: Target, measured: MeasuredTimes, explorations: dict[str, Exploration]
 ) -> Callable[[Exploration], list[tuple[str, Candidate]]]:
@@ -242,6 +262,9 @@ def ablation_plans(
         if ex.baseline is not None:
             out.append(("ours: IREE passes, modelled", ex.baseline))
             explorations[out[-1][0]] = ex
+        if target.encoding_resolver and (plain := iree_plain_plan(source, target, ex, measured)) is not None:
+            out.append((IREE_PLAIN, plain.best))
+            explorations[IREE_PLAIN] = plain
         for family in (*FAMILIES, None):
             families = () if family is None else tuple(f for f in FAMILIES if f != family)
             sub = explore(source, target, families=families, baseline=False, measured=measured)

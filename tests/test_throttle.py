@@ -48,9 +48,16 @@ def test_fit_finds_the_threshold_between_the_mmt4d_times_and_the_median_slowdown
     fraction, us = throttle_fit(_calibration([(13e-6, 0.01), (27e-6, 0.15), (52e-6, 0.16), (142e-6, 0.14)]))
     assert fraction == pytest.approx(0.15, rel=1e-9)
     assert us == pytest.approx(math.sqrt(13 * 27), rel=1e-9)
-    # a short mmt4d that slowed them and a longer one that did not: on only from above the latter
+    # one noisy set among longer ones that slowed them does not switch it off, nor a long one that did not
     fraction, us = throttle_fit(_calibration([(13e-6, 0.15), (27e-6, 0.01), (52e-6, 0.16)]))
-    assert fraction == pytest.approx(0.16, rel=1e-9) and us == pytest.approx(math.sqrt(27 * 52), rel=1e-9)
+    assert fraction == pytest.approx(0.15, rel=1e-9) and us == pytest.approx(13.0, rel=1e-9)
+    fraction, us = throttle_fit(_calibration([(13e-6, 0.01), (27e-6, 0.15), (52e-6, 0.16), (142e-6, 0.02)]))
+    assert fraction == pytest.approx(0.15, rel=1e-9) and us == pytest.approx(math.sqrt(13 * 27), rel=1e-9)
+    # a short one that slowed them, when most longer ones did not: on only from the longest that did
+    fraction, us = throttle_fit(
+        _calibration([(13e-6, 0.15), (27e-6, 0.01), (52e-6, 0.02), (98e-6, 0.01), (142e-6, 0.16)])
+    )
+    assert fraction == pytest.approx(0.16, rel=1e-9) and us == pytest.approx(math.sqrt(98 * 142), rel=1e-9)
     # every one slowed them: on from the shortest
     fraction, us = throttle_fit(_calibration([(13e-6, 0.12), (52e-6, 0.14)]))
     assert fraction == pytest.approx(0.13, rel=1e-9) and us == pytest.approx(13.0, rel=1e-9)

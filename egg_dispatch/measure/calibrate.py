@@ -165,6 +165,9 @@ def plan_programs(quick: bool, target: Target) -> Plan:
     # in the cache, and whether all of it or the part beyond is read again (``_with_reread``); the grid's
     # RHS sizes jump from 0.4 MB to 6 MB
     grid += ((64, 512, 768), (64, 1024, 768))
+    # and an RHS of exactly 2 MiB (f16 [512, 2048], f32 [512, 1024]): at the L2's own size a plain f16
+    # [K, N] matmul ran at 55 GFLOP/s, and without a sample there the re-read knee fell at 2 MiB
+    grid += ((128, 2048, 512), (64, 512, 1024))
     small = ((1, 32, 48), (4, 64, 32), (16, 64, 32), (16, 32, 64), (32, 48, 64), (8, 64, 48), (32, 64, 48))
     # fused packs of the sizes transformer blocks fuse (M of 16-128, N up to 256): their cost per element
     # changes with the shape (``KernelCosts.fused_pack``), and the shapes IREE's codegen takes fused
@@ -649,6 +652,11 @@ def _with_shape_residuals(kernels: KernelCosts, cal: Calibration, target: Target
 KNEES = tuple(1 << p for p in range(18, 27))
 """Candidate cache sizes for the memory knee: 256 KiB to 64 MiB."""
 
+REREAD_KNEES = tuple(sorted({*KNEES, *(3 * k // 2 for k in KNEES)}))
+"""Candidate RHS sizes beyond which a contraction re-reads its RHS: ``KNEES`` and 1.5x each. Powers of two
+alone put the knee at 2 MiB on the Xeon (its L2), so a 2 MiB f16 [K, N] weight was priced as staying in
+the cache: 3.7 ms for a 128 x 2048 x 512 matmul that measured 4.9 (55 GFLOP/s, against 72-81 at 1-1.5 MiB)."""
+
 _Row = tuple[Callable[[KernelCosts], Fit], float, float, float]
 """(which fit prices it, work, bytes, measured seconds): one traffic sample."""
 
@@ -769,10 +777,10 @@ THROTTLE_FLOOR = 0.03
 def throttle_fit(cal: Calibration) -> tuple[float, float]:
     """(fraction, µs) of ``KernelCosts.throttle`` / ``throttle_us`` from the ``throttle`` programs: the
     plain victims' summed kernel time next to each mmt4d over their time without one, against that
-    mmt4d's kernel time. The threshold lies between the longest mmt4d below which some victim set ran
-    less than half the largest slowdown and the next one (their geometric mean; the shortest measured
-    one where every set slowed); the fraction is the median slowdown from there up. (0, 0) where no set
-    slowed by ``THROTTLE_FLOOR`` or the programs were not measured."""
+    mmt4d's kernel time. The threshold lies between the shortest mmt4d that slowed them by at least half
+    the largest slowdown, with most longer ones doing so too, and the next shorter one (their geometric
+    mean; the shortest itself when it is the first); the fraction is the median slowdown from there up.
+    (0, 0) where no set slowed by ``THROTTLE_FLOOR`` or the programs were not measured."""
     victims: dict[tuple[int, ...], list[float]] = {}
     for sizes, _, t in cal.samples.get("throttle_victim", []):
         victims.setdefault(tuple(sizes[:3]), []).append(t)
@@ -788,12 +796,17 @@ def throttle_fit(cal: Calibration) -> tuple[float, float]:
     top = max((r for _, r in rows), default=0.0)
     if top < THROTTLE_FLOOR:
         return 0.0, 0.0
-    i = len(rows)
-    while i > 0 and rows[i - 1][1] >= top / 2:
-        i -= 1
-    on = rows[i:]
-    threshold = on[0][0] if i == 0 else math.sqrt(rows[i - 1][0] * on[0][0])
-    return float(statistics.median(r for _, r in on)), threshold * 1e6
+    # on from the shortest mmt4d that slowed them by half the most, if most longer ones did too (one
+    # noisy set, short or long, neither switches it on early nor off)
+    starts = [
+        i for i, (_, r) in enumerate(rows) if r >= top / 2 and statistics.median(x for _, x in rows[i:]) >= top / 2
+    ]
+    i = starts[0] if starts else max(range(len(rows)), key=lambda j: rows[j][1])
+    fraction = float(statistics.median(r for _, r in rows[i:]))
+    if fraction < THROTTLE_FLOOR:
+        return 0.0, 0.0
+    threshold = rows[i][0] if i == 0 else math.sqrt(rows[i - 1][0] * rows[i][0])
+    return fraction, threshold * 1e6
 
 
 def _copy_rows(
@@ -835,7 +848,7 @@ def _with_reread(
     memory: KernelCosts,
 ) -> Fit:
     """``fit`` with the RHS re-read of a contraction (``Fit.reread_seconds``) where it fits the
-    samples better: for each knee among ``KNEES``, the formula on the samples whose RHS is within it
+    samples better: for each knee among ``REREAD_KNEES``, the formula on the samples whose RHS is within it
     (at least four), the re-read on the extra time of the rest (at least two); the knee with the
     least mean |log(model / measured)| over every sample wins when it beats the plain fit's by
     ``REREAD_GAIN`` (of knees that fit alike, the middle one). A mean, not a median: the regime is a
@@ -849,7 +862,7 @@ def _with_reread(
 
     plain_error = error(dataclasses.replace(fit, points=()))
     trials: list[tuple[float, Fit]] = []
-    for knee in KNEES:
+    for knee in REREAD_KNEES:
         inside = [i for i, (_, b) in enumerate(rhs) if b <= knee]
         beyond = [i for i, (_, b) in enumerate(rhs) if b > knee]
         if len(inside) < 4 or len(beyond) < 2:
