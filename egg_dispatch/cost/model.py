@@ -62,7 +62,7 @@ from egg_dispatch.cost.table import CostTable, NodeCost
 from egg_dispatch.egraph.data import EGraphData, Node, Term
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
 from egg_dispatch.mlir.ir import ScalarType, element_nbytes
-from egg_dispatch.target.kernels import ROLES, attention_flops
+from egg_dispatch.target.kernels import ROLES, KernelCosts, attention_flops
 from egg_dispatch.target.layout import Layout
 from egg_dispatch.target.profile import Target
 
@@ -91,6 +91,7 @@ __all__ = [
     "rhs_is_kn",
     "slice_copy_seconds",
     "throttle_charges",
+    "throttles",
     "transient_dispatches",
     "transient_seconds",
 ]
@@ -901,6 +902,12 @@ def contraction_tiled(g: EGraphData, node: Node, facts: _Facts, imported: Import
     return any(facts.info(k).layout is not None for k in operands)
 
 
+def throttles(kernels: KernelCosts, tiled: bool | None, seconds: float) -> bool:
+    """Whether a contraction (``contraction_tiled``) of ``seconds`` slows a plan's plain ones: a data-tiled
+    one of at least ``KernelCosts.throttle_us`` (the gate of ``throttle_charges``)."""
+    return bool(tiled) and kernels.throttle > 0 and seconds >= kernels.throttle_us * 1e-6
+
+
 def throttle_charges(
     g: EGraphData, imported: ImportedProgram, target: Target, facts: _Facts, seconds: Mapping[str, float]
 ) -> tuple[tuple[tuple[float, str], ...], frozenset[str]]:
@@ -921,7 +928,7 @@ def throttle_charges(
             tiled = contraction_tiled(g, n, facts, imported)
             if tiled is None:
                 continue
-            if tiled and seconds.get(n.id, 0.0) >= k.throttle_us * 1e-6:
+            if throttles(k, tiled, seconds.get(n.id, 0.0)):
                 gate.add(n.id)
             elif not tiled and seconds.get(n.id, 0.0) > 0:
                 gated.append((k.throttle * seconds[n.id], n.id))

@@ -197,8 +197,8 @@ def plan_programs(quick: bool, target: Target) -> Plan:
                  ("f32", ((2, 8, 64), (2, 16, 128), (1, 64, 768))))  # fmt: skip
     if "f16,f16,f32" in types:
         producers += (("f16", ((2, 8, 64), (2, 16, 128), (1, 128, 768))),)
-    # mmt4d kernels of ~13, 25, 48 and 140 µs next to plain matmuls: on the Xeon those ran 11-14% slower
-    # next to one of 48 µs or more and as fast as alone next to one of 15 µs or less
+    # mmt4d kernels of ~13, 27, 52 and 140 µs next to plain matmuls: on the Xeon those ran 11-17% slower
+    # next to one of 27 µs or more and not measurably slower next to one of 15 µs or less
     throttles = ((64, 16, 768), (64, 32, 768), (64, 64, 768), (64, 192, 768))
     return Plan(types, grid, small, gen, (1, 2, 4, 16, 48), 3, 0.1, fans=(2, 8), slice_shapes=slices,
                 softmax_shapes=softmax, attention_shapes=attention, buffer_bytes=buffers,

@@ -10,6 +10,7 @@ function's workgroups, or by its encode signature) measures what.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -218,14 +219,12 @@ def throttle(name: str, heavy: tuple[int, int, int] | None, seed: int = 0) -> Mi
     items = [("matmul", s) for s in THROTTLE_VICTIMS] + ([("mmt4d+unpack", heavy)] if heavy else [])
     prog = _contraction_program(name, items, "f32,f32,f32", seed)
     tag = heavy or (0, 0, 0)
-    victim_cases = [c for c in prog.cases if c.kind == "matmul"]
-    for i, case in enumerate(victim_cases):
+    victims = [c for c in prog.cases if c.kind == "matmul"]
+    for i, case in enumerate(victims):
         case.kind, case.sizes = "throttle_victim", (*tag, i)
-    for case in prog.cases:
-        if case.kind == "mmt4d+unpack":
-            case.kind = "throttle_heavy"
     # the heavy operands' encodes run (and are in ``dispatch_count``) but are not samples of packs
-    prog.cases = [c for c in prog.cases if c.kind != "pack"]
+    heavy_cases = [dataclasses.replace(c, kind="throttle_heavy") for c in prog.cases if c.kind == "mmt4d+unpack"]
+    prog.cases = victims + heavy_cases
     return prog
 
 

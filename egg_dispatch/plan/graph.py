@@ -33,6 +33,7 @@ from egg_dispatch.cost.model import (
     output_classes,
     output_seconds,
     slice_copy_seconds,
+    throttles,
     transient_seconds,
 )
 from egg_dispatch.egraph.data import EGraphData
@@ -117,10 +118,10 @@ def _throttle(
     run, _ = plan_contexts(g, choice)
     for nid in sorted(run):
         node = g.nodes[nid]
-        if contraction_tiled(g, node, facts, imported):
-            seconds = node_seconds(g, node.eclass, node.op, node.children, facts, imported, target, measured)
-            if seconds >= k.throttle_us * 1e-6:
-                return k.throttle
+        if (tiled := contraction_tiled(g, node, facts, imported)) and throttles(
+            k, tiled, node_seconds(g, node.eclass, node.op, node.children, facts, imported, target, measured)
+        ):
+            return k.throttle
     return 0.0
 
 

@@ -94,7 +94,7 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
 * ``throttle``, ``throttle_us``: a plan that runs a data-tiled contraction (mmt4d) kernel of at least
   ``throttle_us`` makes its plain contractions run ``throttle`` (a fraction) slower than their fits,
   which were measured in programs without one. On the Xeon two plain 64 x 768 x 768 f32 matmuls ran
-  11-14% slower next to an mmt4d of 48-570 µs and not at all next to one of 3-15 µs, with or without
+  11-17% slower next to an mmt4d of 27-570 µs and not measurably next to one of 3-15 µs, with or without
   ukernels and with each dispatch in an executable of its own: a core-frequency drop after sustained
   heavy AVX-512 work (which lasted about 4 ms after the mmt4d), not code or cache. The mmt4d fits
   themselves were measured in that state. Both 0: no such effect measured (an AMD Zen core keeps its
