@@ -16,6 +16,9 @@ interleaved on the single-threaded ``local-sync`` device. Per program it reports
   (``ablation: start state``), our model of IREE's passes (``ours: IREE passes, modelled``) and IREE's
   own plan with its data-tiling flag off (imported from its dispatch-creation output and priced like
   ours), so that the ranking is tested over plans that differ by what the decisions are worth;
+* how many pairs of its plans measured apart (every round of one faster than every round of the
+  other: ``measure.bench.separated_pairs``) and how many of those the model orders the same way: where
+  plans measure within each other's scatter Spearman ranks noise, this count does not;
 * the median and the worst predicted / measured ratio;
 * explore's choice / IREE's own plan, measured;
 * tune's choice / IREE's own plan, measured again in a fresh interleaved run (a choice confirmed on
@@ -58,7 +61,7 @@ from egg_dispatch.cost.measured import MeasuredTimes, measurement_context
 from egg_dispatch.egraph.rules import FAMILIES
 from egg_dispatch.iree.dispatch_creation import dispatch_creation_text
 from egg_dispatch.iree.tools import IreeError, benchmark_module
-from egg_dispatch.measure.bench import spearman
+from egg_dispatch.measure.bench import separated_pairs, spearman
 from egg_dispatch.measure.tune import TuneCandidate, TuneReport, tune
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.pipeline import explore
@@ -317,6 +320,7 @@ def run_program(name: str, source: str | Path, target: Target, args: argparse.Na
     tune_pairs = [(c.predicted_seconds, c.median) for c in ok if c.choosable]
     rho_tune = spearman(*zip(*tune_pairs, strict=True)) if len(tune_pairs) >= 3 else None  # type: ignore[arg-type]
     med, worst = _ratio_stats(pairs)  # type: ignore[arg-type]
+    separated, concordant = separated_pairs([c.predicted_seconds for c in ok], [c.measured for c in ok])  # type: ignore[misc]
     iree = report.iree
     best = report.model_best
     choice = explore_choice(report)
@@ -329,6 +333,8 @@ def run_program(name: str, source: str | Path, target: Target, args: argparse.Na
         "distinct_plans_measured": len([c for c in report.candidates if c.median]),
         "spearman": rho,
         "spearman_tune_candidates": rho_tune,
+        "separated_pairs": separated,
+        "separated_concordant": concordant,
         "median_pred_over_meas": med,
         "worst_pred_over_meas": worst,
         "explore_over_iree": explore_ratio,
@@ -347,14 +353,25 @@ def _f(x: float | None, fmt: str = "{:.2f}") -> str:
     return "-" if x is None else fmt.format(x)
 
 
+def _separated(r: dict) -> str:
+    """``right/pairs`` of the program's plan pairs whose rounds do not overlap (``separated_pairs``)."""
+    n = r.get("separated_pairs")
+    if n is None:
+        return "-"
+    right = r["separated_concordant"]
+    return f"{right:g}/{n}"
+
+
 def summary(results: list[dict]) -> list[str]:
-    head = ("program", "plans", "Spearman", "of tune's", "pred/meas median", "worst", "explore/IREE", "tune/IREE")
+    head = ("program", "plans", "Spearman", "of tune's", "separated", "pred/meas median", "worst", "explore/IREE",
+            "tune/IREE")  # fmt: skip
     rows = [
         (
             r["program"],
             str(r["distinct_plans_measured"]),
             _f(r["spearman"], "{:+.2f}"),
             _f(r.get("spearman_tune_candidates"), "{:+.2f}"),
+            _separated(r),
             _f(r["median_pred_over_meas"]),
             _f(r["worst_pred_over_meas"]),
             _f(r["explore_over_iree"]),
@@ -375,6 +392,11 @@ def summary(results: list[dict]) -> list[str]:
     lines.append(f"goal: mean within-program Spearman >= 0.8: {_f(mean_rho, '{:+.3f}')} over {len(rhos)} programs "
                  f"(over tune's candidates alone: {_f(statistics.mean(rhos_tune) if rhos_tune else None, '{:+.3f}')} "
                  f"over {len(rhos_tune)})")  # fmt: skip
+    sep = [r for r in results if r.get("separated_pairs")]
+    n_sep = sum(r["separated_pairs"] for r in sep)
+    right = sum(r["separated_concordant"] for r in sep)
+    lines.append(f"pairs of plans every round of one beat every round of the other: {n_sep}; ordered so by the "
+                 f"model: {_f(right / n_sep if n_sep else None, '{:.0%}')}")  # fmt: skip
     lines.append(f"goal: median predicted/measured within 1.5x: {_f(med_all)}")
     bad_ex = [f"{p} {v:.2f}" for p, v in ex if v > 1.03]
     lines.append(f"goal: explore <= 1.03x IREE everywhere: {len(ex) - len(bad_ex)}/{len(ex)}; exceptions: "

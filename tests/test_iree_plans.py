@@ -318,6 +318,19 @@ def test_iree_baseline_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: P
 # ------------------------------------------------------------------------------------------------ point 3
 
 
+def test_separated_pairs_count_only_plans_whose_rounds_do_not_overlap() -> None:
+    from egg_dispatch.measure.bench import separated_pairs
+
+    rounds = [[1.0, 1.1, 1.2], [1.15, 1.3], [2.0, 2.1], [2.05]]
+    # separated by hand: (0,2) (0,3) (1,2) (1,3); 0~1 overlap (1.2 >= 1.15), 2~3 overlap (2.05 in 2.0-2.1)
+    assert separated_pairs([1, 2, 3, 4], rounds) == (4, 4.0)
+    # predicted 1, 3, 2, 1: (0,2) right, (0,3) a tie (half), (1,2) and (1,3) wrong
+    assert separated_pairs([1, 3, 2, 1], rounds) == (4, 1.5)
+    assert separated_pairs([1, 2], [[1.0], []]) == (0, 0.0)
+    with pytest.raises(ValueError):
+        separated_pairs([1.0], [])
+
+
 def test_spearman_by_hand() -> None:
     from egg_dispatch.measure.bench import ranks, spearman
 

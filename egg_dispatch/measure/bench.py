@@ -41,6 +41,7 @@ __all__ = [
     "ranks",
     "render",
     "report_json",
+    "separated_pairs",
     "spearman",
 ]
 
@@ -127,6 +128,29 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     dx, dy = rx - rx.mean(), ry - ry.mean()
     denom = math.sqrt(float((dx * dx).sum()) * float((dy * dy).sum()))
     return float((dx * dy).sum()) / denom if denom else None
+
+
+def separated_pairs(predicted: Sequence[float], rounds: Sequence[Sequence[float]]) -> tuple[int, float]:
+    """(pairs of plans whose measured rounds do not overlap, how many of them the prediction orders the
+    same way; a tie in prediction counts half).
+
+    Spearman over plans that measure within each other's scatter ranks noise as much as the model: a
+    pair counts only where every round of one plan was faster than every round of the other, which
+    interleaved rounds make a statement about the plans rather than about the moment."""
+    if len(predicted) != len(rounds):
+        raise ValueError("one list of rounds per prediction")
+    pairs, agree = 0, 0.0
+    for i in range(len(predicted)):
+        for j in range(i + 1, len(predicted)):
+            if not rounds[i] or not rounds[j]:
+                continue
+            fast, slow = (i, j) if max(rounds[i]) < min(rounds[j]) else (j, i)
+            if not max(rounds[fast]) < min(rounds[slow]):
+                continue
+            pairs += 1
+            gap = predicted[slow] - predicted[fast]
+            agree += 1.0 if gap > 0 else 0.5 if gap == 0 else 0.0
+    return pairs, agree
 
 
 def _rel_error(got: Sequence[np.ndarray], ref: Sequence[np.ndarray]) -> float:
