@@ -7,9 +7,10 @@ that encode as a standalone pack (``calibrate`` measures the fused form only aft
 producers of an argument: ``KernelCosts.producer_pack``). This benchmark builds both forms of one
 f32 M x N x K contraction with a ReLU on its tiles and its result encoded as the LHS of an M x 128 x N
 matmul (decoded by a last dispatch, so neither form returns an encoded tensor), and times them
-interleaved: per round the whole call (``iree-benchmark-module``) and the per-dispatch kernels (IREE's
-host-execution profile). It reports, per shape, the kernel time the encode adds to the contraction's
-dispatch when fused against the encode dispatch's own kernel apart, and the whole call fused / apart.
+interleaved: per round the per-dispatch kernels (IREE's host-execution profile) and the whole call
+without profiling (``iree.profiling.profile_module``). It reports, per shape, the kernel time the
+encode adds to the contraction's dispatch when fused against the encode dispatch's own kernel apart,
+and the whole call fused / apart.
 
 Apart, IREE gives the result's encode the executable of the LHS's encode when they have one shape
 (N = K), and reports their mean: the table marks that column ``(shared)`` there.
@@ -22,15 +23,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
 from egg_dispatch.emit.iree.module import emit_iree
 from egg_dispatch.iree.dispatch_creation import iree_compile_flags
 from egg_dispatch.iree.profiling import profile_module
-from egg_dispatch.iree.tools import benchmark_module, compile_module
+from egg_dispatch.iree.tools import compile_module
 from egg_dispatch.measure.micro import MAPS, _encoding, _t
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.target.host import host_cpu
@@ -116,17 +115,17 @@ def main(argv: list[str] | None = None) -> int:
         calls: dict[bool, list[float]] = {False: [], True: []}
         contraction: dict[bool, list[float]] = {False: [], True: []}
         encode: list[float] = []
-        shared = False
+        shared = n == k  # the LHS's encode has the result's shape: one executable for both
         for _ in range(args.rounds):
             for fused in (False, True):
-                prof = profile_module(modules[fused], "p", inputs, min_time=args.min_time, call_time=False)
-                calls[fused].append(benchmark_module_seconds(modules[fused], inputs, args.min_time))
+                prof = profile_module(modules[fused], "p", inputs, min_time=args.min_time)
+                assert prof.call_seconds is not None
+                calls[fused].append(prof.call_seconds)
                 kernel = _kernel(prof.seconds, f"matmul_{m}x{n}x{k}")
                 if kernel is not None:
                     contraction[fused].append(kernel)
                 if not fused:
                     enc = _kernel(prof.seconds, f"encode_{m}x{n}xf32_to_{m}x{n}xf32")
-                    shared = shared or enc is None or n == k  # the LHS's encode has this shape too
                     if enc is not None:
                         encode.append(enc)
         med = {f: statistics.median(v) * 1e6 for f, v in contraction.items() if v}
@@ -147,18 +146,6 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(table_lines(head, rows, left=1)))
     print("kernel and call times in µs (medians over the rounds)")
     return 0
-
-
-def benchmark_module_seconds(vmfb: bytes, inputs: list[np.ndarray], min_time: float) -> float:
-    """Median seconds per call of ``@p`` (``iree.tools.benchmark_module`` on files it needs)."""
-    with tempfile.TemporaryDirectory(prefix="encode_after_") as tmp:
-        module = Path(tmp) / "m.vmfb"
-        module.write_bytes(vmfb)
-        paths = []
-        for i, x in enumerate(inputs):
-            paths.append(Path(tmp) / f"in{i}.npy")
-            np.save(paths[-1], x)
-        return benchmark_module(module, "p", paths, min_time=min_time)
 
 
 if __name__ == "__main__":
