@@ -258,7 +258,7 @@ def explore(
     data = EGraphData.from_serialized(graph.serialized(), keep_refused=True)  # the start state is always a plan
     costs = cost_at_sizes(data, imported, sizes, lambda g: cost_table(g, imported, tgt, measured))
     if imported.dynamic:  # what no allowed size may compile to, not only the priced ones
-        costs.conflicts = tuple(sorted({*costs.conflicts, *conflicts_of(data, tgt)}))
+        costs.conflicts = tuple(sorted({*costs.conflicts, *conflicts_of(data, tgt, imported)}))
     timings["cost_table"] = time.perf_counter() - t1
 
     def extract(weight: float):
@@ -293,7 +293,8 @@ def explore(
     if bad := violated_conflicts(costs, best.choice):
         warnings.append(
             f"warning: the plan keeps {len(bad)} combination(s) of nodes IREE's codegen rejects (cost/conflicts.py: "
-            "a set_encoding after a plain generic of an unset_encoding in one dispatch, over the stack limit): "
+            "a set_encoding after a plain generic of an unset_encoding in one dispatch, over the stack limit, or "
+            "of a plain contraction's result, over the vector limit): "
             "the selected rule families derive no alternative"
         )
     if baseline:

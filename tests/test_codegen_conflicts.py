@@ -12,12 +12,18 @@ below it, so the condition is checked against the compiler, not only against its
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import egg_dispatch.cost.model as cost_model
-from egg_dispatch.cost.conflicts import unset_generic_set_conflicts
+from egg_dispatch.cost.conflicts import (
+    plain_result_pack_conflicts,
+    plain_result_pack_over,
+    unset_generic_set_conflicts,
+)
 from egg_dispatch.cost.table import CostTable, violated_conflicts
 from egg_dispatch.egraph.rules import FAMILIES
 from egg_dispatch.emit.iree.module import emit_iree
@@ -28,6 +34,8 @@ from egg_dispatch.result.exploration import Exploration
 from egg_dispatch.target.profile import load_target
 
 NO_SINK = tuple(f for f in FAMILIES if f not in ("sink_unset", "untile"))
+FIXTURES = Path(__file__).parent / "fixtures"
+sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))  # the probe's program builder
 
 
 def plain_chain(ex: Exploration, choice: dict[str, str]) -> bool:
@@ -243,3 +251,70 @@ def test_a_plan_that_cannot_avoid_a_refused_pack_is_kept_with_a_warning() -> Non
         ex = explore(f16_linear(64, 256, 512), "x86_64-avx512", baseline=False, families=("noop",), extractor=extractor)
         assert _generic_reads_a_fused_pack(ex, ex.best.choice)
         assert any("legality refuses" in w for w in ex.warnings), ex.warnings
+
+
+# ------------------------------------------------- a plain contraction's result packed in its dispatch
+PLAIN_PROBES = json.loads((FIXTURES / "probes" / "plain_result_pack.json").read_text())
+GPT2 = FIXTURES / "models" / "gpt2_block" / "input.mlir"
+ZEN5 = FIXTURES / "profiles" / "epyc-zen5-avx512-calibrated.json"
+"""A calibrated host profile (AMD EPYC, Zen 5, AVX-512, 2026-12-02)."""
+
+
+def _model_refuses(row: dict) -> bool:
+    """``cost.conflicts``' condition for a probe row: only a result layout (two tiles > 1) is refused."""
+    if row["form"] == "lhs":
+        return False
+    limit = load_target(row["target"]).plain_result_pack_bytes
+    return plain_result_pack_over((row["m"], row["n"], row["k"]), 4, limit)
+
+
+@pytest.mark.parametrize("row", [r for r in PLAIN_PROBES["rows"] if r["iree"] != "ok"], ids=str)
+def test_every_plain_result_pack_iree_rejects_is_refused(row: dict) -> None:
+    assert _model_refuses(row), f"the model accepts what iree-compile rejected: {row}"
+
+
+def test_the_plain_result_pack_condition_is_not_vacuous() -> None:
+    """It accepts a good part of what IREE compiles, and the probe holds failures to refuse."""
+    rows = PLAIN_PROBES["rows"]
+    ok = [r for r in rows if r["iree"] == "ok"]
+    assert sum(not _model_refuses(r) for r in ok) >= len(ok) // 2
+    assert sum(r["iree"] != "ok" for r in rows) >= 20
+    assert all(r["iree"] == "ok" for r in rows if r["form"] == "lhs")  # why an LHS layout is not refused
+
+
+def test_the_gpt2_block_holds_plain_result_packs_and_no_plan_chooses_one() -> None:
+    """The GPT-2 block's e-graph holds {plain out-projection, pack of its result} dispatches (the
+    ``untile`` family's plain contraction in the class a residual add on the tiles reads encoded); on
+    AVX-512 they are conflicts, on AVX2 (nothing failed in the probe) they are not; no plan explore
+    reports chooses one."""
+    ex = explore(GPT2, load_target(str(ZEN5)), baseline=False, pareto=True, top_k=4)
+    g = ex.data
+    facts = cost_model._Facts(g)
+
+    def contraction(node: object) -> tuple[int, int, int] | None:
+        if node.op != "Contract":  # type: ignore[attr-defined]
+            return None
+        kind = "contract:" + str(g.leaf_value(node.children[0]))  # type: ignore[attr-defined]
+        return cost_model.contraction_mnk(kind, [facts.info(k) for k in node.children[1:4]])  # type: ignore[attr-defined]
+
+    found = plain_result_pack_conflicts(g, 32768, facts.info, contraction)
+    assert found and set(found) <= set(ex.costs.conflicts)
+    assert not plain_result_pack_conflicts(
+        g, load_target("x86_64-avx2").plain_result_pack_bytes, facts.info, contraction
+    )
+    for c in [ex.best, *ex.pareto, *ex.top]:
+        assert not violated_conflicts(ex.costs, c.choice), c.label
+
+
+@needs_iree
+@pytest.mark.parametrize(("m", "n", "k"), [(16, 32, 16), (8, 32, 32), (4, 256, 8)])
+def test_recorded_plain_result_pack_outcomes_still_hold(m: int, n: int, k: int) -> None:
+    """Three AVX-512 rows of the probe compiled again with the installed iree-compile."""
+    from probe_plain_result_pack import outcome, program
+
+    row = next(
+        r
+        for r in PLAIN_PROBES["rows"]
+        if (r["target"], r["m"], r["n"], r["k"], r["form"]) == ("x86_64-avx512", m, n, k, "acc")
+    )
+    assert outcome(program(m, n, k, "acc"), "x86_64-avx512") == row["iree"]

@@ -27,6 +27,24 @@ Each conflict lists first the node a greedy repair bans first: the plain generic
 chain (its class then takes the sunk form, when ``sink_unset`` built one). (A pack fused into a
 generic's dispatch over the stack is a rule-level refusal, ``refuse-fused-pack-generic-operand`` in
 rules/analysis.egg: the bad node is one operand-list node, which legality can subsume.)
+
+**A plain contraction whose result is packed with a result layout in its own dispatch** --
+``{plain contraction, (plain elementwise generics,) set_encoding}``, which the ``untile`` family makes
+possible: the contraction's unset_encoding class holds the plain contraction, and a set_encoding of
+that class (an encoded consumer: a residual add that ``sink_unset`` runs on the tiles, or the
+accumulator of the next contraction) may choose it. IREE's LLVMCPU codegen then tiles the contraction
+for its pack consumer's inner tiles and vectorizes a large block of it: on AVX-512 (cascadelake) a
+GPT-2 block's 32x32x32 out-projection followed by its residual add on the tiles failed with "One or
+more operations with large vector sizes (32768 bytes) were found" on a ``vector.contract``. Probed with
+iree-compile 3.13 (``scripts/probe_plain_result_pack.py``, ``tests/fixtures/probes/plain_result_pack.json``)
+over M in 4..128, N in 8..256, K in 4..512: on AVX-512 every failure has ``M * N * min(K, 16) * 4 >=
+32768`` (the smallest: 16x32x16, 8x64x16, 4x256x8), and the product also refuses some shapes that compile
+(48x32x32, 64x32x32, which IREE tiles further), so the condition is conservative; a ReLU between the
+contraction and the pack fails alike; encoded as an LHS (inner tiles M0 x 1) it compiled at every size;
+on AVX2 (haswell) nothing failed up to 128x256x512. The conflict applies when the pack's layout tiles
+two dims by more than 1 and the product reaches ``Target.plain_result_pack_bytes``
+(``plain_result_pack_over``); IREE's own plans never build this dispatch (data tiling is all or
+nothing there).
 """
 
 from __future__ import annotations
@@ -40,6 +58,8 @@ __all__ = [
     "CHAIN_DEPTH",
     "MAX_PER_SITE",
     "codegen_conflicts",
+    "plain_result_pack_conflicts",
+    "plain_result_pack_over",
     "unset_generic_set_conflicts",
     "unset_generic_set_over_stack",
 ]
@@ -79,10 +99,91 @@ def unset_generic_set_over_stack(x: _Info, packed: _Info, limit: int) -> bool:
     return x.numel * x.elem_bytes + packed.stored_numel * packed.elem_bytes >= limit
 
 
-def codegen_conflicts(g: EGraphData, limit: int, info: Callable[[str], _Info]) -> tuple[tuple[str, ...], ...]:
+PLAIN_RESULT_PACK_K_TILE = 16
+"""The reduction extent the plain contraction's vector tile took in the probe (module docstring): every
+failure had ``M * N * min(K, 16)`` elements at or over the limit."""
+
+
+def plain_result_pack_over(mnk: tuple[int, int, int] | None, elem_bytes: int, limit: int) -> bool:
+    """A plain M x N x K contraction packed with a result layout in its dispatch reaches IREE's vector
+    limit (``Target.plain_result_pack_bytes``); unknown or dynamic sizes count as over."""
+    if mnk is None or any(d < 0 for d in mnk):
+        return True
+    m, n, k = mnk
+    return m * n * min(k, PLAIN_RESULT_PACK_K_TILE) * elem_bytes >= limit
+
+
+def codegen_conflicts(
+    g: EGraphData,
+    limit: int,
+    info: Callable[[str], _Info],
+    plain_limit: int | None = None,
+    mnk: Callable[[Node], tuple[int, int, int] | None] | None = None,
+) -> tuple[tuple[str, ...], ...]:
     """Every conflict of the e-graph (module docstring), sorted; ``limit`` is the target's
-    ``max_stack_allocation_size`` and ``info(class)`` the cost model's tensor facts."""
-    return tuple(sorted(unset_generic_set_conflicts(g, limit, info)))
+    ``max_stack_allocation_size``, ``info(class)`` the cost model's tensor facts; with ``plain_limit``
+    (``Target.plain_result_pack_bytes``) and ``mnk`` (a node's contraction sizes, None for a node that
+    is no contraction) the plain-contraction result packs too."""
+    out = unset_generic_set_conflicts(g, limit, info)
+    if plain_limit is not None and mnk is not None:
+        out |= plain_result_pack_conflicts(g, plain_limit, info, mnk)
+    return tuple(sorted(out))
+
+
+def _result_layout(layout: object) -> bool:
+    """A layout that tiles two dims by more than 1: an accumulator's (M0 x N0), not an operand's (M0 x 1)."""
+    tiles = getattr(layout, "inner_tiles", ())
+    return sum(1 for t in tiles if t > 1) >= 2
+
+
+def plain_result_pack_conflicts(
+    g: EGraphData, limit: int, info: Callable[[str], _Info], mnk: Callable[[Node], tuple[int, int, int] | None]
+) -> set[tuple[str, ...]]:
+    """The {plain contraction, plain generics, pack of the result} dispatches over ``limit``."""
+    out: set[tuple[str, ...]] = set()
+    for c in g.classes:
+        if not g.is_term_class(c):
+            continue
+        for s in g.choices(c):
+            if s.op not in _ENCODE or not g.is_term_class(s.children[0]) or not _result_layout(info(c).layout):
+                continue
+            x = s.children[0]
+            if info(x).layout is not None:
+                continue
+            paths = []
+            for path in _plain_contractions(g, x, CHAIN_DEPTH, info, mnk):
+                contraction = g.nodes[path[-1]]
+                if plain_result_pack_over(mnk(contraction), info(contraction.eclass).elem_bytes, limit):
+                    paths.append(path)
+                    if len(paths) > MAX_PER_SITE:
+                        break
+            if len(paths) > MAX_PER_SITE:
+                paths = sorted({_coarse(g, p) for p in paths})
+            out.update((s.id, *p) for p in paths)
+    return out
+
+
+def _plain_contractions(
+    g: EGraphData,
+    c: str,
+    depth: int,
+    info: Callable[[str], _Info],
+    mnk: Callable[[Node], tuple[int, int, int] | None],
+    seen: frozenset[str] = frozenset(),
+) -> Iterator[tuple[str, ...]]:
+    """Node paths from class ``c`` (plain, computed in the encode's dispatch) to a plain contraction in
+    the same dispatch: the contraction itself, or plain generics and their operand lists' TCons nodes
+    down to one (up to ``depth`` generics). A ``Dispatch`` node ends the dispatch: not followed."""
+    if c in seen:
+        return
+    for m in g.choices(c):
+        if m.op in ("Contract", "Generic") and mnk(m) is not None:
+            yield (m.id,)
+        elif m.op == "Generic" and depth > 0 and len(m.children) >= 2:
+            for elem, via in _operands(g, m.children[1], ()):
+                if g.is_term_class(elem) and info(elem).layout is None:
+                    for rest in _plain_contractions(g, elem, depth - 1, info, mnk, seen | {c}):
+                        yield (m.id, *via, *rest)
 
 
 def unset_generic_set_conflicts(g: EGraphData, limit: int, info: Callable[[str], _Info]) -> set[tuple[str, ...]]:

@@ -622,7 +622,7 @@ def cost_table(
     once = ((step, transient_dispatches(g, imported)),) if step > 0 else ()
     table = CostTable(
         exclusive=exclusive_nodes(g),
-        conflicts=_conflicts(g, target, facts),
+        conflicts=_conflicts(g, target, facts, imported),
         once=once,
         pairs=consumer_pairs(g, imported, target, facts),
     )
@@ -637,15 +637,30 @@ def cost_table(
     return table
 
 
-def conflicts_of(g: EGraphData, target: Target) -> tuple[tuple[str, ...], ...]:
+def conflicts_of(g: EGraphData, target: Target, imported: ImportedProgram | None = None) -> tuple[tuple[str, ...], ...]:
     """``cost.conflicts`` of the e-graph for the target (a '?' dim as unbounded)."""
-    return _conflicts(g, target, _Facts(g))
+    return _conflicts(g, target, _Facts(g), imported)
 
 
-def _conflicts(g: EGraphData, target: Target, facts: _Facts) -> tuple[tuple[str, ...], ...]:
+def _conflicts(
+    g: EGraphData, target: Target, facts: _Facts, imported: ImportedProgram | None
+) -> tuple[tuple[str, ...], ...]:
     if not target.encoding_resolver:
         return ()  # nothing is ever packed
-    return codegen_conflicts(g, target.max_stack_allocation_size, facts.info)
+
+    def mnk(node: Node) -> tuple[int, int, int] | None:
+        """(M, N, K) of a contraction node (a named one, or a generic that is one), else None."""
+        if node.op == "Contract":
+            kind = "contract:" + str(g.leaf_value(node.children[0]))
+            return contraction_mnk(kind, [facts.info(k) for k in node.children[1:4]])
+        if node.op == "Generic" and imported is not None:
+            kind = generic_contraction_kind(imported.ops.get(str(g.leaf_value(node.children[0]))))
+            inputs = _list_classes(g, node.children[1]) + _list_classes(g, node.children[2])
+            if kind is not None and len(inputs) == 3:
+                return contraction_mnk("contract:" + kind, [facts.info(k) for k in inputs])
+        return None
+
+    return codegen_conflicts(g, target.max_stack_allocation_size, facts.info, target.plain_result_pack_bytes, mnk)
 
 
 _TIMELESS = frozenset(

@@ -1185,6 +1185,11 @@ def profile_dict(base: Target, cal: Calibration, *, quick: bool, measured: dict 
         "dispatch_overhead_us": round(k.launch_us, 4),
         "max_stack_allocation_size": base.max_stack_allocation_size,
         "native_vector_size": base.native_vector_size,
+        **(
+            {"max_plain_result_pack_bytes": base.max_plain_result_pack_bytes}
+            if base.max_plain_result_pack_bytes
+            else {}
+        ),
         "kernels": kernels_to_dict(k),
         "provenance": {
             "cpu": cpu,

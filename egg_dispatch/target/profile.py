@@ -62,6 +62,11 @@ class Target:
     max_stack_allocation_size: int
     native_vector_size: int = DEFAULT_NATIVE_VECTOR_SIZE
     """Bytes of one native vector register (IREE's ``native_vector_size``: 32 on AVX2, 64 on AVX-512)."""
+    max_plain_result_pack_bytes: int | None = None
+    """A plain (not data-tiled) contraction whose result is packed with a result layout in its own
+    dispatch compiles only while ``M * N * min(K, 16) * element bytes`` stays below this
+    (``cost.conflicts.plain_result_pack_over``; probed with iree-compile, the profile's note says
+    where); None: ``max_vector_bytes``, the conservative value where nothing was probed."""
     kernels: KernelCosts | None = field(default=None, hash=False, compare=False)
     """Measured kernel costs (``egg-dispatch calibrate``); None: the analytic peaks above are used."""
     provenance: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
@@ -75,6 +80,11 @@ class Target:
         ``--iree-llvmcpu-max-allowed-number-of-native-vectors`` = 512 native vectors); a bigger one is
         the error 'One or more operations with large vector sizes (N bytes) were found'."""
         return MAX_NATIVE_VECTORS * self.native_vector_size
+
+    @property
+    def plain_result_pack_bytes(self) -> int:
+        """``max_plain_result_pack_bytes``, else the vector limit."""
+        return self.max_plain_result_pack_bytes or self.max_vector_bytes
 
     def tile(self, element_types: ElementTypes | str) -> Tile | None:
         """The big (non-narrow) tile for these element types; None when the resolver has none."""
@@ -113,7 +123,13 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "dispatch_overhead_us": (int, float),
     "max_stack_allocation_size": int,
 }
-_OPTIONAL: dict[str, type] = {"notes": dict, "native_vector_size": int, "kernels": dict, "provenance": dict}
+_OPTIONAL: dict[str, type] = {
+    "notes": dict,
+    "native_vector_size": int,
+    "max_plain_result_pack_bytes": int,
+    "kernels": dict,
+    "provenance": dict,
+}
 
 
 def _is_number(v: Any) -> bool:
@@ -147,7 +163,12 @@ def target_from_dict(data: Any, source: str = "<dict>") -> Target:
         if not isinstance(value, typ) or (typ is not bool and isinstance(value, bool)):
             names = typ.__name__ if isinstance(typ, type) else "number"
             raise fail(key, f"expected {names}, got {type(value).__name__} {value!r}")
-    for key in ("memory_bandwidth_gbps", "max_stack_allocation_size", "native_vector_size"):
+    for key in (
+        "memory_bandwidth_gbps",
+        "max_stack_allocation_size",
+        "native_vector_size",
+        "max_plain_result_pack_bytes",
+    ):
         if key not in data:
             continue
         if not _is_number(data[key]) or data[key] <= 0:
@@ -192,6 +213,9 @@ def target_from_dict(data: Any, source: str = "<dict>") -> Target:
         dispatch_overhead_us=float(data["dispatch_overhead_us"]),
         max_stack_allocation_size=int(data["max_stack_allocation_size"]),
         native_vector_size=int(data.get("native_vector_size", DEFAULT_NATIVE_VECTOR_SIZE)),
+        max_plain_result_pack_bytes=int(data["max_plain_result_pack_bytes"])
+        if "max_plain_result_pack_bytes" in data
+        else None,
         kernels=kernels_from_dict(data["kernels"], fail) if "kernels" in data else None,
         provenance=MappingProxyType(dict(data.get("provenance", {}))),
         notes=MappingProxyType(dict(notes)),
