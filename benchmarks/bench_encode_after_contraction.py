@@ -2,9 +2,10 @@
 
 IREE's own plans of transformer blocks end a contraction's dispatch with the ``set_encoding`` of its
 result for the next contraction (the contraction, an elementwise op on the encoded tiles, the
-``unset_encoding``, the ``set_encoding``: FuseEncodingOpsIntoDispatchRegions). The cost model prices
-that encode as a standalone pack (``calibrate`` measures the fused form only after elementwise
-producers of an argument: ``KernelCosts.producer_pack``). This benchmark builds both forms of one
+``unset_encoding``, the ``set_encoding``: FuseEncodingOpsIntoDispatchRegions). ``calibrate`` measures
+that encode's cost inside the dispatch by kernel profiles (``micro.encode_after_contraction``, the
+``KernelCosts.producer_pack["f32:contraction"]`` table the model prices it by); this benchmark also
+times the whole calls. It builds both forms of one
 f32 M x N x K contraction with a ReLU on its tiles and its result encoded as the LHS of an M x 128 x N
 matmul (decoded by a last dispatch, so neither form returns an encoded tensor), and times them
 interleaved: per round the per-dispatch kernels (IREE's host-execution profile) and the whole call
@@ -30,61 +31,18 @@ from egg_dispatch.emit.iree.module import emit_iree
 from egg_dispatch.iree.dispatch_creation import iree_compile_flags
 from egg_dispatch.iree.profiling import profile_module
 from egg_dispatch.iree.tools import compile_module
-from egg_dispatch.measure.micro import MAPS, _encoding, _t
+from egg_dispatch.measure.micro import encode_after_contraction
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.target.host import host_cpu
 from egg_dispatch.target.profile import load_target
 from egg_dispatch.util.table import table_lines
 
 DEFAULT_SHAPES = ("32x96x32", "32x128x32", "64x768x768", "128x2048x512")
-NEXT_N = 128
-"""N of the contraction whose LHS the result is encoded for."""
-
-
 def program(m: int, n: int, k: int, fused: bool) -> str:
     """The function ``@p(a, b)``: encode a and b, contract, ReLU on the tiles, unset, encode the result
-    (in the contraction's dispatch when ``fused``, else a dispatch apart), decode it doubled."""
-    f = "f32"
-    aliases = [f"#e{i} = {_encoding(i, (f, f, f), m, n, k)}" for i in range(3)]
-    aliases.append(f"#next = {_encoding(0, (f, f, f), m, NEXT_N, n)}")
-    a_t, b_t, out = _t((m, k), f), _t((n, k), f), _t((m, n), f)
-    a_e, b_e, acc = _t((m, k), f, "#e0"), _t((n, k), f, "#e1"), _t((m, n), f, "#e2")
-    nxt = _t((m, n), f, "#next")
-    ident = "affine_map<(d0, d1) -> (d0, d1)>"
-    parallel = '["parallel", "parallel"]'
-    inner = [
-        "%z = arith.constant 0.0 : f32",
-        f"%e = tensor.empty() : {acc}",
-        f"%fl = linalg.fill ins(%z : f32) outs(%e : {acc}) -> {acc}",
-        f"%mm = linalg.matmul indexing_maps = [#map, #map1, #map2] ins(%ae, %be : {a_e}, {b_e}) "
-        f"outs(%fl : {acc}) -> {acc}",
-        f"%relu = linalg.generic {{indexing_maps = [{ident}, {ident}], iterator_types = {parallel}}} "
-        f"ins(%mm : {acc}) outs(%e : {acc}) {{\n      ^bb0(%i: f32, %o: f32):\n"
-        f"        %q = arith.maximumf %i, %z : f32\n        linalg.yield %q : f32\n      }} -> {acc}",
-        f"%u = iree_encoding.unset_encoding %relu : {acc} -> {out}",
-    ]
-    body = [
-        f"%ae = iree_encoding.set_encoding %a : {a_t} -> {a_e}",
-        f"%be = iree_encoding.set_encoding %b : {b_t} -> {b_e}",
-    ]
-    if fused:
-        inner += [f"%s = iree_encoding.set_encoding %u : {out} -> {nxt}", f"flow.return %s : {nxt}"]
-        body.append(f"%r = flow.dispatch.region -> ({nxt}) {{\n      " + "\n      ".join(inner) + "\n    }")
-    else:
-        inner.append(f"flow.return %u : {out}")
-        body.append(f"%c = flow.dispatch.region -> ({out}) {{\n      " + "\n      ".join(inner) + "\n    }")
-        body.append(f"%r = iree_encoding.set_encoding %c : {out} -> {nxt}")
-    body.append(
-        f"%o = flow.dispatch.region -> ({out}) {{\n      %d = iree_encoding.unset_encoding %r : {nxt} -> {out}\n"
-        f"      %f = tensor.empty() : {out}\n      %w = linalg.generic {{indexing_maps = [{ident}, {ident}], "
-        f"iterator_types = {parallel}}} ins(%d : {out}) outs(%f : {out}) {{\n      ^bb0(%i: f32, %o2: f32):\n"
-        f"        %x = arith.addf %i, %i : f32\n        linalg.yield %x : f32\n      }} -> {out}\n"
-        f"      flow.return %w : {out}\n    }}"
-    )
-    return (
-        MAPS + "\n".join(aliases) + f"\nfunc.func @p(%a: {a_t}, %b: {b_t}) -> {out} {{\n    "
-        + "\n    ".join(body) + f"\n    return %o : {out}\n}}\n"
-    )  # fmt: skip
+    (in the contraction's dispatch when ``fused``, else a dispatch apart), decode it doubled: the
+    program ``calibrate`` measures the same encode with (``micro.encode_after_contraction``)."""
+    return encode_after_contraction("p", (m, n, k), fused).text
 
 
 def _kernel(seconds: dict[str, float], part: str) -> float | None:

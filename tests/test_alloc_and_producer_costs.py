@@ -26,7 +26,7 @@ from egg_dispatch.measure.calibrate import (
     producer_apart_seconds,
     producer_pack_table,
 )
-from egg_dispatch.measure.micro import buffer, producer_pack
+from egg_dispatch.measure.micro import ENCODE_AFTER_NEXT_N, buffer, encode_after_contraction, producer_pack
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.pipeline import explore
 from egg_dispatch.target.kernels import Fit, KernelCosts
@@ -185,6 +185,59 @@ def test_a_producer_collapsed_on_its_way_to_the_pack_is_priced_by_the_reshape_ta
     none = run_us({})
     assert run_us({"f32:reshape": ((1024.0, 2e-9),), "f32": ((1024.0, 1e-9),)}) - none == pytest.approx(2.048)
     assert run_us({"f32": ((1024.0, 1e-9),)}) - none == pytest.approx(1.024)
+
+
+def test_the_contraction_table_is_the_encode_inside_the_dispatch_less_the_models_standalone_pack() -> None:
+    """``encode_after`` samples: the contraction's dispatch with the encode of its result inside, and
+    without (the encode apart). The table's extra plus the model's price of the standalone pack is
+    the measured difference, per element of the encoded result; the elementwise tables are not used
+    for it, nor it for them."""
+    cal = _producer_calibration(lambda e, r: 0.0)
+    for (m, n, k), inside_us in (((32, 128, 32), 0.12), ((64, 256, 64), 0.5)):
+        cal.samples.setdefault("encode_after", []).append(((m, n, k, 0), "f32,f32,f32", 2.0e-6))
+        cal.samples["encode_after"].append(((m, n, k, 1), "f32,f32,f32", (2.0 + inside_us) * 1e-6))
+    table = producer_pack_table(cal, load_target("x86_64-avx512"), FLAT)
+    assert [e for e, _ in table["f32:contraction"]] == [32.0 * 128, 64.0 * 256]
+    k = KernelCosts(0.05, 1.5, producer_pack=table)
+    # FLAT prices every pack at 0.2 µs: 0.2 + extra = what the encode added inside the dispatch
+    assert 0.2e-6 + k.producer_pack_seconds("f32", False, 4096, after_contraction=True) == pytest.approx(0.12e-6)
+    assert 0.2e-6 + k.producer_pack_seconds("f16", False, 16384, after_contraction=True) == pytest.approx(0.5e-6)
+    assert k.producer_pack_seconds("f32", False, 4096) == pytest.approx(0.0)  # the elementwise table: 0 extra
+    assert (
+        KernelCosts(0.05, 1.5, producer_pack={"f32": ((1024.0, 1e-9),)}).producer_pack_seconds(
+            "f32", False, 1024, after_contraction=True
+        )
+        == 0.0
+    )
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_the_encode_after_contraction_program_computes_twice_the_relu_of_the_matmul(fused: bool) -> None:
+    prog = encode_after_contraction("p", (5, 24, 7), fused)
+    (got,) = evaluate(parse_mlir(prog.text, "<encode after>"), prog.inputs)
+    a, b = (x.astype(np.float64) for x in prog.inputs)
+    np.testing.assert_allclose(got, 2 * np.maximum(a @ b.T, 0), rtol=1e-6)
+    assert [(c.kind, c.sizes, c.dispatch) for c in prog.cases] == [("encode_after", (5, 24, 7, int(fused)), 0)]
+    assert f"iteration_sizes = [5, {ENCODE_AFTER_NEXT_N}, 24]" in prog.text
+
+
+def test_an_encode_after_a_contractions_unset_is_priced_by_the_contraction_table(tmp_path: Path) -> None:
+    """The fused calibration program as a plan: its contraction's dispatch ends with the encode of the
+    unset result, which pays the ``:contraction`` table's extra for its 4096 elements, and never the
+    elementwise producer's."""
+    prog = encode_after_contraction("p", (32, 128, 32), True)
+
+    def run_us(table: dict) -> float:
+        t = synthetic_target(tmp_path, "t", producer_pack=table)
+        ex = explore(prog.text, t, families=[], baseline=False)
+        assert ["Fill", "Contract", "Generic", "UnsetEncoding", "SetEncoding"] in [
+            d.ops for d in ex.best.plan.dispatches
+        ]
+        return ex.best.metrics.run_seconds * 1e6
+
+    none = run_us({})
+    assert run_us({"f32:contraction": ((4096.0, -1e-11),)}) - none == pytest.approx(-0.04096)
+    assert run_us({"f32": ((4096.0, 1e-9),), "f32:reshape": ((4096.0, 1e-9),)}) == pytest.approx(none)
 
 
 def test_a_profile_keeps_both_and_a_malformed_table_names_the_field(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ import pytest
 
 import egg_dispatch.cost.model as cost_model
 from egg_dispatch.cost.conflicts import (
+    codegen_conflicts,
     plain_result_pack_conflicts,
     plain_result_pack_over,
     unset_generic_set_conflicts,
@@ -257,7 +258,8 @@ def test_a_plan_that_cannot_avoid_a_refused_pack_is_kept_with_a_warning() -> Non
 PLAIN_PROBES = json.loads((FIXTURES / "probes" / "plain_result_pack.json").read_text())
 GPT2 = FIXTURES / "models" / "gpt2_block" / "input.mlir"
 ZEN5 = FIXTURES / "profiles" / "epyc-zen5-avx512-calibrated.json"
-"""A calibrated host profile (AMD EPYC, Zen 5, AVX-512, 2026-12-02)."""
+"""This session's calibrated host profile (AMD EPYC, Zen 5, AVX-512; with the encode-after-contraction
+table): the GPT-2 block's best plan under it was a dispatch IREE rejects until the conflict existed."""
 
 
 def _model_refuses(row: dict) -> bool:
@@ -318,3 +320,18 @@ def test_recorded_plain_result_pack_outcomes_still_hold(m: int, n: int, k: int) 
         if (r["target"], r["m"], r["n"], r["k"], r["form"]) == ("x86_64-avx512", m, n, k, "acc")
     )
     assert outcome(program(m, n, k, "acc"), "x86_64-avx512") == row["iree"]
+
+
+@needs_iree
+def test_gpt2_best_plan_compiles_and_needed_the_conflict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under the Zen 5 profile explore's best GPT-2 plan compiles for AVX-512; with the plain-result
+    condition switched off the best plan is one IREE rejects ('large vector sizes'), so the test can
+    fail and the conflict is what keeps the plan out."""
+    target = load_target(str(ZEN5))
+    ex = explore(GPT2, target, baseline=False)
+    assert _compiles(ex.best.mlir, str(ZEN5)) == "ok"
+    monkeypatch.setattr(
+        cost_model, "codegen_conflicts", lambda g, limit, info, *a, **k: codegen_conflicts(g, limit, info)
+    )
+    ex_off = explore(GPT2, target, baseline=False)
+    assert "large vector sizes" in _compiles(ex_off.best.mlir, str(ZEN5))

@@ -506,22 +506,28 @@ def _fused_pack(g: EGraphData, c: str, facts: _Facts) -> tuple[TensorInfo, Tenso
     return None
 
 
-def _producer_in_dispatch(g: EGraphData, c: str, imported: ImportedProgram) -> bool | None:
-    """How the source class ``c`` of a pack is computed inside the pack's dispatch: False for an
-    elementwise generic, True for a reshape of one (collapsed on its way to the pack, as a PyTorch
-    linear layer reads [B, S, D] tokens), None for anything else (a dispatch input, a contraction, a
-    copy): ``KernelCosts.producer_pack`` prices the first two."""
+def _producer_in_dispatch(g: EGraphData, c: str, imported: ImportedProgram) -> str | None:
+    """How the source class ``c`` of a pack is computed inside the pack's dispatch: ``"elementwise"``
+    for an elementwise generic, ``"reshape"`` for a reshape of one (collapsed on its way to the pack, as
+    a PyTorch linear layer reads [B, S, D] tokens), ``"contraction"`` for a contraction's result unset
+    in the dispatch (with elementwise ops on its tiles or after the unset: a class holding an unset of
+    an in-dispatch value and nothing read from outside), None for anything else (a dispatch input, a
+    copy): ``KernelCosts.producer_pack`` prices the first three."""
 
     def elementwise(d: str) -> bool:
         nodes = g.choices(d)
         return bool(nodes) and all(n.op == "Generic" and _elementwise_proto(g, n, imported) for n in nodes)
 
     if elementwise(c):
-        return False
+        return "elementwise"
     if is_reshape(g, imported, c):
         sources = {d for n in g.choices(c) for d in _list_classes(g, n.children[1])[:1]}
         if sources and all(elementwise(d) for d in sources):
-            return True
+            return "reshape"
+    nodes = g.choices(c)
+    unsets = [n for n in nodes if n.op in ("UnsetEncoding", "Unpack")]
+    if unsets and not any(n.op in _BOUNDARY for n in nodes) and not any(_is_boundary(g, n.children[0]) for n in unsets):
+        return "contraction"
     return None
 
 
@@ -772,7 +778,8 @@ def _model_seconds(
         seconds = op_seconds("pack", [src], out, target, operand=facts.operand_index(c))
         k = target.kernels
         if k is not None and (form := _producer_in_dispatch(g, kids[0], imported)) is not None:
-            seconds += k.producer_pack_seconds(src.element, form, src.numel)  # fused: more than the two apart
+            # fused: more than the two apart (an elementwise producer), less (a contraction's result)
+            seconds += k.producer_pack_seconds(src.element, form == "reshape", src.numel, form == "contraction")
         return max(seconds, 0.0)
     if op in ("UnsetEncoding", "Unpack"):
         src = info(kids[0])

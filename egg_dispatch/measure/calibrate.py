@@ -3,9 +3,10 @@
 Micro-programs (``measure.micro``) cover what the cost model prices: data-tiled contractions with
 their operands pre-packed (over a grid of M, N, K, per element-type triple), the same with the unpack
 or one operand's pack inside the contraction's dispatch, the unpack followed by a bias + ReLU in that
-dispatch (``consumer_after_unpack``: the extra over the unpack alone), plain (non-data-tiled) contractions, encode
-and decode dispatches, elementwise and reduction generics (and elementwise ones with one
-transcendental body op each, ``micro.MATH_OPS``: ``op_weights``), ``linalg.softmax`` and
+dispatch (``consumer_after_unpack``: the extra over the unpack alone), an encode inside its producer's
+dispatch, after an elementwise generic or at the end of a contraction's (``producer_pack``), plain
+(non-data-tiled) contractions, encode and decode dispatches, elementwise and reduction generics (and
+elementwise ones with one transcendental body op each, ``micro.MATH_OPS``: ``op_weights``), ``linalg.softmax`` and
 ``iree_linalg_ext.attention`` dispatches (opaque to the model), slices copied between dispatches (against
 the same slice loaded in its consumer: whole-call times), plain contractions timed alone and next to
 data-tiled ones of several lengths (``throttle_fit``: the clock drop a long mmt4d kernel leaves behind),
@@ -58,6 +59,7 @@ from egg_dispatch.emit.iree.module import emit_iree, iree_cpu
 from egg_dispatch.iree.profiling import DispatchTimes, profile_module
 from egg_dispatch.iree.tools import compile_module
 from egg_dispatch.measure.micro import (
+    ENCODE_AFTER_NEXT_N,
     MATH_OPS,
     UNPACK_IN_DISPATCH,
     Case,
@@ -65,6 +67,7 @@ from egg_dispatch.measure.micro import (
     buffer,
     chain,
     contractions,
+    encode_after_contraction,
     fan,
     generics,
     math_op_helpers,
@@ -136,6 +139,9 @@ class Plan:
     throttle_shapes: tuple[tuple[int, int, int], ...] = ()
     """(M, N, K) of the f32 mmt4d kernels the plain ``micro.THROTTLE_VICTIMS`` are timed next to (and
     once without one): how long an mmt4d must run to slow them, and by how much (``throttle_fit``)."""
+    encode_after_shapes: tuple[tuple[int, int, int], ...] = ()
+    """(M, N, K) of f32 contractions whose result's encode is timed inside their dispatch and apart
+    (``micro.encode_after_contraction``), a program pair per shape: ``producer_pack["f32:contraction"]``."""
 
 
 def plan_programs(quick: bool, target: Target) -> Plan:
@@ -151,7 +157,7 @@ def plan_programs(quick: bool, target: Target) -> Plan:
                     attention_shapes=((4, 16, 8, 16, 8), (8, 16, 8, 16, 8), (12, 64, 64, 64, 64)),
                     buffer_bytes=(4096, 1 << 18, 1 << 22),
                     producer_shapes=(("f32", ((2, 8, 64),)),), math_ops=("math.exp", "math.erf"),
-                    throttle_shapes=((64, 16, 768), (64, 64, 768)))  # fmt: skip
+                    throttle_shapes=((64, 16, 768), (64, 64, 768)), encode_after_shapes=((32, 128, 32),))  # fmt: skip
     grid = tuple((m, n, n + n // 2) for m in (1, 8, 32, 128, 512) for n in (64, 256, 1024))
     # a transformer block's small projections (K of 32, N of 48 or 96: heads, MLP width) and a few
     # tiny ones, which the square-ish grid does not reach: there the fits extrapolated (plain matmuls
@@ -200,9 +206,14 @@ def plan_programs(quick: bool, target: Target) -> Plan:
     # mmt4d kernels of ~13, 27, 52 and 140 µs next to plain matmuls: on the Xeon those ran 11-17% slower
     # next to one of 27 µs or more and not measurably slower next to one of 15 µs or less
     throttles = ((64, 16, 768), (64, 32, 768), (64, 64, 768), (64, 192, 768))
+    # a contraction's dispatch ending with the encode of its result for the next contraction (IREE's own
+    # plans of transformer blocks): there the encode added 0.10-0.14 µs to a 32 x 96 x 32 or 32 x 128 x 32
+    # contraction on the Xeon against 0.26-0.33 µs for its own dispatch apart, which the model charged
+    encode_after = ((16, 64, 64), (32, 96, 32), (32, 128, 32), (64, 256, 64), (128, 512, 128))
     return Plan(types, grid, small, gen, (1, 2, 4, 16, 48), 3, 0.1, fans=(2, 8), slice_shapes=slices,
                 softmax_shapes=softmax, attention_shapes=attention, buffer_bytes=buffers,
-                producer_shapes=producers, math_ops=MATH_OPS, throttle_shapes=throttles)  # fmt: skip
+                producer_shapes=producers, math_ops=MATH_OPS, throttle_shapes=throttles,
+                encode_after_shapes=encode_after)  # fmt: skip
 
 
 @dataclass
@@ -425,6 +436,9 @@ def _programs(plan: Plan, target: Target) -> list[MicroProgram]:
             tag = f"{element}_{b}x{m}x{k}"
             out += [producer_pack(f"producer_{tag}_{form}", element, [(b, m, k)], form == "fused")
                     for form in ("fused", "apart")]  # fmt: skip
+    for m, n, k in plan.encode_after_shapes:
+        out += [encode_after_contraction(f"encode_after_{m}x{n}x{k}_{form}", (m, n, k), form == "fused")
+                for form in ("fused", "apart")]  # fmt: skip
     if plan.throttle_shapes and f32 in plan.types:
         out.append(throttle("throttle_none", None))
         out += [throttle(f"throttle_{m}x{n}x{k}", (m, n, k)) for m, n, k in plan.throttle_shapes]
@@ -715,6 +729,18 @@ def producer_pack_table(
         key = ts.split(",")[0] + (":reshape" if reshaped else "")
         extra = t - sum(producer_apart_seconds(target, kernels, (m, k), ts.split(",")[0]))
         by_key.setdefault(key, {}).setdefault(float(m * k), []).append(extra / (m * k))
+    # an encode inside a contraction's dispatch (``micro.encode_after_contraction``): the fused dispatch
+    # less the same contraction's dispatch without it is what the encode costs there, less the model's
+    # price of the standalone pack the model starts from (``cost.model`` adds this extra to it)
+    after = {(tuple(sz[:3]), sz[3]): t for sz, _, t in s.get("encode_after", [])}
+    for (mnk, fused), t in sorted(after.items()):
+        apart = after.get((mnk, 0))
+        if not fused or apart is None:
+            continue
+        m, n, _ = mnk
+        logical, packed = _layout_bytes(target, "f32,f32,f32", (m, ENCODE_AFTER_NEXT_N, n), 0)
+        pack = kernels.fitted_seconds(kernels.traffic("pack", 0, "f32"), m * n, logical + packed)
+        by_key.setdefault("f32:contraction", {}).setdefault(float(m * n), []).append((t - apart - pack) / (m * n))
     return {
         key: tuple((e, statistics.mean(v)) for e, v in sorted(points.items())) for key, points in sorted(by_key.items())
     }

@@ -25,6 +25,7 @@ __all__ = [
     "buffer",
     "chain",
     "contractions",
+    "encode_after_contraction",
     "fan",
     "generics",
     "math_op_helpers",
@@ -473,6 +474,65 @@ def producer_pack(
         results.append(f"%o{c}")
         rtypes.append(t2)
     prog.text = _function(name, aliases, args, body, results, rtypes)
+    return prog
+
+
+ENCODE_AFTER_NEXT_N = 128
+"""N of the contraction whose LHS an ``encode_after_contraction`` result is encoded for."""
+
+
+def encode_after_contraction(name: str, shape: tuple[int, int, int], fused: bool, seed: int = 0) -> MicroProgram:
+    """An f32 M x N x K contraction of pre-encoded operands, a ReLU on its encoded tiles, the unset, and
+    the ``set_encoding`` of its result as the LHS of an M x 128 x N contraction: with ``fused`` all in
+    the contraction's dispatch (how IREE's own plans of transformer blocks end a contraction's dispatch:
+    FuseEncodingOpsIntoDispatchRegions), else the encode is a dispatch of its own. The encoded result
+    is decoded, doubled, by a last dispatch, so neither form returns an encoded tensor. The one case is
+    the contraction's dispatch (``encode_after``, sizes (M, N, K, fused)): the fused one less the other
+    is what the encode costs inside it. The same with the ReLU after the unset exceeded IREE's 32 KiB
+    stack limit at 32 x 128 x 32."""
+    m, n, k = shape
+    f = "f32"
+    rng = np.random.default_rng(seed)
+    aliases = [f"#e{i} = {_encoding(i, (f, f, f), m, n, k)}" for i in range(3)]
+    aliases.append(f"#next = {_encoding(0, (f, f, f), m, ENCODE_AFTER_NEXT_N, n)}")
+    a_t, b_t, out = _t((m, k), f), _t((n, k), f), _t((m, n), f)
+    a_e, b_e, acc = _t((m, k), f, "#e0"), _t((n, k), f, "#e1"), _t((m, n), f, "#e2")
+    nxt = _t((m, n), f, "#next")
+    ident = "affine_map<(d0, d1) -> (d0, d1)>"
+    parallel = '["parallel", "parallel"]'
+    inner = [
+        "%z = arith.constant 0.0 : f32",
+        f"%e = tensor.empty() : {acc}",
+        f"%fl = linalg.fill ins(%z : f32) outs(%e : {acc}) -> {acc}",
+        f"%mm = linalg.matmul indexing_maps = [#map, #map1, #map2] ins(%ae, %be : {a_e}, {b_e}) "
+        f"outs(%fl : {acc}) -> {acc}",
+        f"%relu = linalg.generic {{indexing_maps = [{ident}, {ident}], iterator_types = {parallel}}} "
+        f"ins(%mm : {acc}) outs(%e : {acc}) {{\n      ^bb0(%i: f32, %o: f32):\n"
+        f"        %q = arith.maximumf %i, %z : f32\n        linalg.yield %q : f32\n      }} -> {acc}",
+        f"%u = iree_encoding.unset_encoding %relu : {acc} -> {out}",
+    ]
+    body = [
+        f"%ae = iree_encoding.set_encoding %a : {a_t} -> {a_e}",
+        f"%be = iree_encoding.set_encoding %b : {b_t} -> {b_e}",
+    ]
+    prog = MicroProgram(name, "", [_array((m, k), f, rng), _array((n, k), f, rng)])
+    prog.cases.append(Case("encode_after", f"{f},{f},{f}", (m, n, k, int(fused)), dispatch=0))
+    if fused:
+        inner += [f"%s = iree_encoding.set_encoding %u : {out} -> {nxt}", f"flow.return %s : {nxt}"]
+        body.append(f"%r = flow.dispatch.region -> ({nxt}) {{\n      " + "\n      ".join(inner) + "\n    }")
+    else:
+        inner.append(f"flow.return %u : {out}")
+        body.append(f"%c = flow.dispatch.region -> ({out}) {{\n      " + "\n      ".join(inner) + "\n    }")
+        body.append(f"%r = iree_encoding.set_encoding %c : {out} -> {nxt}")
+    body.append(
+        f"%o = flow.dispatch.region -> ({out}) {{\n      %d = iree_encoding.unset_encoding %r : {nxt} -> {out}\n"
+        f"      %f = tensor.empty() : {out}\n      %w = linalg.generic {{indexing_maps = [{ident}, {ident}], "
+        f"iterator_types = {parallel}}} ins(%d : {out}) outs(%f : {out}) {{\n      ^bb0(%i: f32, %o2: f32):\n"
+        f"        %x = arith.addf %i, %i : f32\n        linalg.yield %x : f32\n      }} -> {out}\n"
+        f"      flow.return %w : {out}\n    }}"
+    )
+    prog.dispatch_count = 5 - int(fused)  # two operand encodes, the contraction, (the encode), the decode
+    prog.text = _function(name, aliases, [f"%a: {a_t}", f"%b: {b_t}"], body, ["%o"], [out])
     return prog
 
 

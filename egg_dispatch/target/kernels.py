@@ -44,7 +44,10 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
   against 0.09 + 0.14): the table is signed. It holds the fused time less what the model prices the
   generic and the encode at (``calibrate.producer_apart_seconds``), not less their measured times: a
   [64, 256] f32 encode measured 12 µs apart (its fit: 2), which would have priced the fused form below
-  zero;
+  zero. ``":contraction"``: the encode at the end of a contraction's dispatch, of its unset result
+  (IREE's own plans of transformer blocks end contraction dispatches so): the contraction's dispatch
+  with it less the same dispatch without, less the model's standalone pack. On the Xeon it added
+  0.10-0.14 µs to a 32 x 96 x 32 or 32 x 128 x 32 contraction, whose encode apart ran 0.26-0.33 µs;
 * ``elementwise``, ``reduction``: a generic, on element-ops (elements x body ops) and bytes;
   ``op_weights`` says what one body op counts (an add: 1): IREE expands ``math.erf``, ``math.tanh``,
   ``math.exp`` and the like into polynomials, and on the Xeon a BERT block's GELU (one ``math.erf``
@@ -258,16 +261,24 @@ class KernelCosts:
     producer_pack: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     """Per element type, ``":reshape"`` appended where the producer is collapsed on its way to the
     pack: measured (elements, seconds per element) that an elementwise producer and the pack of its
-    result cost in one dispatch over the two apart (module doc); negative where fused was faster."""
+    result cost in one dispatch over the two apart (module doc); negative where fused was faster.
+    ``":contraction"``: the encode at the end of a contraction's dispatch, after its unset (IREE's
+    plans of transformer blocks), over the model's price of the standalone pack."""
 
-    def producer_pack_seconds(self, element: str, reshaped: bool, elements: float) -> float:
+    def producer_pack_seconds(
+        self, element: str, reshaped: bool, elements: float, after_contraction: bool = False
+    ) -> float:
         """The ``producer_pack`` extra for a pack of ``elements`` of ``element`` whose elementwise
         producer is in its dispatch: the table of that element type and form (else the other form, else
         f32's), interpolated per element in log2 of the elements, the nearest end's beyond them; 0 where
-        nothing was measured."""
+        nothing was measured. ``after_contraction``: the producer is a contraction's unset result (the
+        ``":contraction"`` table, of that element type else f32's; never the elementwise ones)."""
         form = ":reshape" if reshaped else ""
         other = "" if reshaped else ":reshape"
-        for key in (element + form, element + other, "f32" + form, "f32" + other):
+        keys = (element + form, element + other, "f32" + form, "f32" + other)
+        if after_contraction:
+            keys = (element + ":contraction", "f32:contraction")
+        for key in keys:
             points = self.producer_pack.get(key)
             if points:
                 break
