@@ -38,6 +38,8 @@ from egg_dispatch.target.profile import load_target
 from egg_dispatch.util.table import table_lines
 
 DEFAULT_SHAPES = ("32x96x32", "32x128x32", "64x768x768", "128x2048x512")
+
+
 def program(m: int, n: int, k: int, fused: bool) -> str:
     """The function ``@p(a, b)``: encode a and b, contract, ReLU on the tiles, unset, encode the result
     (in the contraction's dispatch when ``fused``, else a dispatch apart), decode it doubled: the
