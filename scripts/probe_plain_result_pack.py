@@ -41,6 +41,8 @@ GRID_N = (8, 16, 32, 48, 64, 256)
 GRID_K = (4, 8, 16, 32, 64, 512)
 SPOT = ((16, 32, 16), (32, 32, 32), (8, 64, 16), (4, 256, 8), (64, 64, 8), (48, 32, 32), (128, 256, 512))
 """Shapes the ``acc_relu`` and ``lhs`` forms are probed at: failures and passes of the ``acc`` grid."""
+NARROW = ((1, 512, 16), (1, 1024, 64), (1, 4096, 512), (2, 512, 16), (2, 1024, 64), (2, 4096, 32))
+"""Narrow-M ``acc`` shapes: M = 1 has result tiles 1 x N0 (one tiled dim, as an operand's), M = 2 has 2 x N0."""
 
 
 def program(m: int, n: int, k: int, form: str) -> str:
@@ -103,6 +105,7 @@ def rows_to_probe() -> list[dict]:
     rows += [
         {"target": t, "m": m, "n": n, "k": k, "form": f} for t in CPUS for f in ("acc_relu", "lhs") for m, n, k in SPOT
     ]
+    rows += [{"target": t, "m": m, "n": n, "k": k, "form": "acc"} for t in CPUS for m, n, k in NARROW]
     return rows
 
 

@@ -40,7 +40,8 @@ iree-compile 3.13 (``scripts/probe_plain_result_pack.py``, ``tests/fixtures/prob
 over M in 4..128, N in 8..256, K in 4..512: on AVX-512 every failure has ``M * N * min(K, 16) * 4 >=
 32768`` (the smallest: 16x32x16, 8x64x16, 4x256x8), and the product also refuses some shapes that compile
 (48x32x32, 64x32x32, which IREE tiles further), so the condition is conservative; a ReLU between the
-contraction and the pack fails alike; encoded as an LHS (inner tiles M0 x 1) it compiled at every size;
+contraction and the pack fails alike; encoded as an LHS (inner tiles M0 x 1), or with M = 1 (result
+tiles 1 x N0), it compiled at every size;
 on AVX2 (haswell) nothing failed up to 128x256x512. The conflict applies when the pack's layout tiles
 two dims by more than 1 and the product reaches ``Target.plain_result_pack_bytes``
 (``plain_result_pack_over``); IREE's own plans never build this dispatch (data tiling is all or
@@ -58,6 +59,7 @@ __all__ = [
     "CHAIN_DEPTH",
     "MAX_PER_SITE",
     "codegen_conflicts",
+    "is_result_layout",
     "plain_result_pack_conflicts",
     "plain_result_pack_over",
     "unset_generic_set_conflicts",
@@ -130,7 +132,7 @@ def codegen_conflicts(
     return tuple(sorted(out))
 
 
-def _result_layout(layout: object) -> bool:
+def is_result_layout(layout: object) -> bool:
     """A layout that tiles two dims by more than 1: an accumulator's (M0 x N0), not an operand's (M0 x 1)."""
     tiles = getattr(layout, "inner_tiles", ())
     return sum(1 for t in tiles if t > 1) >= 2
@@ -145,7 +147,7 @@ def plain_result_pack_conflicts(
         if not g.is_term_class(c):
             continue
         for s in g.choices(c):
-            if s.op not in _ENCODE or not g.is_term_class(s.children[0]) or not _result_layout(info(c).layout):
+            if s.op not in _ENCODE or not g.is_term_class(s.children[0]) or not is_result_layout(info(c).layout):
                 continue
             x = s.children[0]
             if info(x).layout is not None:
