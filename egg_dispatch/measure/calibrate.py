@@ -767,14 +767,16 @@ def op_weights(cal: Calibration, elementwise: Fit) -> dict[str, float]:
     shape (``elementwise`` with one body op) at the fit's rate per element-op, less the helper ops its
     case adds (``micro.math_op_helpers``); at least 1. On the Xeon a GELU's ``math.erf`` after a
     [32, 128] contraction ran 1-1.7 µs beyond the add-priced model: IREE expands it to a polynomial
-    with a division, tens of vector instructions per element."""
-    if elementwise.rate_g <= 0:
-        return {}
+    with a division, tens of vector instructions per element. Where the fit put no time on element-ops
+    (``rate_g`` 0: a calibration with too few generic shapes to tell work from bytes), one element-op
+    is the plain add's own time per element at that shape, an upper bound, so the weight is a lower
+    bound, instead of no weights at all."""
     base = {(sz[0], sz[1]): t for sz, _, t in cal.samples.get("elementwise", []) if sz[2] == 1}
     per_op: dict[str, list[float]] = {}
     for (r, n, _), op, t in cal.samples.get("elementwise_op", []):
         if (r, n) in base:
-            extra_ops = (t - base[(r, n)]) * elementwise.rate_g * 1e9 / (r * n)
+            op_seconds = 1 / (elementwise.rate_g * 1e9) if elementwise.rate_g > 0 else base[(r, n)] / (r * n)
+            extra_ops = (t - base[(r, n)]) / op_seconds / (r * n)
             per_op.setdefault(op, []).append(extra_ops - math_op_helpers(op))
     return {op: max(1.0, float(np.median(ws))) for op, ws in sorted(per_op.items())}
 
