@@ -27,6 +27,7 @@ from egg_dispatch.cost.conflicts import (
     unset_generic_set_conflicts,
 )
 from egg_dispatch.cost.table import CostTable, violated_conflicts
+from egg_dispatch.egraph.data import Node
 from egg_dispatch.egraph.rules import FAMILIES
 from egg_dispatch.emit.iree.module import emit_iree
 from egg_dispatch.iree.dispatch_creation import first_error_line, iree_compile_flags
@@ -298,11 +299,8 @@ def test_the_gpt2_block_holds_plain_result_packs_and_no_plan_chooses_one() -> No
     g = ex.data
     facts = cost_model._Facts(g)
 
-    def contraction(node: object) -> tuple[int, int, int] | None:
-        if node.op != "Contract":  # type: ignore[attr-defined]
-            return None
-        kind = "contract:" + str(g.leaf_value(node.children[0]))  # type: ignore[attr-defined]
-        return cost_model.contraction_mnk(kind, [facts.info(k) for k in node.children[1:4]])  # type: ignore[attr-defined]
+    def contraction(node: Node) -> tuple[int, int, int] | None:
+        return cost_model.contraction_node_mnk(g, node, facts, ex.imported)
 
     found = plain_result_pack_conflicts(g, 32768, facts.info, contraction)
     assert found and set(found) <= set(ex.costs.conflicts)

@@ -643,30 +643,36 @@ def cost_table(
     return table
 
 
-def conflicts_of(g: EGraphData, target: Target, imported: ImportedProgram | None = None) -> tuple[tuple[str, ...], ...]:
+def conflicts_of(g: EGraphData, target: Target, imported: ImportedProgram) -> tuple[tuple[str, ...], ...]:
     """``cost.conflicts`` of the e-graph for the target (a '?' dim as unbounded)."""
     return _conflicts(g, target, _Facts(g), imported)
 
 
-def _conflicts(
-    g: EGraphData, target: Target, facts: _Facts, imported: ImportedProgram | None
-) -> tuple[tuple[str, ...], ...]:
+def contraction_node_mnk(
+    g: EGraphData, node: Node, facts: _Facts, imported: ImportedProgram
+) -> tuple[int, int, int] | None:
+    """(M, N, K) of a contraction node (a named one, or a generic that is one), else None."""
+    if node.op == "Contract":
+        kind = "contract:" + str(g.leaf_value(node.children[0]))
+        return contraction_mnk(kind, [facts.info(k) for k in node.children[1:4]])
+    if node.op == "Generic":
+        kind = generic_contraction_kind(imported.ops.get(str(g.leaf_value(node.children[0]))))
+        inputs = _list_classes(g, node.children[1]) + _list_classes(g, node.children[2])
+        if kind is not None and len(inputs) == 3:
+            return contraction_mnk("contract:" + kind, [facts.info(k) for k in inputs])
+    return None
+
+
+def _conflicts(g: EGraphData, target: Target, facts: _Facts, imported: ImportedProgram) -> tuple[tuple[str, ...], ...]:
     if not target.encoding_resolver:
         return ()  # nothing is ever packed
-
-    def mnk(node: Node) -> tuple[int, int, int] | None:
-        """(M, N, K) of a contraction node (a named one, or a generic that is one), else None."""
-        if node.op == "Contract":
-            kind = "contract:" + str(g.leaf_value(node.children[0]))
-            return contraction_mnk(kind, [facts.info(k) for k in node.children[1:4]])
-        if node.op == "Generic" and imported is not None:
-            kind = generic_contraction_kind(imported.ops.get(str(g.leaf_value(node.children[0]))))
-            inputs = _list_classes(g, node.children[1]) + _list_classes(g, node.children[2])
-            if kind is not None and len(inputs) == 3:
-                return contraction_mnk("contract:" + kind, [facts.info(k) for k in inputs])
-        return None
-
-    return codegen_conflicts(g, target.max_stack_allocation_size, facts.info, target.plain_result_pack_bytes, mnk)
+    return codegen_conflicts(
+        g,
+        target.max_stack_allocation_size,
+        facts.info,
+        target.plain_result_pack_bytes,
+        lambda node: contraction_node_mnk(g, node, facts, imported),
+    )
 
 
 _TIMELESS = frozenset(
