@@ -338,3 +338,17 @@ def test_gpt2_best_plan_compiles_and_needed_the_conflict(monkeypatch: pytest.Mon
     )
     ex_off = explore(GPT2, target, baseline=False)
     assert "large vector sizes" in _compiles(ex_off.best.mlir, str(ZEN5))
+
+
+XEON = FIXTURES / "profiles" / "xeon-avx512-calibrated-2026-12-03.json"
+"""The profile calibrated on the Intel Xeon (AVX-512) of notebook 02's section 5 runs."""
+
+
+@needs_iree
+def test_gpt2_best_plan_compiles_under_the_xeon_profile() -> None:
+    """A second machine's calibrated numbers lead the extractor to other plans; the one it picks for the
+    GPT-2 block must still be one IREE compiles for AVX-512."""
+    target = load_target(str(XEON))
+    assert target.provenance["cpu"].startswith("Intel(R) Xeon(R)") and target.kernels is not None
+    ex = explore(GPT2, target, baseline=False)
+    assert _compiles(ex.best.mlir, str(XEON)) == "ok"
