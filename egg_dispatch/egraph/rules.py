@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from importlib import resources
+from importlib.resources.abc import Traversable
 
 from egg_dispatch.egraph.facts import seed_facts
 from egg_dispatch.egraph.imported import ImportedProgram
@@ -21,8 +22,10 @@ from egg_dispatch.target.profile import Target
 
 __all__ = ["FAMILIES", "RULES_DIR", "Budget", "SaturationReport", "family_source", "saturate"]
 
-RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
-"""The top-level ``rules/`` folder (the package is installed editable; see README)."""
+RULES_DIR: Traversable = resources.files("egg_dispatch.rules")
+"""The rule files, as the package ``egg_dispatch.rules``: the repository's top-level ``rules/`` folder,
+which pyproject.toml's ``package-dir`` maps onto that name, so they are found inside a wheel and in an
+editable install alike (never through the source tree)."""
 
 SNAPSHOT_FROM = 8
 """Take a rollback snapshot before an iteration that may overshoot the e-node limit: one that would if it
@@ -40,7 +43,7 @@ def family_source(name: str) -> str:
     path = RULES_DIR / f"{name}.egg"
     if not path.is_file():
         raise FileNotFoundError(f"rule family '{name}' has no file {path}")
-    return path.read_text()
+    return path.read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
