@@ -80,8 +80,11 @@ _DECODE = ("UnsetEncoding", "Unpack")
 class _Info(Protocol):
     """What a conflict test needs of a class (``cost.model.TensorInfo``)."""
 
-    shape: tuple[int, ...]
-    layout: object
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def layout(self) -> object: ...
 
     @property
     def elem_bytes(self) -> int: ...

@@ -53,15 +53,16 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from egg_dispatch.cost.conflicts import codegen_conflicts
 from egg_dispatch.cost.measured import MeasuredTimes
 from egg_dispatch.cost.table import CostTable, NodeCost
 from egg_dispatch.egraph.data import EGraphData, Node, Term
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
-from egg_dispatch.mlir.ir import ScalarType, element_nbytes
+from egg_dispatch.mlir.ir import Operation, ScalarType, element_nbytes
 from egg_dispatch.target.kernels import ROLES, KernelCosts, attention_flops
 from egg_dispatch.target.layout import Layout
 from egg_dispatch.target.profile import Target
@@ -362,7 +363,7 @@ def op_seconds(
         encoded = all(o.layout is not None for o in operands)
         peak = target.peak_gflops(",".join(o.element for o in operands), data_tiled=encoded) * 1e9
         if kind == "mmt4d":  # operands already packed: their shapes are the padded tiles
-            flops = _mmt4d_flops(operands)
+            flops: float = _mmt4d_flops(operands)
         else:
             flops, _ = contraction_sizes(kind[len("contract:") :], operands)
         return flops / peak + moved / bw
@@ -399,10 +400,10 @@ def _attention_flops(operands: Sequence[TensorInfo], kind: str = "attention") ->
         for m, o in zip(maps, operands, strict=False):
             if len(m) == len(o.shape):
                 size.update({d: o.shape[i] for i, d in enumerate(m)})
-        q, k, v, out = set(maps[0]), set(maps[1]), set(maps[2]), set(maps[-1])
-        if all(d in size for d in q | k | v | out):
-            qk = math.prod(size[d] for d in q | k)
-            pv = math.prod(size[d] for d in out | v)
+        q_dims, k_dims, v_dims, out_dims = set(maps[0]), set(maps[1]), set(maps[2]), set(maps[-1])
+        if all(d in size for d in q_dims | k_dims | v_dims | out_dims):
+            qk = math.prod(size[d] for d in q_dims | k_dims)
+            pv = math.prod(size[d] for d in out_dims | v_dims)
             return 2 * (qk + pv)
     q, k, v = operands[0], operands[1], operands[2]
     rows = q.numel // q.shape[-1] if q.shape else 1
@@ -537,7 +538,7 @@ def _elementwise_proto(g: EGraphData, n: Node, imported: ImportedProgram) -> boo
     return not _has_reduction(proto) and generic_contraction_kind(proto) is None
 
 
-def _has_reduction(op: object) -> bool:
+def _has_reduction(op: Operation | None) -> bool:
     its = getattr(getattr(op, "attributes", {}).get("iterator_types"), "items", ())
     return any(getattr(a, "value", "") == "reduction" for a in its)
 
@@ -546,23 +547,23 @@ _MULS = frozenset({"arith.mulf", "arith.muli"})
 _ADDS = frozenset({"arith.addf", "arith.addi"})
 
 
-def generic_contraction_kind(op: object) -> str | None:
+def generic_contraction_kind(op: Operation | None) -> str | None:
     """A ``linalg.generic`` that is a contraction (two inputs, one init, projected-permutation maps, a
     reduction loop, a multiply-accumulate body, e.g. f16 x f16 -> f32 with ``arith.extf``): the
     ``contract:`` kind its maps give (``linalg.generic:(d0,d2);(d2,d1);(d0,d1)``), priced like a
     named contraction (flops at the contraction peak, data-tiled when encoded); else None."""
-    if getattr(op, "name", "") != "linalg.generic" or not _has_reduction(op):
+    if op is None or op.name != "linalg.generic" or not _has_reduction(op):
         return None
-    maps = getattr(op.attributes.get("indexing_maps"), "items", ())  # type: ignore[attr-defined]
+    maps = getattr(op.attributes.get("indexing_maps"), "items", ())
     if len(maps) != 3 or len(getattr(op, "results", ())) != 1:
         return None
     dims = [m.dim_positions() if hasattr(m, "dim_positions") else None for m in maps]
     if any(d is None for d in dims):
         return None
-    body = {o.name for o in op.regions[0].entry.ops} if getattr(op, "regions", ()) else set()  # type: ignore[attr-defined]
+    body = {o.name for o in op.regions[0].entry.ops} if getattr(op, "regions", ()) else set()
     if not (body & _MULS and body & _ADDS):
         return None
-    return "linalg.generic:" + ";".join("(" + ",".join(f"d{i}" for i in d) + ")" for d in dims)  # type: ignore[union-attr]
+    return "linalg.generic:" + ";".join("(" + ",".join(f"d{i}" for i in d) + ")" for d in dims if d is not None)
 
 
 def body_op_count(op: object, weights: Mapping[str, float] | None = None) -> float:
@@ -592,8 +593,9 @@ class _Facts:
         self.term_layout: dict[Term, Layout | None] = {}
         for c in g.classes:
             if g.class_type.get(c) == "Encoding":
-                t = _strip_class(g.leaf_value(c))  # info() looks encoding-of values up without their class
-                self.term_layout[t] = layout_of_term(g.facts.get(c, {}).get("layout-of"))  # type: ignore[index]
+                # info() looks encoding-of values up without their class; an Encoding class decodes to a Term
+                t = _strip_class(cast(Term, g.leaf_value(c)))
+                self.term_layout[t] = layout_of_term(g.facts.get(c, {}).get("layout-of"))
 
     def operand_index(self, c: str) -> int | None:
         """Which operand of its contraction class c is encoded for (the encoding's operand_index)."""
@@ -604,13 +606,13 @@ class _Facts:
 
     def info(self, c: str, *, packed: bool | None = None) -> TensorInfo:
         f = self.g.facts.get(c, {})
-        shape = tuple(f.get("shape", ()))  # type: ignore[arg-type]
+        shape = tuple(cast("Iterable[int]", f.get("shape", ())))  # the shape fact: the class's dims
         elem = str(f.get("dtype", "f32"))
         enc = f.get("encoding-of")
         layout = None
         if packed is not False and isinstance(enc, Term):
             layout = self.term_layout.get(_strip_class(enc))
-        return TensorInfo(shape, elem, layout)  # type: ignore[arg-type]
+        return TensorInfo(shape, elem, layout)
 
 
 def _strip_class(t: Term) -> Term:
@@ -656,10 +658,10 @@ def contraction_node_mnk(
         kind = "contract:" + str(g.leaf_value(node.children[0]))
         return contraction_mnk(kind, [facts.info(k) for k in node.children[1:4]])
     if node.op == "Generic":
-        kind = generic_contraction_kind(imported.ops.get(str(g.leaf_value(node.children[0]))))
+        generic_kind = generic_contraction_kind(imported.ops.get(str(g.leaf_value(node.children[0]))))
         inputs = _list_classes(g, node.children[1]) + _list_classes(g, node.children[2])
-        if kind is not None and len(inputs) == 3:
-            return contraction_mnk("contract:" + kind, [facts.info(k) for k in inputs])
+        if generic_kind is not None and len(inputs) == 3:
+            return contraction_mnk("contract:" + generic_kind, [facts.info(k) for k in inputs])
     return None
 
 
@@ -702,14 +704,14 @@ def _tensor_key(t: TensorInfo) -> str:
     return f"{dims}x{t.element}@{list(lay.inner_dims_pos)}:{list(lay.inner_tiles)}:{list(lay.outer_dims_perm)}"
 
 
-def _op_key(proto: object) -> str:
+def _op_key(proto: Operation | None) -> str:
     """An imported op, printed without its SSA names (the same computation in any program)."""
     if proto is None:
         return "?"
     from egg_dispatch.mlir.printer import Printer
 
     try:
-        text = Printer(use_aliases=False).op(proto, "")  # type: ignore[arg-type]
+        text = Printer(use_aliases=False).op(proto, "")
     except Exception:
         return f"{getattr(proto, 'name', '?')}#unprintable"
     return " ".join(_SSA.sub("%", text).split())
@@ -799,8 +801,8 @@ def _model_seconds(
         operands = [info(k) for k in operands_classes]
         seconds = op_seconds(kind, operands, out, target)
         if target.kernels is not None:  # operands packed in this dispatch cost more than standalone packs
-            for k in operands_classes[:2]:
-                fused = _fused_pack(g, k, facts)
+            for operand_class in operands_classes[:2]:
+                fused = _fused_pack(g, operand_class, facts)
                 if fused is not None:
                     seconds += in_dispatch_pack_extra(target, *fused, contraction_mnk(kind, operands))
         return max(seconds, 0.0)

@@ -103,7 +103,7 @@ def pair_charges(costs: object) -> tuple[tuple[float, str, str], ...]:
 
 def gated_charges(costs: object) -> tuple[tuple[tuple[float, str], ...], frozenset[str]]:
     """The ``gated`` charges of ``costs`` with a positive price and their ``gate`` (none without a gate)."""
-    gate = getattr(costs, "gate", frozenset())
+    gate: frozenset[str] = getattr(costs, "gate", frozenset())
     return (tuple(t for t in getattr(costs, "gated", ()) if t[0] > 0) if gate else ()), gate
 
 

@@ -117,7 +117,7 @@ def _totals(
 ) -> tuple[float, float, float, float]:
     """(objective, run seconds, memory bytes, load seconds); fsum so the value is order-independent."""
     run, load = plan_contexts(g, choice)
-    exclusive = getattr(costs, "exclusive", frozenset())
+    exclusive: frozenset[str] = getattr(costs, "exclusive", frozenset())
     uses = _uses(g, choice, run) if exclusive else {}
     pairs = [
         s * (uses.get(g.nodes[p].eclass, 1) if p in exclusive else 1)

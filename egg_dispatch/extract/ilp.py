@@ -156,7 +156,7 @@ def _warm_values(
     order = {c: i for i, c in enumerate(g.classes)}
     for members in sccs:
         inside = set(members)
-        sub = nx.DiGraph()
+        sub: nx.DiGraph[str] = nx.DiGraph()
         sub.add_nodes_from(members)
         sub.add_edges_from((c, d) for c in members if c in choice for d in p.kids[choice[c]] if d in inside)
         for level, c in enumerate(nx.lexicographical_topological_sort(sub, key=order.__getitem__)):
@@ -210,7 +210,7 @@ def solve_ilp(
         for cand in ((greedy.objective, 0, "greedy", greedy.choice), (mapped_res.objective, 1, "mapped", mapped))
         if allowed(cand[3])
     ]
-    exclusive = getattr(costs, "exclusive", frozenset())
+    exclusive: frozenset[str] = getattr(costs, "exclusive", frozenset())
     stats: dict[str, object] = dict(p.stats)
     stats.update(greedy_objective=greedy.objective, mapped_objective=mapped_res.objective)
     decisions = sum(len(v) > 1 for v in p.nodes.values())
@@ -223,7 +223,7 @@ def solve_ilp(
 
     # Context: classes below some ConstEval need r; every other reachable class is always at run time,
     # and so is a class every plan needs at run time.
-    graph = nx.DiGraph()
+    graph: nx.DiGraph[str] = nx.DiGraph()
     graph.add_nodes_from(p.classes)
     graph.add_edges_from((c, d) for c in p.classes for n in p.nodes[c] for d in p.kids[n])
     needed, needed_at_run = _necessary(g, p, list(nx.dfs_postorder_nodes(graph, g.root)))
@@ -302,12 +302,12 @@ def solve_ilp(
                     m.row([(cols[("x", u)], 1.0), (cols[("x", n)], 1.0), (w, -1.0)], -math.inf, 1.0)
     kept = {n for ns in p.nodes.values() for n in ns}
     charges = once_charges(costs)
-    for i, (seconds, nodes) in enumerate(charges):  # paid once if any of the nodes runs: z >= run(n)
-        members = [(c, n) for c in p.classes for n in p.nodes[c] if n in nodes]
-        if not members:
+    for i, (seconds, once) in enumerate(charges):  # paid once if any of the nodes runs: z >= run(n)
+        charged = [(c, n) for c in p.classes for n in p.nodes[c] if n in once]
+        if not charged:
             continue
         z = cols[("z", str(i))] = m.col(seconds / scale, 0.0, 1.0, False)
-        for c, n in members:
+        for c, n in charged:
             rc = cols.get(("r", c))
             if rc is None:  # always at run time when chosen
                 m.row([(cols[("x", n)], 1.0), (z, -1.0)], -math.inf, 0.0)

@@ -100,6 +100,8 @@ class Plan:
     """(name, stored bytes, ops its initializer runs)."""
     metrics: PlanMetrics
     choice: dict[str, str]
+    at_sizes: list[tuple[dict[str, int], float, PlanMetrics]] = field(default_factory=list, compare=False, repr=False)
+    """A dynamic program's metrics per size configuration (``plan.sized.plan_at_sizes``); empty if static."""
 
 
 def _throttle(
@@ -137,9 +139,10 @@ def build_plan(
     allow_deep_recursion()
     facts = _Facts(g)
     exclusive = exclusive_nodes(g)  # same set as the cost table's: charged per use
-    graph = nx.DiGraph()
+    graph: nx.DiGraph[str] = nx.DiGraph()
     launch = launch_seconds(target)
-    owned: set[tuple[str, bool, str]] = set()  # (class, at_load, owning user@dispatch) already counted
+    # Already counted: (class, at_load, owning user@dispatch) when fused, (class, at_load) as a producer
+    owned: set[tuple[str, bool, str] | tuple[str, bool]] = set()
     dispatches: list[DispatchInfo] = []
     globals_: list[tuple[str, int, list[str]]] = []
     persistent = 0

@@ -40,10 +40,10 @@ def plan_at_sizes(
         peak_live_bytes=round(mean("peak_live_bytes")),
     )
     out = dataclasses.replace(first, metrics=metrics)
-    out.at_sizes = [(dict(env), w, p.metrics) for env, w, p in plans]  # type: ignore[attr-defined]
+    out.at_sizes = [(dict(env), w, p.metrics) for env, w, p in plans]
     return out
 
 
 def sizes_of(plan: Plan) -> list[tuple[dict[str, int], float, PlanMetrics]]:
     """The per-configuration metrics of a plan priced by ``plan_at_sizes`` (empty for a static one)."""
-    return list(getattr(plan, "at_sizes", []))
+    return list(plan.at_sizes)

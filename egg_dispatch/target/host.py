@@ -20,7 +20,7 @@ HOST = "host"
 
 
 def _cpuinfo() -> tuple[str, frozenset[str]]:
-    name, flags = "", frozenset()
+    name, flags = "", frozenset[str]()
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:

@@ -275,7 +275,7 @@ class KernelCosts:
         ``":contraction"`` table, of that element type else f32's; never the elementwise ones)."""
         form = ":reshape" if reshaped else ""
         other = "" if reshaped else ":reshape"
-        keys = (element + form, element + other, "f32" + form, "f32" + other)
+        keys: tuple[str, ...] = (element + form, element + other, "f32" + form, "f32" + other)
         if after_contraction:
             keys = (element + ":contraction", "f32:contraction")
         for key in keys:
@@ -380,7 +380,7 @@ def attention_flops(rows: int, k1: int, k2: int, n: int) -> int:
 MATVEC = ":m1"
 """Suffix of the ``mmt4d`` / ``matmul`` keys fitted on M = 1 contractions only."""
 
-ROLES = {0: "lhs", 1: "rhs", 2: "acc"}
+ROLES: dict[int | None, str] = {0: "lhs", 1: "rhs", 2: "acc"}
 """Operand names in ``pack_by`` / ``unpack_by`` keys, by the encoding's operand_index."""
 
 _SCALARS = (
@@ -445,7 +445,7 @@ def _fit(data: Any, where: str, fail: Any) -> Fit:
         raise fail(f"{where}.shape_residuals", "must be a list of [M, N, K, log ratio] (sizes > 0)")
     return Fit(
         points=tuple(sorted((float(a), float(b)) for a, b in pts)),
-        shape_residuals=tuple(tuple(float(x) for x in p) for p in shapes),  # type: ignore[misc]
+        shape_residuals=tuple(_four_floats(p) for p in shapes),
         **values,
     )
 
@@ -516,6 +516,12 @@ def _producer_pack(data: Any, fail: Any) -> dict[str, tuple[tuple[float, float],
     return out
 
 
+def _four_floats(p: list[Any]) -> tuple[float, float, float, float]:
+    """A row ``_finite_numbers(p, 4)`` accepted, as floats."""
+    a, b, c, d = (float(x) for x in p)
+    return a, b, c, d
+
+
 def _fused_pack_point(p: Any) -> bool:
     """[M, N, K, seconds per element]: finite numbers, sizes > 0, seconds >= 0."""
     return _finite_numbers(p, 4) and min(p[:3]) > 0 and p[3] >= 0
@@ -531,7 +537,7 @@ def _fused_pack(data: Any, fail: Any) -> dict[str, tuple[tuple[float, float, flo
             raise fail(where, "unknown operand role (expected lhs or rhs)")
         if not isinstance(pts, list) or not all(_fused_pack_point(p) for p in pts):
             raise fail(where, "must be a list of [M, N, K, seconds per element] (sizes > 0, seconds >= 0)")
-        out[role] = tuple(sorted(tuple(float(x) for x in p) for p in pts))
+        out[role] = tuple(sorted(_four_floats(p) for p in pts))
     return out
 
 

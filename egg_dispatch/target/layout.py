@@ -53,9 +53,9 @@ def matmul_narrow_dim(m: int | None, n: int | None) -> tuple[str, int] | None:
     """
     if m is None and n is None:
         return None
-    if n is None or (m is not None and m < n):
-        return ("M", _po2_ceil(m))  # type: ignore[arg-type]
-    if m is None or n < m:
+    if m is not None and (n is None or m < n):
+        return ("M", _po2_ceil(m))
+    if n is not None and (m is None or n < m):
         return ("N", _po2_ceil(n))
     return None
 
@@ -268,7 +268,7 @@ def encoding_matmul_setup(enc: EncodingAttr) -> tuple[tuple[str, str, str], list
     if len(maps) != 3:
         raise LayoutError("a matmul encoding needs user_indexing_maps for its 3 operands")
     num_loops = max((max(p) + 1 for p in maps if p), default=0)
-    sizes = list(enc.iteration_sizes) if enc.iteration_sizes is not None else [None] * num_loops
+    sizes: list[int | None] = list(enc.iteration_sizes) if enc.iteration_sizes is not None else [None] * num_loops
     return (types[0], types[1], types[2]), maps, sizes
 
 

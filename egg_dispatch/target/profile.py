@@ -105,7 +105,8 @@ class Target:
 
 
 def _rebuild_target(*values: Any) -> Target:
-    return Target(*(MappingProxyType(v) if isinstance(v, dict) else v for v in values))
+    args: list[Any] = [MappingProxyType(v) if isinstance(v, dict) else v for v in values]
+    return Target(*args)
 
 
 # --------------------------------------------------------------------------------------------------

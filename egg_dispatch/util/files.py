@@ -9,13 +9,14 @@ readers see the old file or the new one, never half of one.
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 __all__ = ["atomic_write", "write_bytes", "write_text"]
 
@@ -54,7 +55,7 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", *, encoding: str
                         shutil.copyfileobj(old, f)
                     else:
                         f.flush()
-                        shutil.copyfileobj(old, f.buffer)
+                        shutil.copyfileobj(old, cast(io.TextIOWrapper, f).buffer)  # fdopen's text mode gives one
             yield f
             f.flush()
             os.fsync(f.fileno())
