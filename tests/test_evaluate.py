@@ -489,7 +489,8 @@ def test_seed_physical_equals_plain_and_numpy(fixture: str, target: str) -> None
 
 
 def test_seed_after_set_encoding_really_packs_on_avx512(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The physical run packs 8x8 into 16x16 tiles (domain.md §4: 1x8x16x1 operands, 1x1x16x16 result)."""
+    """The physical run packs 8x8 into 16x16 tiles: 1x8x16x1 operands, a 1x1x16x16 result
+    (docs/iree-data-tiling.md §4)."""
     seen: list[tuple[tuple[int, ...], ...]] = []
     real = encoding_mod.contract_packed
 

@@ -244,7 +244,7 @@ def test_ilp_equals_exhaustive_on_synthetic_egraphs(case: tuple[EGraphData, dict
 
 # --- cycles, contexts, limits --------------------------------------------------------------------
 
-# egglog-notes.md §7: f(A, B); A = a1(S) | a2 | a3(R) (back to the root); B = b1(S) | b2; S = s.
+# docs/egglog.md §7: f(A, B); A = a1(S) | a2 | a3(R) (back to the root); B = b1(S) | b2; S = s.
 TOY = {
     "R": [("f", "f", ["A", "B"])],
     "A": [("a1", "a1", ["S"]), ("a2", "a2", []), ("a3", "a3", ["R"])],

@@ -10,7 +10,7 @@ tests/test_iree_own_plan.py for the survey that found them and for IREE's plans 
    the copy ``Dispatch(Slice ...)``, a reshape as a view read from outside any dispatch) and costed.
 3. Warnings about IREE's output name it, not a file of the user's.
 
-Expected layouts are IREE 3.13's own (domain.md §3: f32 tiles 8x8x1 on AVX2, 16x16x1 on AVX-512), not
+Expected layouts are IREE 3.13's own (docs/iree-data-tiling.md §3: f32 tiles 8x8x1 on AVX2, 16x16x1 on AVX-512), not
 values this code produced.
 """
 

@@ -1,4 +1,4 @@
-"""pack / unpack / mmt4d reference kernels against their MLIR definitions (domain.md §4)."""
+"""pack / unpack / mmt4d reference kernels against their MLIR definitions (docs/iree-data-tiling.md §4)."""
 
 from __future__ import annotations
 

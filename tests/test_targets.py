@@ -1,4 +1,4 @@
-"""Target profiles, IREE's tile choice (narrow-M/N rule) and matmul pack layouts (domain.md §3-4)."""
+"""Target profiles, IREE's tile choice (narrow-M/N rule) and matmul pack layouts (docs/iree-data-tiling.md §3-4)."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_builtins_load_and_justify_every_number(name: str) -> None:
     missing = [p for p in _numeric_paths(raw) if p not in target.notes]
     assert not missing, f"{name}: numbers without a note: {missing}"
     assert target.peak_gflops(F32, data_tiled=False) > 0
-    if target.encoding_resolver:  # data tiling must pay off on f32 (domain.md §7: 57.6 vs 130 ms)
+    if target.encoding_resolver:  # data tiling must pay off on f32 (docs/iree-data-tiling.md §7: 57.6 vs 130 ms)
         assert target.peak_gflops(F32, data_tiled=True) > target.peak_gflops(F32, data_tiled=False)
     assert load_target(name) is load_target(name)  # cached, and hashable as a frozen dataclass
     assert hash(target) == hash(load_target(name))
@@ -260,7 +260,7 @@ def test_seed_on_avx512() -> None:
     assert lhs == Layout((0, 1), (16, 1), (0, 1)) and packed_shape((8, 8), lhs) == (1, 8, 16, 1)
     res = resolve_layout(t, RESULT, F32, MATMUL_TB, sizes)
     assert packed_shape((8, 8), res) == (1, 1, 16, 16)
-    assert packed_nbytes((8, 8), 4, lhs) == 512  # 2x the 256 B original (domain.md §5.2)
+    assert packed_nbytes((8, 8), 4, lhs) == 512  # 2x the 256 B original (docs/iree-data-tiling.md §5.2)
     assert packed_nbytes((8, 8), 4, resolve_layout(load_target("x86_64-avx2"), LHS, F32, MATMUL_TB, sizes)) == 256
     assert packed_nbytes((8, 8), 4, None) == 256 and packed_shape((8, 8), None) == (8, 8)
 

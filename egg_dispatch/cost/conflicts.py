@@ -2,7 +2,7 @@
 
 A *conflict* is a set of e-nodes no plan may choose all of. The rules' legality facts judge one
 rewrite at a time, on one e-class; some failures of IREE's codegen depend on what *several* classes
-chose, which no rule can see because the alternatives live in the same classes. The one found so far:
+chose, which no rule can see because the alternatives live in the same classes. Two are known:
 
 **An encode fused into its producer's dispatch after a plain elementwise consumer of an unset_encoding
 in that dispatch** -- ``{contraction, unset_encoding, linalg.generic (bias + ReLU, on the plain
@@ -11,13 +11,12 @@ value), set_encoding}`` in one dispatch, the plan the ``fuse`` family's
 accumulator (``sink_unset``). LLVMCPU's tiling cannot fuse the unpack -> generic -> pack chain through
 the pack's padded tiles, so the generic's whole result and the pack's padded destination are
 allocated on the stack: ``iree-compile`` fails with "exceeded stack allocation limit of 32768 bytes"
-or "One or more operations with large vector sizes (32768 bytes) were found". Probed with IREE 3.13
-on AVX-512 (Intel Xeon), f32 MLPs with bias + ReLU, the generic's result [M, F]: rejected whenever
-``padded(x) + logical(x) >= 32 KiB`` (16x256, 32x128, 64x64, 24x160 rejected; 8x256, 16x128, 32x64
-compiled); AVX2 compiled every size tried, so the condition is conservative there. The same dispatch
-with the generic on the *encoded* accumulator (IREE's own MLP plan: SinkUnsetEncodingOp, then
-FuseEncodingOpsIntoDispatchRegions) compiles at every size, and stays allowed: the conflict names the
-plain generic's node, not the class.
+or "One or more operations with large vector sizes (32768 bytes) were found". The conflict applies
+when ``padded(x) + logical(x) >= `` the stack limit (``unset_generic_set_over_stack``), which matched
+every probed size on AVX-512 and is conservative on AVX2. The same dispatch with the generic on the
+*encoded* accumulator (IREE's own MLP plan: SinkUnsetEncodingOp, then
+FuseEncodingOpsIntoDispatchRegions) compiles, and stays allowed: the conflict names the plain
+generic's node, not the class.
 
 The conflicts are found on the e-graph (the chosen-together nodes of one such dispatch: the Dispatch
 node, its set_encoding, the plain generic(s) -- up to ``CHAIN_DEPTH`` elementwise ops -- the operand
@@ -33,19 +32,16 @@ rules/analysis.egg: the bad node is one operand-list node, which legality can su
 possible: the contraction's unset_encoding class holds the plain contraction, and a set_encoding of
 that class (an encoded consumer: a residual add that ``sink_unset`` runs on the tiles, or the
 accumulator of the next contraction) may choose it. IREE's LLVMCPU codegen then tiles the contraction
-for its pack consumer's inner tiles and vectorizes a large block of it: on AVX-512 (cascadelake) a
-GPT-2 block's 32x32x32 out-projection followed by its residual add on the tiles failed with "One or
-more operations with large vector sizes (32768 bytes) were found" on a ``vector.contract``. Probed with
-iree-compile 3.13 (``scripts/probe_plain_result_pack.py``, ``tests/fixtures/probes/plain_result_pack.json``)
-over M in 4..128, N in 8..256, K in 4..512: on AVX-512 every failure has ``M * N * min(K, 16) * 4 >=
-32768`` (the smallest: 16x32x16, 8x64x16, 4x256x8), and the product also refuses some shapes that compile
-(48x32x32, 64x32x32, which IREE tiles further), so the condition is conservative; a ReLU between the
-contraction and the pack fails alike; encoded as an LHS (inner tiles M0 x 1), or with M = 1 (result
-tiles 1 x N0), it compiled at every size;
-on AVX2 (haswell) nothing failed up to 128x256x512. The conflict applies when the pack's layout tiles
-two dims by more than 1 and the product reaches ``Target.plain_result_pack_bytes``
-(``plain_result_pack_over``); IREE's own plans never build this dispatch (data tiling is all or
+for its pack consumer's inner tiles and vectorizes a large block of it, and fails with "One or more
+operations with large vector sizes (... bytes) were found" on a ``vector.contract``. The conflict
+applies when the pack's layout tiles two dims by more than 1 (an LHS layout, M0 x 1, or M = 1 tiles,
+1 x N0, compile) and ``M * N * min(K, 16) * element bytes`` reaches ``Target.plain_result_pack_bytes``
+(``plain_result_pack_over``): every failure ``scripts/probe_plain_result_pack.py`` found
+(``tests/fixtures/probes/plain_result_pack.json``) is inside it, and it also refuses some shapes that
+compile, so it is conservative. IREE's own plans never build this dispatch (data tiling is all or
 nothing there).
+
+The probes behind both conditions: docs/built-in-profiles.md §5.
 """
 
 from __future__ import annotations
@@ -105,8 +101,8 @@ def unset_generic_set_over_stack(x: _Info, packed: _Info, limit: int) -> bool:
 
 
 PLAIN_RESULT_PACK_K_TILE = 16
-"""The reduction extent the plain contraction's vector tile took in the probe (module docstring): every
-failure had ``M * N * min(K, 16)`` elements at or over the limit."""
+"""The reduction extent the plain contraction's vector tile took in the probe: every failure had
+``M * N * min(K, 16)`` elements at or over the limit (docs/built-in-profiles.md §5.2)."""
 
 
 def plain_result_pack_over(mnk: tuple[int, int, int] | None, elem_bytes: int, limit: int) -> bool:

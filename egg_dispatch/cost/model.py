@@ -6,10 +6,10 @@ tiled layout, for a plain matmul otherwise):
 
 * stored(t)  = Π alignTo(dim, tile) × element bytes when t is encoded with a tiled layout
   (``calculatePackedStorageSizeInBytesImpl``), the logical size otherwise;
-* contraction: flops = 2·B·M·N·K on **padded** sizes (domain.md §3: cost scales with padded
+* contraction: flops = 2·B·M·N·K on **padded** sizes (docs/iree-data-tiling.md §3: cost scales with padded
   M·N·K), time = flops / peak + (stored(lhs) + stored(rhs) + 2·stored(acc)) / bw;
 * pack (set_encoding) / unpack (unset_encoding): (logical + stored bytes) / bw, "roughly
-  proportional to bytes moved" (domain.md §9);
+  proportional to bytes moved" (docs/iree-data-tiling.md §9);
 * fill: stored(result) / bw; elementwise / other ops: stored bytes in + out over bw, plus
   ``ELEMENTWISE_FLOPS_PER_ELEMENT``·stored elements per body op at the plain-matmul peak (a generic on
   encoded operands, ``rules/sink_unset.egg``, runs on the padded tiles);

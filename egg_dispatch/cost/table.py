@@ -1,4 +1,4 @@
-"""The per-node cost table every extractor reads (computed once; design.md §2.5).
+"""The per-node cost table every extractor reads (computed once; docs/design.md §2.5).
 
 A plan is a choice of one node per e-class reachable from the root. Its objective is
 

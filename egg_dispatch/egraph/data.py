@@ -1,6 +1,6 @@
 """The serialized e-graph as plain Python data, pruned to the roots' cone, and terms read from it.
 
-Every extractor works on this (design.md §2.5): egglog's JSON (egraph-serialize format) parsed
+Every extractor works on this (docs/design.md §2.5): egglog's JSON (egraph-serialize format) parsed
 once, sorted so node and class order never depends on hashing, with primitive leaves (integers,
 strings, vectors) decoded so a chosen term can be rebuilt without asking egglog again.
 """

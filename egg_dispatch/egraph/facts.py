@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 CONST_EXPR_MAX_SIZE_INCREASE = 1 << 20
-"""``--iree-opt-const-expr-max-size-increase-threshold`` default (1 MiB, domain.md §0.1 and §1.8)."""
+"""``--iree-opt-const-expr-max-size-increase-threshold`` default (1 MiB, docs/iree-data-tiling.md §0.1 and §1.8)."""
 
 _SET_ENCODING = re.compile(r"^\(SetEncoding (\$v[0-9]+) (\(Enc .*\))\)$")
 _SLICE = re.compile(r"^\(Slice (\$v[0-9]+) \(vec-of ([-0-9 ]*)\) \(vec-of ([-0-9 ]*)\) \(vec-of ([-0-9 ]*)\)\)$")
@@ -89,7 +89,7 @@ def encoding_layout(target: Target, e: EncodingAttr) -> Layout | None:
 def slice_is_flow_mappable(
     src: Sequence[int], offsets: Sequence[int], sizes: Sequence[int], strides: Sequence[int]
 ) -> bool:
-    """``isStructurallyFlowMappable`` (domain.md §1.5): unit strides, no rank drop, and one
+    """``isStructurallyFlowMappable`` (docs/iree-data-tiling.md §1.5): unit strides, no rank drop, and one
     contiguous range -- from the innermost dim outwards, once a dim is not taken whole every outer
     dim has size 1. Row blocks pass, column blocks fail."""
     if any(s != 1 for s in strides) or len(sizes) != len(src):
@@ -142,7 +142,7 @@ def fused_footprint_legal(target: Target, packed: Sequence[int], acc_bytes: int)
 
 def fused_pack_legal(target: Target, layout: Layout, shape: Sequence[int], elem_bytes: int, acc_bytes: int = 0) -> bool:
     """A pack fused as producer into the mmt4d dispatch compiles only when the inner tiles divide the
-    shape (no padding inside the tiled loops; domain.md §5.3, issue #20723) and the dispatch's footprint
+    shape (no padding inside the tiled loops; docs/iree-data-tiling.md §5.3, issue #20723) and the dispatch's footprint
     fits (``fused_footprint_legal``, with the accumulator of the contraction it feeds)."""
     divides = all(shape[d] % t == 0 for d, t in zip(layout.inner_dims_pos, layout.inner_tiles, strict=True))
     return divides and fused_footprint_legal(target, [packed_nbytes(shape, elem_bytes, layout)], acc_bytes)

@@ -1,6 +1,6 @@
 """IR -> egglog terms: one ``let`` per SSA value, so terms stay shallow and sharing stays explicit.
 
-What the importer recognises (design.md §2.2): function arguments (also through
+What the importer recognises (docs/design.md §2.2): function arguments (also through
 ``hal.tensor.import``), constants, slices, fills, the matmul family, generics, encodings, existing
 ``flow.dispatch.region`` / ``flow.dispatch.workgroups`` (as ``Dispatch`` markers),
 ``flow.tensor.encode`` (a run-time encode dispatch), ``flow.tensor.slice`` (the copy IREE makes of a

@@ -1,7 +1,7 @@
 """The egglog e-graph of one imported function: build it, measure it, serialize it.
 
 Uses egglog's low-level bindings and sends text (one program per import): egglog 14 parses a whole
-program at once without the memory blow-up of 13.x (egglog-notes.md §1.4-1.5).
+program at once without the memory blow-up of 13.x (docs/egglog.md §1.4-1.5).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ __all__ = ["EGraphSize", "ProgramGraph"]
 @dataclass(frozen=True)
 class EGraphSize:
     enodes: int
-    """Rows of every constructor and function table: the practical e-node count (egglog-notes.md §1.3)."""
+    """Rows of every constructor and function table: the practical e-node count (docs/egglog.md §1.3)."""
     eclasses: int
     by_function: tuple[tuple[str, int], ...]
 

@@ -4,7 +4,7 @@ Each family is one egglog file defining one ruleset of the same name; ``analysis
 loaded) declares the legality relations and the ``analysis`` / ``legality`` rulesets. egglog's
 ``run`` has no node or time limit, so the budget is enforced here: one iteration at a time, the
 e-graph's size checked after each, and an iteration that overshoots the e-node limit rolled back
-with push/pop (egglog-notes.md pitfall 7).
+with push/pop (docs/egglog.md §1.5, pitfall 7).
 """
 
 from __future__ import annotations

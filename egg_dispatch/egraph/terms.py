@@ -2,7 +2,7 @@
 
 Declared once, in egglog's own language (``SCHEMA``), so rules in ``rules/*.egg`` can match and
 build these terms directly; Python builds terms as egglog text through the small helpers below
-(sending text is ~10x faster than egglog-python's typed front end; egglog-notes.md §1.4).
+(sending text is ~10x faster than egglog-python's typed front end; docs/egglog.md §1.4).
 
 Sorts (names are stable: rules, tests and the extractor depend on them):
 
@@ -41,7 +41,7 @@ shape exactly when their sizes are the same expression of the arguments' sizes; 
 ``-1`` for ``?`` in their iteration sizes.
 
 Never ``union`` t with ``(Dispatch t)``: the marker would become a self-loop and extraction would
-drop it (egglog-notes.md pitfall 4). A placement choice is a union at the consumer instead.
+drop it (docs/egglog.md §1.5, pitfall 4). A placement choice is a union at the consumer instead.
 """
 
 from __future__ import annotations

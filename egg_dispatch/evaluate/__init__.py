@@ -1,4 +1,4 @@
-"""NumPy evaluator: reference semantics for every op egg_dispatch models (design.md §2.6).
+"""NumPy evaluator: reference semantics for every op egg_dispatch models (docs/design.md §2.6).
 
 ``evaluate(module, inputs)`` runs one function of a parsed module on NumPy arrays and returns its
 results. Without a target, encodings are ignored (plain semantics). With a target, every encoded

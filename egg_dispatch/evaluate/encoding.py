@@ -3,7 +3,7 @@
 With a target, an encoded tensor type (``tensor<8x8xf32, #iree_encoding.encoding<...>>``) resolves
 through :func:`egg_dispatch.target.layout.resolve_layout` (operand_index, element_types,
 user_indexing_maps -> dim positions, iteration_sizes) to a ``linalg.pack`` layout, as IREE's CPU
-materialization does (domain.md §1.9, §4). ``set_encoding`` then packs with zero padding, a contraction
+materialization does (docs/iree-data-tiling.md §1.9, §4). ``set_encoding`` then packs with zero padding, a contraction
 on packed operands runs the mmt4d kernel (``batch_mmt4d`` with a batch dim; operands swapped for a
 narrow-N result), and ``unset_encoding`` unpacks and drops the padding. An encoding the target resolves
 to the identity (target ``none``, no tile for the element types, not a matmul) stays a plain array.

@@ -1,9 +1,9 @@
 """NumPy reference kernels for ``linalg.pack``, ``linalg.unpack`` and ``linalg.(batch_)mmt4d``.
 
-The NumPy evaluator holds encoded tensors *physically* (design.md §2.6), so a wrong rewrite rule gives
+The NumPy evaluator holds encoded tensors *physically* (docs/design.md §2.6), so a wrong rewrite rule gives
 wrong numbers; these kernels are the ground truth it runs. Their semantics mirror MLIR exactly:
 ``pack``/``unpack`` follow ``mlir/include/mlir/Dialect/Linalg/IR/LinalgRelayoutOps.td`` and ``mmt4d``
-follows ``mlir/python/mlir/dialects/linalg/opdsl/ops/core_named_ops.py`` (domain.md §4):
+follows ``mlir/python/mlir/dialects/linalg/opdsl/ops/core_named_ops.py`` (docs/iree-data-tiling.md §4):
 
 * pack: outer dims are ``ceil(src[d] / tile)`` for tiled dims, ``outer_dims_perm`` permutes the outer
   dims, the tile dims are appended in ``inner_dims_pos`` order, and tiled dims are padded at the high
@@ -58,7 +58,7 @@ def pack(
 ) -> np.ndarray:
     """``linalg.pack``: tile ``src`` into a rank-(n+k) array, zero-padding tiled dims at the high end.
 
-    IREE's materialization always pads with zero of the element type (domain.md §1.9), hence the default.
+    IREE's materialization always pads with zero of the element type (docs/iree-data-tiling.md §1.9), hence the default.
     """
     pos, tiles, perm = check_relayout(src.ndim, inner_dims_pos, inner_tiles, outer_dims_perm)
     tile_of = dict(zip(pos, tiles, strict=True))

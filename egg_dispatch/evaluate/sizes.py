@@ -20,7 +20,7 @@ __all__ = ["CHECK_SIZES", "check_sizes", "input_dims", "input_types_at", "label"
 
 CHECK_SIZES = (1, 13, 16)
 """What a dynamic dim is checked at by default (then moved into its domain): 1, a multiple of no
-tile, a multiple of every CPU tile (domain.md §3: 1, 2, 4, 8, 16)."""
+tile, a multiple of every CPU tile (docs/iree-data-tiling.md §3: 1, 2, 4, 8, 16)."""
 
 
 def _into(v: int, d: Domain) -> int | None:

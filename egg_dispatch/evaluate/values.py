@@ -2,7 +2,7 @@
 
 Every tensor value is a NumPy array of its logical shape, except an encoded tensor whose layout the
 target resolves to real tiles: that one is a :class:`PackedTensor` holding the *physical* packed array
-(design.md §2.6), so an op that reads it with the wrong layout computes wrong numbers instead of
+(docs/design.md §2.6), so an op that reads it with the wrong layout computes wrong numbers instead of
 silently reading a logical copy. Scalars are 0-d arrays, so ``arith``/``math`` ops work the same on
 scalars, on tensors and inside ``linalg.generic`` bodies. Arrays are never modified in place: an op
 that updates a tensor (``insert_slice``, a dispatch store) copies it first.

@@ -7,7 +7,7 @@ Three extractors share one reference, :func:`plan_objective`, which every result
   (extraction-gym's greedy-dag); tree-cost greedy and "sunk-cost" rounds add candidates
   (``greedy.py``).
 * :func:`exact_ilp` -- the exact optimum on HiGHS, warm-started from greedy and never worse than it
-  (``ilp.py``, pruned by ``prune.py``; design.md §2.5, egglog-notes.md §4.4 and §7).
+  (``ilp.py``, pruned by ``prune.py``; docs/design.md §2.5, docs/egglog.md §4.4 and §7).
 * :func:`exhaustive` -- every plan :func:`~egg_dispatch.egraph.enumerate.enumerate_plans` yields, for tests.
 
 The reference objective and the helpers all three share are in ``common.py``.

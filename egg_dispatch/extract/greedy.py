@@ -220,7 +220,7 @@ def _greedy_dag(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, rounds
     Each further round re-runs DAG greedy with the best plan so far treated as paid for (its
     (class, context) pairs cost nothing as children), so nodes that reuse what the plan already
     computes win; it stops when a round no longer improves. Every candidate is priced exactly and
-    the best is returned (egglog-notes.md §4.4, lesson 4). Raises ``ValueError`` when the e-graph
+    the best is returned (docs/egglog.md §4.4, lesson 4). Raises ``ValueError`` when the e-graph
     holds no acyclic plan.
     """
     start = time.perf_counter()

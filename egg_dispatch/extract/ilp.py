@@ -1,6 +1,6 @@
 """Exact extraction as a MILP on HiGHS (``highspy``): prune, order only inside SCCs, warm-start, keep the best.
 
-Model (egglog-notes.md §7, extended with the run/load contexts of ``cost/table.py``), over the
+Model (docs/egglog.md §7, extended with the run/load contexts of ``cost/table.py``), over the
 *pruned* e-graph:
 
 * binaries x_n per node; a_c = Σ_{n∈c} x_n ≤ 1 per class (continuous: integral through the x's);
@@ -18,16 +18,16 @@ Model (egglog-notes.md §7, extended with the run/load contexts of ``cost/table.
   and a ``gated`` charge on n a column v ≥ x_n + t − 1 (per user, as for pairs, when n is exclusive).
 * acyclicity: a level l_c ∈ [0, M−1] only for classes inside a non-trivial SCC of the class graph
   (networkx), with l_c − l_d + M·x_n ≤ M − 1 for edges inside it, M = the SCC's size. Acyclic
-  graphs (every real one so far) need no ordering at all (egglog-notes.md §4.4, lesson 2).
+  graphs (every real one so far) need no ordering at all (docs/egglog.md §4.4, lesson 2).
 
-Pruning (lesson 1; ``prune.py``), each step exact: classes unreachable from the root;
+Pruning (docs/egglog.md §4.4, lesson 1; ``prune.py``), each step exact: classes unreachable from the root;
 subsumed and self-loop nodes (``EGraphData.choices``); nodes that cannot be grounded (no acyclic
 derivation of some child class, so no plan uses them); dominated nodes (a sibling with no more run
 time, no more memory, a subset of the child classes, and no run context where the dominated node
 had load context). Fixing the classes every plan needs (``_necessary``) took the 5k-node benchmark
 from a 45% gap after 10 s to optimal in about a second.
 
-Why the warm start is mapped (footnote ¹ of §4.4): HiGHS silently drops a start that sets a
+Why the warm start is mapped (docs/egglog.md §4.4, footnote ¹): HiGHS silently drops a start that sets a
 pruned node, so greedy's dominated nodes are first replaced by their dominators (never worse).
 The returned plan is the best of greedy, mapped greedy and the solver's incumbent, each priced by
 ``plan_objective``: a time limit can never make the answer worse than greedy (extraction-gym #12).

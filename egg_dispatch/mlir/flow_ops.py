@@ -1,7 +1,7 @@
 """``flow.tensor.slice``: IREE's copy of a tile of a tensor between dispatches (reader and printer).
 
 IREE's ConvertTensorToFlow turns a hoisted ``tensor.extract_slice`` of a function argument into
-``flow.tensor.slice`` (domain.md §1.5), which Stream runs as a copy:
+``flow.tensor.slice`` (docs/iree-data-tiling.md §1.5), which Stream runs as a copy:
 
     %s = flow.tensor.slice %x[%c0, %c16 for %c16, %c16] : tensor<48x16xf32> -> tensor<16x16xf32>
 

@@ -114,7 +114,7 @@ CONTRACTION_OPS = frozenset(
         "linalg.vecmat",
     }
 )
-"""Named ops of the matmul family that IREE's SetEncoding encodes (domain.md §1.1)."""
+"""Named ops of the matmul family that IREE's SetEncoding encodes (docs/iree-data-tiling.md §1.1)."""
 
 ELEMENTWISE_DIALECTS = ("arith", "math")
 

@@ -1,4 +1,4 @@
-"""Recursive-descent reader for the MLIR subset of design.md §2.1, written for clear errors.
+"""Recursive-descent reader for the MLIR subset of docs/design.md §2.1, written for clear errors.
 
 Every error is an ``MLIRSyntaxError`` carrying ``file:line:col`` and what was expected. Ops with a
 known custom syntax are parsed into their structure (``mlir.syntax``); any other op is read

@@ -79,7 +79,7 @@ class ResourceParser:
             key = attr.resource_key or ""
             blob = module.resources.get(key)
             if blob is None:
-                # Elided or missing blob: a deterministic fill, loudly (design.md §2.1).
+                # Elided or missing blob: a deterministic fill, loudly (docs/design.md §2.1).
                 why = "is elided" if key == "__elided__" else "has no blob in the file"
                 attr.set_source(fill=_fill(key, attr.type))
                 self.warnings.append(

@@ -1,6 +1,6 @@
 """The plan IREE 3.13's greedy passes produce, picked from the same e-graph, costed by the same model.
 
-Modelled from domain.md §1.4-1.8 and §7 (and checked against IREE's own output for the seed,
+Modelled from docs/iree-data-tiling.md §1.4-1.8 and §7 (and checked against IREE's own output for the seed,
 ``tests/fixtures/seed_dispatch_creation.mlir``):
 
 1. a set_encoding whose chain is hoistable (HoistEncodingOps: ConstantLike or Flow-mappable slices)

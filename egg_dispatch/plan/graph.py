@@ -67,7 +67,7 @@ class DispatchInfo:
 
     @property
     def seconds_max_form(self) -> float:
-        """launch + max(compute-and-traffic of its ops, its own in/out traffic): design.md §2.4's form."""
+        """launch + max(compute-and-traffic of its ops, its own in/out traffic): the form of docs/design.md §2.4."""
         return self.launch_seconds + max(self.flops_seconds, self.bytes_seconds)
 
 

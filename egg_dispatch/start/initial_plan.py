@@ -1,4 +1,4 @@
-"""IREE's data-tiling start state for a linalg-level function (domain.md §1.1-1.4).
+"""IREE's data-tiling start state for a linalg-level function (docs/iree-data-tiling.md §1.1-1.4).
 
 Every later stage starts from what IREE itself has right before HoistEncodingOps: the output of
 FormDispatchRegions, CloneProducersIntoDispatchRegions, AnnotateDataTilingHints and SetEncoding.

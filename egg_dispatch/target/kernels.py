@@ -8,27 +8,24 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
 * ``matmul[types]``: the same contraction without data tiling (plain codegen);
 * ``matmul_kn[types]``: the plain contraction with its RHS stored [K, N] (``x . w``: a ``batch_matmul``,
   an un-transposed ``linalg.matmul``) where ``matmul`` is [N, K] (``x . w^T``, PyTorch's linear).
-  Plain codegen vectorizes along the contiguous dim: block-sized shapes ran 25-30% faster with [K, N]
-  on the Xeon; packed (mmt4d) operands are the same tiles either way;
+  Plain codegen vectorizes along the contiguous dim, so the two run at different rates; packed (mmt4d)
+  operands are the same tiles either way;
 * ``mmt4d[types + ":m1"]``, ``matmul[types + ":m1"]``: the same for M = 1 (a matrix-vector product),
   where they were measured. IREE compiles those to other kernels (narrow 1 x N0 tiles for mmt4d, vector
-  reductions for the plain matmul): on the Xeon a plain f32 matvec ran at about 13 GFLOP/s against 107
-  for M > 1, and one fit through both priced small M > 1 matmuls 1.5-2x too slow (its byte term took
-  the matvecs' time). Fitted apart only where four M = 1 and four other shapes were measured;
+  reductions for the plain matmul), whose rate one fit through both cannot follow. Fitted apart only
+  where four M = 1 and four other shapes were measured;
 * ``pack``, ``unpack``: an encode / decode dispatch of its own, on elements and logical + packed bytes;
-  ``pack_by`` / ``unpack_by`` the same per operand and element type (``"rhs:i8"``: an i8 RHS packs at
-  half an f32 LHS's rate per element), used where measured;
+  ``pack_by`` / ``unpack_by`` the same per operand and element type (``"rhs:i8"``): operands of other
+  roles and types move other bytes per element at other rates; used where measured;
 * ``pack_in_dispatch``: the *extra* time a pack costs when it runs inside the contraction's dispatch
   (IREE re-packs the operand on every call there; measured against the pre-packed contraction);
 * ``fused_pack``: the same per operand role as a table over the contraction's shape: (M, N, K,
   seconds per element of the packed operand) where calibrate measured it. One formula on elements
-  did not fit: on the Xeon an LHS packed in its dispatch cost 0-0.4 ns per element at M <= 16 and
-  N <= 64, up to 0.9 ns with a wider N or from M = 32 on, an RHS 0.2-0.4 ns at M <= 16 and 0.4-0.8
-  beyond (IREE 3.13 distributes these mmt4d dispatches one N tile per workgroup, ``distribution =
-  [16, 1, ...]``, so a fused LHS pack runs once per N tile); one fit through both roles priced BERT's
-  32-row fused packs at a third of their time. The model takes the points nearest in log M, N, K
-  (``fused_pack_seconds``); the legal fused packs (``egraph.facts.fused_footprint_legal``) span a
-  small range of shapes, which the calibration grid covers;
+  does not fit, because the cost per element depends on the role and the shape (IREE 3.13 distributes
+  these mmt4d dispatches one N tile per workgroup, ``distribution = [16, 1, ...]``, so a fused LHS pack
+  runs once per N tile). The model takes the points nearest in log M, N, K (``fused_pack_seconds``);
+  the legal fused packs (``egraph.facts.fused_footprint_legal``) span a small range of shapes, which
+  the calibration grid covers;
 * ``unpack_in_dispatch``: the same for the unpack of the result inside the contraction's dispatch;
 * ``consumer_after_unpack``: the *extra* time an elementwise generic (a bias add) costs when it reads
   the unpacked result inside the contraction's dispatch, per element of its result (measured against
@@ -38,26 +35,20 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
   result cost in one dispatch (IREE's FuseEncodingOpsIntoDispatchRegions) beyond the generic and the
   encode dispatch apart, per element of the packed operand, per element type and per form (the
   producer's result packed as it is, or collapsed first: ``":reshape"``, how a linear layer of a
-  PyTorch export reads [B, S, D] tokens). On the Xeon the fused form ran 2-4x the two apart at the
-  sizes of the exported blocks ([2, 8, 64] f16 collapsed: 0.72 µs against 0.08 + 0.11; a [64, 768]
-  f32 one 19.3 against 5.5 + 5.4), while an uncollapsed [16, 64] f32 one ran faster fused (0.15
-  against 0.09 + 0.14): the table is signed. It holds the fused time less what the model prices the
-  generic and the encode at (``calibrate.producer_apart_seconds``), not less their measured times: a
-  [64, 256] f32 encode measured 12 µs apart (its fit: 2), which would have priced the fused form below
-  zero. ``":contraction"``: the encode at the end of a contraction's dispatch, of its unset result
-  (IREE's own plans of transformer blocks end contraction dispatches so): the contraction's dispatch
-  with it less the same dispatch without, less the model's standalone pack. On the Xeon it added
-  0.10-0.14 µs to a 32 x 96 x 32 or 32 x 128 x 32 contraction, whose encode apart ran 0.26-0.33 µs;
+  PyTorch export reads [B, S, D] tokens). The table is signed: the fused form may run slower or faster
+  than the two apart. It holds the fused time less what the model prices the generic and the encode at
+  (``calibrate.producer_apart_seconds``), not less their measured times, which could price the fused
+  form below zero. ``":contraction"``: the encode at the end of a contraction's dispatch, of its unset
+  result (IREE's own plans of transformer blocks end contraction dispatches so): the contraction's
+  dispatch with it less the same dispatch without, less the model's standalone pack;
 * ``elementwise``, ``reduction``: a generic, on element-ops (elements x body ops) and bytes;
   ``op_weights`` says what one body op counts (an add: 1): IREE expands ``math.erf``, ``math.tanh``,
-  ``math.exp`` and the like into polynomials, and on the Xeon a BERT block's GELU (one ``math.erf``
-  per element) after its [32, 128] contraction ran 1-1.7 µs beyond a model that counted the erf as an
-  add (the fit's rate is that of adds and multiplies);
+  ``math.exp`` and the like into polynomials, which cost more than the adds and multiplies the fit's
+  rate is made of;
 * ``softmax``: a ``linalg.softmax`` dispatch, on elements and bytes; ``attention``: an
   ``iree_linalg_ext.attention`` one, on its flops (``attention_flops``) and bytes. Both are opaque to
-  the model and were priced by a flops formula that missed them 4-15x on the Xeon (the BERT block's
-  [128, 16] softmax ran 3.3 µs, 0.2 predicted; the GPT-2 block's attention 2.8 µs, 0.7-0.9): IREE
-  lowers them to exp, max and sum loops whose time is not the flops at the contraction peak;
+  the model, and a flops formula at the contraction peak misses them: IREE lowers them to exp, max and
+  sum loops;
 * ``copy``: a slice copied between dispatches (``flow.tensor.slice``, which IREE runs as a copy
   command or a copy dispatch: the slice cannot stay a view of its source), on elements and the bytes
   read and written; measured as the call-time difference of a slice copied at the top level and the
@@ -66,56 +57,44 @@ prices (``cost/model.py``), each ``seconds = fixed + work / rate + bytes / bandw
 * ``cache_bytes``, ``dram_gbps``: the memory hierarchy. The fits above describe kernels whose bytes
   stay in the core's cache; every byte a kernel moves beyond ``cache_bytes`` streams from farther away
   and costs ``1 / dram_gbps`` more (a contraction takes at least that long: ``contraction_seconds``).
-  On the Xeon, a [1536, 1024] f32 RHS pack ran at 2.7 G elements/s against 10-12 for packs that fit
-  in its 2 MiB L2, and a 9.4 MB matvec weight streamed at 27 GB/s; one fit through both regimes priced
-  the large ones 3x too fast. Both numbers are fitted from the traffic samples (the knee is chosen by
-  residual among powers of two), not read from the CPU's specification;
+  One fit through both regimes prices the large kernels far too fast. Both numbers are fitted from the
+  traffic samples (the knee is chosen by residual among powers of two), not read from the CPU's
+  specification;
 * ``reread_bytes``, ``reread_pass_gbps``, ``reread_row_gbps`` of a plain contraction fit: an RHS larger
   than ``reread_bytes`` no longer stays in the cache while the kernel sweeps it, so it is read again
   from farther away, once per pass and again for every row of the LHS (``Fit.reread_seconds``): all of
-  it, or (``reread_beyond``) the bytes beyond the knee, whichever fits the samples better. On the
-  Xeon plain [K, N] matmuls fell from 155-175 GFLOP/s to 17-34 with a 6 MB f32 RHS and to 32-40 with a
-  3 MB f16 one, while a 1.5 MB i8 RHS and every [N, K] one kept their rate: the extra grew linearly in
-  M at about the same time per row and RHS byte for f32 and f16. A data-tiled (mmt4d) fit may carry
-  the same term on its packed RHS, milder: f32 mmt4d ran at 180-195 GFLOP/s with RHS tiles of 0.4 MB
-  and 131-140 with 2.4-6 MB (a 64 x 768 x 768 one measured 575 µs, 485 by the formula alone). Fitted
-  where it lowers the mean |log(model / measured)| of the kind's fit (the knee chosen among powers of
-  two), else absent;
+  it, or (``reread_beyond``) the bytes beyond the knee, whichever fits the samples better. A data-tiled
+  (mmt4d) fit may carry the same term on its packed RHS, milder. Fitted where it lowers the mean
+  |log(model / measured)| of the kind's fit (the knee chosen among powers of two), else absent;
 * ``launch_us``: per dispatch, on top of its kernel (host-side scheduling in the command buffer);
 * ``alloc_gbps``: the buffer a dispatch writes is allocated (and first touched) on every call: its
   bytes at this rate (0: free); where calibration measured it, ``alloc`` instead: per buffer, by its
-  bytes, the call time beyond the kernels of a one-dispatch program less a 4 KiB one's. On the Xeon a
-  256 KiB result cost 6.5 µs, 1 MiB 34, 4 MiB 159, 16 MiB 398 (25-40 µs per MiB: the pages of a
-  buffer freshly mapped on every call), which no kernel time shows;
+  bytes, the call time beyond the kernels of a one-dispatch program less a 4 KiB one's (the pages of a
+  buffer freshly mapped on every call, which no kernel time shows);
 * ``call_us``: per call of the function, whatever its plan (import, export, submission);
 * ``output_us``: per result of the function (its buffer is allocated and exported on every call);
 * ``transient_us``: once per call when the plan has any transient buffer (a dispatch result that is
   not a function result: another dispatch reads it). IREE's stream allocates a call's transients
   together (``stream.resource.alloca`` / ``dealloca`` around the command buffer) and orders the
-  dependent dispatches with barriers: on the Xeon this cost about 1 µs for the first transient and
-  0.03-0.08 µs for each further dispatch, so it is a step, not a per-dispatch term;
+  dependent dispatches with barriers, so this is a step, not a per-dispatch term;
 * ``throttle``, ``throttle_us``: a plan that runs a data-tiled contraction (mmt4d) kernel of at least
   ``throttle_us`` makes its plain contractions run ``throttle`` (a fraction) slower than their fits,
-  which were measured in programs without one. On the Xeon two plain 64 x 768 x 768 f32 matmuls ran
-  11-17% slower next to an mmt4d of 27-570 µs and not measurably next to one of 3-15 µs, with or without
-  ukernels and with each dispatch in an executable of its own: a core-frequency drop after sustained
-  heavy AVX-512 work (which lasted about 4 ms after the mmt4d), not code or cache. The mmt4d fits
-  themselves were measured in that state. Both 0: no such effect measured (an AMD Zen core keeps its
-  clock under AVX-512).
+  which were measured in programs without one: a core-frequency drop after sustained heavy AVX-512
+  work, not code or cache. The mmt4d fits themselves were measured in that state. Both 0: no such
+  effect measured (an AMD Zen core keeps its clock under AVX-512).
 
 Any fit may also hold ``points``: measured (work, seconds) pairs. Where the formula misses by more
 than 25% (``calibrate.TABLE_RESIDUAL``), the model interpolates the points (log-log, between the
 nearest two) instead of the formula inside their range, and beyond the largest scales that point's
-time in proportion to the work (the formula, which missed, would extrapolate worse: a [768, 3072]
-matvec came out at 307 µs by it, 754 µs by the largest point, 925 µs measured).
+time in proportion to the work (the formula, which missed, would extrapolate worse).
 
 A contraction fit may hold ``shape_residuals`` instead: log(measured / formula) at each calibrated
-(M, N, K). The formula on flops and bytes misses by shape (plain f32 [N, K] matmuls on the Xeon ran at
-86-90 GFLOP/s at 64 x 512 x 768 and 64 x 1024 x 768 where it said 78-80, so a 64 x 768 x 768 one between
-them was priced 13% over), and ``Fit.shape_factor`` carries those misses to the shapes near them: a
-Gaussian-weighted mean over log2 M, N, K, shrunk towards 1. Calibration keeps them, with the width and
-shrinkage, only where leave-one-out over the fit's own samples predicts better than the formula
-(``calibrate.SHAPE_GAIN``).
+(M, N, K). The formula on flops and bytes misses by shape, and ``Fit.shape_factor`` carries those
+misses to the shapes near them: a Gaussian-weighted mean over log2 M, N, K, shrunk towards 1.
+Calibration keeps them, with the width and shrinkage, only where leave-one-out over the fit's own
+samples predicts better than the formula (``calibrate.SHAPE_GAIN``).
+
+The measurements behind each of these (Intel Xeon, AVX-512, IREE 3.13): docs/built-in-profiles.md §4.
 """
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ def _matmul_setup(
 ) -> tuple[ContractionDims, Tile, tuple[str, int] | None] | None:
     cd = contraction_dims(maps, len(iteration_sizes))
     if cd is None or len(cd.k) != 1 or len(cd.m) > 1 or len(cd.n) > 1 or len(cd.batch) > 1:
-        return None  # the CPU resolver gives identity with more than one B, M, N or K dim (domain.md §2)
+        return None  # the CPU resolver gives identity with more than one B, M, N or K dim (docs/iree-data-tiling.md §2)
     m = iteration_sizes[cd.m[0]] if cd.m else 1
     n = iteration_sizes[cd.n[0]] if cd.n else 1
     tile = choose_matmul_tile(target, element_types, m, n, iteration_sizes[cd.k[0]])
@@ -185,7 +185,7 @@ def resolve_layout(
 def swaps_operands(
     target: Target, element_types: ElementTypes | str, maps: Maps, iteration_sizes: Sequence[int | None]
 ) -> bool:
-    """True when IREE lowers this contraction to mmt4d(RHS, LHS): a narrow-N result (domain.md §1.9)."""
+    """True when IREE lowers this contraction to mmt4d(RHS, LHS): a narrow-N result (docs/iree-data-tiling.md §1.9)."""
     setup = _matmul_setup(target, element_types, maps, iteration_sizes)
     return setup is not None and setup[2] is not None and setup[2][0] == "N"
 

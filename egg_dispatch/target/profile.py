@@ -1,4 +1,4 @@
-"""Target profiles: inner tiles per element-type triple, throughput numbers and limits (design.md §2.4).
+"""Target profiles: inner tiles per element-type triple, throughput numbers and limits (docs/design.md §2.4).
 
 The cost model and the NumPy evaluator need to know, per target, what layout a data-tiling encoding
 resolves to (``layout.py`` mirrors IREE's CPU resolver from these tiles) and a few throughput numbers.

@@ -52,7 +52,7 @@ _CPU_RESOLVER = "#iree_cpu.cpu_encoding_resolver<>"
 _IDENTITY_RESOLVER = "#iree_encoding.identity_resolver"
 
 IREE_CPUS: dict[str, IreeCpu] = {
-    # The AVX2 profile's tiles were measured with -cpu=haswell (domain.md §3).
+    # The AVX2 profile's tiles were measured with -cpu=haswell (docs/iree-data-tiling.md §3).
     "x86_64-avx2": IreeCpu(
         "haswell", _HASWELL, 32, "x86_64-unknown-unknown-eabi-elf", _X86_LAYOUT, "embedded-elf-x86_64",
         _CPU_RESOLVER, ("avx2", "fma", "f16c", "bmi2"), ("--iree-llvmcpu-target-cpu=haswell",),

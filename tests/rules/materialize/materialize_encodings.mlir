@@ -1,6 +1,6 @@
 // RUN: egg-dispatch opt --split-input-file --rules materialize --target x86_64-avx2 %s | filecheck %s
 
-// Encodings become pack / mmt4d / unpack with AVX2's 8x8x1 tiles (domain.md §4).
+// Encodings become pack / mmt4d / unpack with AVX2's 8x8x1 tiles (docs/iree-data-tiling.md §4).
 // CHECK-LABEL: plans for @materialize_matmul: {{[1-9]}}
 // CHECK:       linalg.pack %arg0 padding_value(%{{.*}} : f32) outer_dims_perm = [0, 1] inner_dims_pos = [0, 1] inner_tiles = [8, 1] into %{{.*}} : tensor<16x4xf32> -> tensor<2x4x8x1xf32>
 // CHECK:       linalg.mmt4d ins(%{{.*}}, %{{.*}} : tensor<2x4x8x1xf32>, tensor<3x4x8x1xf32>) outs(%{{.*}} : tensor<2x3x8x8xf32>)
@@ -15,7 +15,7 @@ func.func @materialize_matmul(%lhs: tensor<16x4xf32>, %rhs: tensor<24x4xf32>) ->
 
 // -----
 
-// Narrow N (N=4): the result layout is transposed and mmt4d runs on swapped operands (§1.9):
+// Narrow N (N=4): the result layout is transposed and mmt4d runs on swapped operands (docs/iree-data-tiling.md §1.9):
 // mmt4d(RHS 1x64x4x1, LHS 4x64x8x1) -> 1x4x4x8, unpacked with outer [1, 0], tiles [4, 8].
 // CHECK-LABEL: plans for @materialize_narrow_n: {{[1-9]}}
 // CHECK:       linalg.mmt4d ins(%{{.*}}, %{{.*}} : tensor<1x64x4x1xf32>, tensor<4x64x8x1xf32>) outs(%{{.*}} : tensor<1x4x4x8xf32>)
