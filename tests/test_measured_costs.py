@@ -20,6 +20,7 @@ import pytest
 from egg_dispatch.cli import main
 from egg_dispatch.cost.measured import KEEP, CacheError, MeasuredTimes, measurement_context
 from egg_dispatch.cost.model import _Facts, node_signature
+from egg_dispatch.emit.iree.module import runnable_here
 from egg_dispatch.iree.tools import iree_available
 from egg_dispatch.measure.calibrate import (
     Calibration,
@@ -40,6 +41,8 @@ from egg_dispatch.target.profile import Target, TargetError, load_target
 
 FIXTURES = Path(__file__).parent / "fixtures"
 needs_iree = pytest.mark.skipif(not iree_available(), reason="IREE (iree-base-compiler) not installed")
+MEASURED = "x86_64-avx512" if runnable_here("x86_64-avx512")[0] else "x86_64-avx2"
+"""The x86 profile whose code this CPU runs: the tests that time plans measure on it."""
 
 
 # ------------------------------------------------------------------------------------------ fitting
@@ -333,7 +336,7 @@ def test_calibrate_and_tune_without_iree_say_which_extra_to_install(
 def test_tune_on_a_small_fixture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out_file = tmp_path / "winner.mlir"
     cache = tmp_path / "m.sqlite"
-    args = ["tune", str(FIXTURES / "qkv_arg.mlir"), "--target", "x86_64-avx512", "--top-k", "3", "--repeats", "2",
+    args = ["tune", str(FIXTURES / "qkv_arg.mlir"), "--target", MEASURED, "--top-k", "3", "--repeats", "2",
             "--min-time", "0.01", "--cache", str(cache), "--emit", "json", "-o", str(out_file)]  # fmt: skip
     assert main(args) == 0
     data = json.loads(capsys.readouterr().out)
@@ -348,8 +351,8 @@ def test_tune_on_a_small_fixture(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert out_file.read_text().strip()
     # the cache now prices the plans' computations by measurement
     assert data["cache_records"] > 0
-    assert len(MeasuredTimes.open(cache, measurement_context(load_target("x86_64-avx512")))) > 0
-    args = ["explore", str(FIXTURES / "qkv_arg.mlir"), "--target", "x86_64-avx512", "--emit", "json",
+    assert len(MeasuredTimes.open(cache, measurement_context(load_target(MEASURED)))) > 0
+    args = ["explore", str(FIXTURES / "qkv_arg.mlir"), "--target", MEASURED, "--emit", "json",
             "--baseline", "modelled", "--cache", str(cache)]  # fmt: skip
     assert main(args) == 0
     assert json.loads(capsys.readouterr().out)["costs"]["measured_nodes"] > 0
@@ -385,12 +388,12 @@ def test_calibrate_on_a_tiny_plan_writes_a_profile_the_reader_takes(
 
     monkeypatch.setattr(calibrate, "plan_programs", tiny)
     out = tmp_path / "host.json"
-    assert main(["calibrate", "-o", str(out), "--base", "x86_64-avx512"]) == 0
+    assert main(["calibrate", "-o", str(out), "--base", MEASURED]) == 0
     t = load_target(str(out))
     assert t.kernels is not None and "f32,f32,f32" in t.kernels.mmt4d
     assert t.kernels.alloc.measured and "f32:reshape" in t.kernels.producer_pack
     assert t.kernels.op_weights["math.erf"] >= 1.0
-    assert t.provenance["base_profile"] == "x86_64-avx512" and t.provenance["samples"]["mmt4d"] >= 2
+    assert t.provenance["base_profile"] == MEASURED and t.provenance["samples"]["mmt4d"] >= 2
 
 
 @needs_iree
@@ -399,7 +402,7 @@ def test_tune_and_calibrate_budgets_stop_cleanly_with_what_was_measured(monkeypa
     from egg_dispatch.measure import calibrate as calibrate_mod
     from egg_dispatch.measure.tune import tune
 
-    target = load_target("x86_64-avx512")
+    target = load_target(MEASURED)
     ticks = iter(range(10**6))
     report = tune(FIXTURES / "mlp2.mlir", target, top_k=2, repeats=5, min_time=0.01, max_seconds=0.5,
                   clock=lambda: float(next(ticks)))  # fmt: skip
@@ -496,3 +499,16 @@ def test_tune_never_chooses_a_plan_measured_only_for_comparison() -> None:
     iree.chosen = False
     _choose(r, [iree, extra])
     assert r.winner is iree
+
+
+@needs_iree
+def test_calibrate_refuses_a_base_this_cpu_cannot_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Timing AVX-512 code on a CPU without it crashed the benchmark (an internal error): a clear exit 2."""
+    import egg_dispatch.cli.calibrate as cli_calibrate
+
+    monkeypatch.setattr(cli_calibrate, "runnable_here", lambda t: (False, f"{t.name}: this host lacks avx512f"))
+    assert main(["calibrate", "--quick", "--base", "x86_64-avx512"]) == 2
+    err = capsys.readouterr().err
+    assert "--base: error: x86_64-avx512: this host lacks avx512f" in err and "Traceback" not in err

@@ -22,6 +22,7 @@ from egg_dispatch.cli.args import (
     require_iree,
 )
 from egg_dispatch.cli.progress import ProgressBar
+from egg_dispatch.emit.iree.module import runnable_here
 from egg_dispatch.target.host import calibrated_profile_path, host_cpu, host_isa_target
 from egg_dispatch.target.profile import TargetError, builtin_target_names, load_target
 
@@ -94,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
         base = load_target(base_name)
     except TargetError as e:
         raise InputError(f"--base: error: {e}") from None
+    runs, why = runnable_here(base)
+    if not runs:  # calibrate times the base's code on this CPU: code it cannot run would crash the benchmark
+        raise InputError(f"--base: error: {why}; calibrate measures on this CPU, so pass a profile it runs")
     if args.max_seconds is not None and not args.max_seconds > 0:
         raise InputError(f"--max-seconds: error: must be positive, got {args.max_seconds:g}")
     out = Path(args.output) if args.output else calibrated_profile_path()

@@ -243,7 +243,7 @@ def build_term(g: EGraphData, choice: Mapping[str, str], c: str | None = None, m
         if node.op == "TNil":
             value: object = []
         elif node.op == "TCons":
-            value = [memo[node.children[0]], *memo[node.children[1]]]  # type: ignore[misc]
+            value = [memo[node.children[0]], *memo[node.children[1]]]
         else:
             value = Term(node.op, tuple([memo[k] for k in node.children]), cls)
         memo[cls] = value

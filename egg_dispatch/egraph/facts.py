@@ -29,6 +29,7 @@ from egg_dispatch.egraph.size_facts import (
 )
 from egg_dispatch.egraph.terms import ivec, quote
 from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, TensorType, element_nbytes
+from egg_dispatch.mlir.ir_types import static_sizes
 from egg_dispatch.mlir.shapes import Dim
 from egg_dispatch.target.layout import (
     Layout,
@@ -152,9 +153,10 @@ def accumulator_nbytes(target: Target, e: EncodingAttr) -> int:
     """Packed bytes of the accumulator of the contraction that encoding ``e`` belongs to (its result
     tile buffer when the unpack is fused), from ``e``'s iteration sizes and maps."""
     maps = encoding_maps(e)
-    if maps is None or e.iteration_sizes is None or any(s is None for s in e.iteration_sizes) or len(maps) != 3:
+    sizes = static_sizes(e.iteration_sizes) if e.iteration_sizes is not None else None
+    if maps is None or sizes is None or len(maps) != 3:
         return 0
-    shape = tuple(e.iteration_sizes[d] for d in maps[2])  # type: ignore[misc]
+    shape = tuple(sizes[d] for d in maps[2])
     acc = dataclasses.replace(e, operand_index=2)
     layout = encoding_layout(target, acc)
     return packed_nbytes(shape, element_nbytes(e.element_types[2]), layout)
@@ -176,7 +178,7 @@ def _dims(imported: ImportedProgram, let: str) -> tuple[int, ...] | None:
     if let in imported.let_dims:
         return imported.let_dims[let]
     t = imported.let_types.get(let)
-    return tuple(t.shape) if isinstance(t, TensorType) and t.is_static else None  # type: ignore[return-value]
+    return t.static_shape if isinstance(t, TensorType) and t.is_static else None
 
 
 def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
@@ -195,8 +197,14 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
             f"{ivec(layout.outer_dims_perm)}))"
         )
         maps = encoding_maps(e)
-        types = tuple(t.name for t in e.element_types)
-        if e.operand_index == 2 and maps and swaps_operands(target, types, maps, e.iteration_sizes):  # type: ignore[arg-type]
+        # three element types and iteration sizes: encoding_layout gives a layout only then
+        lhs, rhs, res = (t.name for t in e.element_types)
+        if (
+            e.operand_index == 2
+            and maps
+            and e.iteration_sizes is not None
+            and swaps_operands(target, (lhs, rhs, res), maps, e.iteration_sizes)
+        ):
             lines.append(f"(swapped-result {key})")
         elif e.operand_index == 2:
             lines.append(f"(plain-result {key})")
@@ -424,11 +432,11 @@ def _bubble_facts(
         layout = layouts.get(m.group(2))
         op = imported.ops.get(g.group(1)) if g else None
         out_t = imported.let_types.get(m.group(1))
-        if op is None or layout is None or not isinstance(out_t, TensorType) or len(op.results) != 1:
+        if g is None or op is None or layout is None or not isinstance(out_t, TensorType) or len(op.results) != 1:
             continue
         its = [getattr(a, "value", "") for a in getattr(op.attributes.get("iterator_types"), "items", ())]
         maps = getattr(op.attributes.get("indexing_maps"), "items", ())
-        tensors = [v for v in op.operands if isinstance(v.type, TensorType) and v.type.rank > 0]
+        tensors = [v.type for v in op.operands if isinstance(v.type, TensorType) and v.type.rank > 0]
         identity = all(
             isinstance(mp, AffineMapAttr) and (not mp.results or mp.dim_positions() == tuple(range(mp.num_dims)))
             for mp in maps
@@ -436,7 +444,7 @@ def _bubble_facts(
         init = op.operands[-1].owner
         if not (its and all(i == "parallel" for i in its) and identity and len(tensors) == 2):
             continue
-        if getattr(init, "name", "") != "tensor.empty" or tensors[0].type.shape != out_t.shape:
+        if getattr(init, "name", "") != "tensor.empty" or tensors[0].shape != out_t.shape:
             continue
         out_dims = _dims(imported, m.group(1))
         if out_dims is None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
+from typing import cast
 
 from egg_dispatch.egraph.terms import enc
 from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, Operation, Value
@@ -19,9 +21,9 @@ def maps_key(maps: object) -> str:
     """Canonical text of indexing maps: ``(d0,d2);(d1,d2);(d0,d1)``."""
     if maps is None:
         return ""
-    items = maps.items if hasattr(maps, "items") else maps  # type: ignore[union-attr]
+    items = cast("Iterable[object]", getattr(maps, "items", maps))  # an ArrayAttr's items, or a tuple of maps
     out = []
-    for m in items:  # type: ignore[union-attr]
+    for m in items:
         if isinstance(m, tuple):
             out.append("[" + ";".join(maps_key(m).split(";")) + "]")
         elif isinstance(m, AffineMapAttr):

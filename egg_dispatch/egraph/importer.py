@@ -13,6 +13,7 @@ exists between dispatches, is ``Dispatch(Op ...)``, a dispatch input priced as t
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from egg_dispatch.egraph.import_util import _captures, _digest, _head, _is_constant, encoding_key, maps_key
 from egg_dispatch.egraph.imported import ImportedProgram, ImportError_, Parameter
@@ -29,18 +30,23 @@ from egg_dispatch.mlir.ir import (
     Operation,
     ParameterAttr,
     ScalarType,
+    SymbolRefAttr,
     TensorType,
     Type,
+    TypeAttr,
     Value,
 )
 from egg_dispatch.mlir.ops import (
     CONTRACTION_OPS,
     DYNAMIC,
+    attr,
     base_operands,
     dim_group,
+    function_type,
     ins,
     outs,
     static_slice,
+    sym_name,
     workgroups_arguments,
 )
 from egg_dispatch.mlir.printer import Printer, float_str
@@ -72,7 +78,7 @@ class _Importer:
     def __init__(self, module: Module, function: Operation):
         self.module = module
         self.func = function
-        self.out = ImportedProgram(function.attributes["sym_name"].value)  # type: ignore[attr-defined]
+        self.out = ImportedProgram(sym_name(function))
         self.terms: dict[Value, str] = {}
         self.printer = Printer(use_aliases=False)
         self.n = 0
@@ -102,7 +108,7 @@ class _Importer:
         if typ is not None:
             self.out.let_types[name] = typ
             if isinstance(typ, TensorType):
-                dims = self.dims(like or value or (term if term.startswith("(Op ") else None), typ)  # type: ignore[arg-type]
+                dims = self.dims(like or value or (term if term.startswith("(Op ") else None), typ)
                 self.out.let_dims[name] = dims
                 self.out.program.append(f"(set (shape {name}) {ivec(dims)})")
                 self.out.program.append(f"(set (dtype {name}) {quote(typ.element.name)})")
@@ -113,18 +119,19 @@ class _Importer:
             self.terms[value] = name
         return name
 
-    def dims(self, v: Value | None, typ: TensorType) -> tuple[int, ...]:
-        """``typ``'s shape as a term vector: static sizes, size codes for its ``?`` (those of ``v``)."""
+    def dims(self, v: Value | str | None, typ: TensorType) -> tuple[int, ...]:
+        """``typ``'s shape as a term vector: static sizes, size codes for its ``?`` (those of ``v``, a
+        value or an ``(Op ...)`` term)."""
         if typ.is_static:
-            return tuple(typ.shape)  # type: ignore[arg-type]
+            return tuple(typ.static_shape)
         if v is None:
             raise ImportError_("a dynamic shape with no value to take its sizes from")
         if isinstance(v, str):  # an (Op "key" ... i) term: the sizes of that op's result
             m = re.match(r'^\(Op "([^"]+)" .* ([0-9]+)\)$', v)
             dims = self.out.op_dims.get(m.group(1)) if m else None
-            if not dims:
+            if m is None or not dims:
                 raise ImportError_("a dynamic shape with no value to take its sizes from")
-            return tuple(dims[int(m.group(2))])  # type: ignore[union-attr]
+            return tuple(dims[int(m.group(2))])
         sym = self.shapes.shape(v)
         if len(sym) != typ.rank:  # a buffer view never imported: its declared type's sizes are unknown
             sym = self.shapes._fresh_shape(v, typ)
@@ -225,12 +232,12 @@ class _Importer:
             self.generic_op(op, unique=True)
             return
         if n == "arith.constant":
-            v = a["value"]
+            value = a["value"]
             r = op.result
-            if isinstance(v, DenseAttr):
-                self.let(r, f"(Const {quote(self.constant_key(v, v.type))})", r.type)
-            elif isinstance(v, FloatAttr | IntAttr):
-                lit = float_str(v.value) if isinstance(v, FloatAttr) else str(v.value)
+            if isinstance(value, DenseAttr):
+                self.let(r, f"(Const {quote(self.constant_key(value, value.type))})", r.type)
+            elif isinstance(value, FloatAttr | IntAttr):
+                lit = float_str(value.value) if isinstance(value, FloatAttr) else str(value.value)
                 self.let(r, f"(Scalar {quote(lit)} {quote(str(r.type))})", r.type)
             else:
                 self.generic_op(op, unique=False)
@@ -243,7 +250,8 @@ class _Importer:
                 self.terms[r] = self.t(v)
             return
         if n == "flow.tensor.constant" and isinstance(a["value"], DenseAttr | ParameterAttr):
-            self.let(op.result, f"(Const {quote(self.constant_key(a['value'], op.result.type))})", op.result.type)
+            cst_t = cast(TensorType, op.result.type)  # a flow.tensor.constant is a tensor
+            self.let(op.result, f"(Const {quote(self.constant_key(a['value'], cst_t))})", cst_t)
             return
         if n == "hal.tensor.import":
             src = op.operands[0]
@@ -301,8 +309,9 @@ class _Importer:
         if n in ("iree_encoding.set_encoding", "iree_encoding.unset_encoding") and dim_group(op, 0):
             enc_t = op.result.type if n.startswith("iree_encoding.set") else op.operands[0].type
             codes = [self.size(v) for v in dim_group(op, 0)]
-            if isinstance(enc_t, TensorType) and isinstance(enc_t.encoding, EncodingAttr) and None not in codes:
-                self.out.encoding_dims.setdefault(self.encoding(enc_t.encoding), tuple(codes))  # type: ignore[arg-type]
+            known = [c for c in codes if c is not None]
+            if isinstance(enc_t, TensorType) and isinstance(enc_t.encoding, EncodingAttr) and len(known) == len(codes):
+                self.out.encoding_dims.setdefault(self.encoding(enc_t.encoding), tuple(known))
         if n == "iree_encoding.set_encoding":
             t = op.result.type
             assert isinstance(t, TensorType) and isinstance(t.encoding, EncodingAttr)
@@ -346,7 +355,7 @@ class _Importer:
             self.import_workgroups(op)
             return
         if n == "util.global.load":
-            self.terms[op.result] = self.global_term(a["global"].name, op)  # type: ignore[attr-defined]
+            self.terms[op.result] = self.global_term(attr(op, "global", SymbolRefAttr).name, op)
             return
         self.generic_op(op, unique=False)
 
@@ -354,11 +363,11 @@ class _Importer:
         """``flow.tensor.slice`` with constant starts and lengths: the slice, copied by its own
         command (``Dispatch(Slice ...)``); False (an opaque op) when an index is not a constant."""
         src, starts, lengths = slice_operands(op)
-        offs = [_index_constant(v) for v in starts]
-        sizes = [_index_constant(v) for v in lengths]
-        if None in offs or None in sizes:
+        offs = [o for v in starts if (o := _index_constant(v)) is not None]
+        sizes = [s for v in lengths if (s := _index_constant(v)) is not None]
+        if len(offs) != len(starts) or len(sizes) != len(lengths):
             return False
-        sl = f"{ivec(offs)} {ivec(sizes)} {ivec([1] * len(sizes))}"  # type: ignore[arg-type]
+        sl = f"{ivec(offs)} {ivec(sizes)} {ivec([1] * len(sizes))}"
         inner = self.let(None, f"(Slice {self.t(src)} {sl})", op.result.type)
         self.let(op.result, f"(Dispatch {inner})", op.result.type)
         return True
@@ -462,10 +471,11 @@ class _Importer:
         if g is None:
             raise ImportError_(f"{load.loc}: util.global.load of unknown global @{name}")
         init = g.attributes.get("initial_value")
-        typ = g.attributes["type"].type  # type: ignore[attr-defined]
+        typ = attr(g, "type", TypeAttr).type
         if isinstance(init, DenseAttr | ParameterAttr):
             key = f"global_{name}"
-            self.out.constants[key] = init if isinstance(init, DenseAttr) else Parameter(init, typ)
+            # a global initialized to a parameter holds a tensor
+            self.out.constants[key] = init if isinstance(init, DenseAttr) else Parameter(init, cast(TensorType, typ))
             term = self.let(None, f"(Const {quote(key)})", typ)
         else:
             stored = self.initializer_value(name)
@@ -481,7 +491,7 @@ class _Importer:
                 continue
             block = op.regions[0].entry
             for inner in block.ops:
-                if inner.name == "util.global.store" and inner.attributes["global"].name == name:  # type: ignore[attr-defined]
+                if inner.name == "util.global.store" and attr(inner, "global", SymbolRefAttr).name == name:
                     saved = dict(self.terms)
                     values = self.import_block_ops(block.ops[: block.ops.index(inner) + 1])
                     self.terms = saved
@@ -492,16 +502,15 @@ class _Importer:
 def _index_constant(v: Value) -> int | None:
     """The value of an ``index`` defined by ``arith.constant``, else None."""
     op = v.owner
-    if isinstance(op, Operation) and op.name == "arith.constant" and isinstance(op.attributes.get("value"), IntAttr):
-        return int(op.attributes["value"].value)  # type: ignore[attr-defined]
-    return None
+    value = op.attributes.get("value") if isinstance(op, Operation) and op.name == "arith.constant" else None
+    return int(value.value) if isinstance(value, IntAttr) else None
 
 
 def import_function(module: Module, function: str | None = None) -> ImportedProgram:
     """Import one function (default: the first public one) as egglog lets, one per SSA value."""
     func = module.function(function)
     imp = _Importer(module, func)
-    ft = func.attributes["function_type"].type  # type: ignore[attr-defined]
+    ft = function_type(func)
     entry = func.regions[0].entry
     imp.out.arg_types = list(ft.inputs)
     imported = {op.operands[0] for op in func.walk() if op.name == "hal.tensor.import" and op.operands}

@@ -7,6 +7,7 @@ program at once without the memory blow-up of 13.x (docs/egglog.md §1.4-1.5).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from egglog import bindings
@@ -36,8 +37,14 @@ class ProgramGraph:
             self.egraph.parse_and_run_program(extra)
         self.egraph.parse_and_run_program(imported.text())
 
-    def run(self, program: str) -> list[object]:
+    def run(self, program: str) -> Sequence[object]:
         return self.egraph.parse_and_run_program(program)
+
+    def _print_size(self) -> list[tuple[str, int]]:
+        """Rows per function table, as egglog's ``(print-size)`` gives them."""
+        out = self.run("(print-size)")[-1]
+        assert isinstance(out, bindings.PrintAllFunctionsSize), out
+        return out.sizes
 
     def serialized(self) -> dict:
         """egraph-serialize JSON (node ids are byte-identical across processes in egglog 14)."""
@@ -45,11 +52,10 @@ class ProgramGraph:
 
     def enodes(self) -> int:
         """E-node rows only (cheap: no serialization); what the saturation budget checks."""
-        return sum(n for _, n in self.run("(print-size)")[-1].sizes)  # type: ignore[attr-defined]
+        return sum(n for _, n in self._print_size())
 
     def size(self) -> EGraphSize:
-        out = self.run("(print-size)")
-        sizes = tuple(sorted(out[-1].sizes))  # type: ignore[attr-defined]
+        sizes = tuple(sorted(self._print_size()))
         data = self.serialized()
         classes = {n["eclass"] for n in data["nodes"].values()}
         return EGraphSize(sum(n for _, n in sizes), len(classes), sizes)

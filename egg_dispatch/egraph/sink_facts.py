@@ -94,10 +94,15 @@ def _source_encoding(imported: ImportedProgram, let: str, sunk: dict[str, str]) 
         return None, None
     src_t = imported.let_types.get(m.group(1))
     enc = src_t.encoding if isinstance(src_t, TensorType) else None
-    if not isinstance(enc, EncodingAttr) or enc.op_type != "matmul" or enc.operand_index != 2:
+    if (
+        not isinstance(src_t, TensorType)
+        or not isinstance(enc, EncodingAttr)
+        or enc.op_type != "matmul"
+        or enc.operand_index != 2
+    ):
         return None, "8. the unset_encoding's source is not a matmul-encoded contraction result"
     out_t = imported.let_types.get(let)
-    if not isinstance(out_t, TensorType) or out_t.shape != src_t.shape:  # type: ignore[union-attr]
+    if not isinstance(out_t, TensorType) or out_t.shape != src_t.shape:
         return None, "8. the unset_encoding does not return the whole result"
     return encoding_key(enc), None
 
@@ -151,7 +156,7 @@ def _site(imported: ImportedProgram, let: str, sunk: dict[str, str]) -> SinkSite
     for i, t in enumerate(types):
         if i == position or not isinstance(t, TensorType):
             continue  # the encoded input itself, or a scalar (read as it is)
-        e_i = sunk_encoding(enc, maps[i])  # type: ignore[arg-type]
+        e_i = sunk_encoding(enc, maps[i])
         operands[i] = encoding_key(e_i)
         imported.encodings.setdefault(operands[i], e_i)
         if enc_key in imported.encoding_dims:  # the same iteration sizes: the same encoding_dims

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -21,6 +22,7 @@ __all__ = [
     "element_nbytes",
     "is_known_element",
     "numpy_dtype",
+    "static_sizes",
 ]
 
 
@@ -64,6 +66,12 @@ class TensorType(Type):
     @property
     def is_static(self) -> bool:
         return None not in self.shape
+
+    @property
+    def static_shape(self) -> tuple[int, ...]:
+        """``shape`` as the ints it holds, for a type that ``is_static`` (asserted)."""
+        assert self.is_static, f"a dynamic shape {self.shape} has no static sizes"
+        return cast("tuple[int, ...]", self.shape)  # no None in it: is_static
 
     @property
     def num_dynamic(self) -> int:
@@ -122,6 +130,12 @@ _NUMPY = {
     "si64": np.int64, "ui64": np.uint64, "index": np.int64, "f16": np.float16, "f32": np.float32,
     "f64": np.float64,
 }  # fmt: skip
+
+
+def static_sizes(dims: Sequence[int | None]) -> tuple[int, ...] | None:
+    """``dims`` as ints, or None when one of them is dynamic (None)."""
+    known = tuple(d for d in dims if d is not None)
+    return known if len(known) == len(dims) else None
 
 
 def element_nbytes(t: ScalarType) -> int:

@@ -76,7 +76,17 @@ names next to these.
 
 from __future__ import annotations
 
-from egg_dispatch.mlir.ir import ArrayAttr, Attr, IntAttr, Operation, StrAttr, TensorType, Value
+from egg_dispatch.mlir.ir import (
+    ArrayAttr,
+    Attr,
+    FunctionType,
+    IntAttr,
+    Operation,
+    StrAttr,
+    TensorType,
+    TypeAttr,
+    Value,
+)
 
 __all__ = [
     "CAST_OPS",
@@ -86,14 +96,17 @@ __all__ = [
     "ELEMENTWISE_DIALECTS",
     "RETURN_OPS",
     "WORKLOAD",
+    "attr",
     "base_operands",
     "dim_group",
     "dim_groups",
+    "function_type",
     "ins",
     "int_list",
     "outs",
     "set_dims",
     "static_slice",
+    "sym_name",
     "tensor_type",
     "workgroups_arguments",
     "workload",
@@ -222,6 +235,25 @@ def static_slice(op: Operation) -> tuple[tuple[int, ...], tuple[int, ...], tuple
         int_list(op.attributes.get("static_sizes")),
         int_list(op.attributes.get("static_strides")),
     )
+
+
+def attr[A: Attr](op: Operation, key: str, kind: type[A]) -> A:
+    """``op.attributes[key]``, which the table above says is a ``kind``."""
+    a = op.attributes[key]
+    assert isinstance(a, kind), f"{op.name}: attribute {key} is {a!r}, not a {kind.__name__}"
+    return a
+
+
+def sym_name(op: Operation) -> str:
+    """The ``sym_name`` of a function or global."""
+    return attr(op, "sym_name", StrAttr).value
+
+
+def function_type(func: Operation) -> FunctionType:
+    """The declared signature of a ``func.func`` / ``util.func``."""
+    t = attr(func, "function_type", TypeAttr).type
+    assert isinstance(t, FunctionType), f"@{sym_name(func)}: function_type is {t}"
+    return t
 
 
 def tensor_type(v: Value) -> TensorType:
