@@ -34,6 +34,7 @@ from egg_dispatch.mlir.ir import (
     TypeAttr,
     Value,
 )
+from egg_dispatch.mlir.ops import sym_name
 from egg_dispatch.mlir.printer import Printer
 from egg_dispatch.target.profile import Target
 
@@ -125,9 +126,12 @@ def function_input_types(func: Operation) -> list[Type]:
         if isinstance(t, OpaqueType):
             imports = [op for op in func.walk() if op.name == "hal.tensor.import" and op.operands[0] is arg]
             declared = declared_input_types(func).get(len(types))  # never imported: returned as is, or unused
-            if not imports and declared is None:
+            if imports:
+                t = imports[0].result.type
+            elif declared is not None:
+                t = declared
+            else:
                 raise EvaluationError(f"argument %{arg.name} of type {t} is not imported as a tensor", func.loc)
-            t = imports[0].result.type if imports else declared
         types.append(t)
     return types
 
@@ -229,7 +233,7 @@ class Interpreter:
         """Run ``func`` on ``inputs`` (checked against its signature); returns logical arrays."""
         self.initialize()
         types = function_input_types(func)
-        name = func.attributes["sym_name"].value  # type: ignore[attr-defined]
+        name = sym_name(func)
         if len(inputs) != len(types):
             raise EvaluationError(f"@{name} takes {len(types)} inputs, got {len(inputs)}", func.loc)
         data = [self._check_input(i, x, t, func) for i, (x, t) in enumerate(zip(inputs, types, strict=True))]
@@ -237,7 +241,7 @@ class Interpreter:
         for i, x in zip(data_arguments(func), data, strict=True):
             args[i] = x
         results = self.run_block(func.regions[0].entry, args, None)
-        return [np.array(logical(r), copy=True) for r in results]  # type: ignore[arg-type]
+        return [np.array(logical(r), copy=True) for r in results]
 
     def _check_input(self, i: int, x: object, t: Type, func: Operation) -> object:
         if isinstance(t, ScalarType):
@@ -259,7 +263,7 @@ class Interpreter:
                 f"got an array of shape [{shape}] and dtype {arr.dtype}",
                 func.loc,
             )
-        return encode(arr, dynamic.concrete_type(t, arr), self.target) if t.encoding is not None else arr  # type: ignore[arg-type]
+        return encode(arr, dynamic.concrete_type(t, arr), self.target) if t.encoding is not None else arr
 
 
 def function_type(func: Operation) -> FunctionType:

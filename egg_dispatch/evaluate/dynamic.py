@@ -14,21 +14,38 @@ size), ``dispatch.workload.ordinal``, ``flow.tensor.tie_shape`` (its sizes must 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast, overload
+
 import numpy as np
 
 from egg_dispatch.evaluate.core import Frame, Interpreter, handles
 from egg_dispatch.evaluate.values import EvaluationError, PackedTensor
-from egg_dispatch.mlir.ir import DictAttr, DispatchTensorType, Operation, TensorType, Type, Value
+from egg_dispatch.mlir.ir import (
+    ArrayAttr,
+    Attr,
+    DictAttr,
+    DispatchTensorType,
+    IntAttr,
+    Operation,
+    TensorType,
+    Type,
+    Value,
+)
 from egg_dispatch.mlir.ops import (
     DYNAMIC,
+    attr,
     base_operands,
     dim_group,
     dim_groups,
     int_list,
     outs,
     static_slice,
+    tensor_type,
 )
 from egg_dispatch.mlir.shapes import function_shapes
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["SizeError", "concrete_type", "dim_name", "is_dynamic", "runtime_shape", "shape_fits", "specialize"]
 
@@ -52,7 +69,7 @@ def runtime_shape(x: object) -> tuple[int, ...]:
     """The logical shape of a run-time tensor value."""
     if isinstance(x, PackedTensor):
         return tuple(x.shape)
-    return tuple(np.shape(x))
+    return tuple(np.shape(cast("ArrayLike", x)))  # an array or a scalar
 
 
 def _ints(it: Interpreter, frame: Frame, values: list[Value]) -> list[int]:
@@ -70,8 +87,14 @@ def _with_shape(t: TensorType, shape: list[int] | tuple[int, ...], what: str) ->
     return TensorType(tuple(int(n) for n in shape), t.element, t.encoding)
 
 
-def _fill(t: TensorType, dims: list[int]) -> list[int]:
-    """The type's static sizes, ``dims`` in order for its ``?``s."""
+def _tensor(t: Type) -> TensorType:
+    assert isinstance(t, TensorType), f"not a tensor type: {t}"
+    return t
+
+
+def _fill(t: Type, dims: list[int]) -> list[int]:
+    """The (tensor) type's static sizes, ``dims`` in order for its ``?``s."""
+    t = _tensor(t)
     it = iter(dims)
     try:
         return [next(it) if s is None else s for s in t.shape]
@@ -104,30 +127,30 @@ def _result_shapes(it: Interpreter, op: Operation, frame: Frame) -> list[list[in
     res = op.results
     types = [r.type.tensor if isinstance(r.type, DispatchTensorType) else r.type for r in res]
     if n == "tensor.empty":
-        return [_fill(types[0], _ints(it, frame, op.operands))]  # type: ignore[arg-type]
+        return [_fill(types[0], _ints(it, frame, op.operands))]
     if n in ("hal.tensor.import", "flow.tensor.tie_shape"):
-        return [_fill(types[0], _ints(it, frame, dim_group(op, 0)))]  # type: ignore[arg-type]
+        return [_fill(types[0], _ints(it, frame, dim_group(op, 0)))]
     if n in ("flow.tensor.encode", "flow.tensor.reshape") or (n == "iree_encoding.unset_encoding" and dim_group(op, 1)):
-        return [_fill(types[0], _ints(it, frame, dim_group(op, 1)))]  # type: ignore[arg-type]
+        return [_fill(types[0], _ints(it, frame, dim_group(op, 1)))]
     if n in ("flow.dispatch.region",):
         groups = dim_groups(op) or [[] for _ in res]
-        return [_fill(t, _ints(it, frame, g)) for t, g in zip(types, groups, strict=True)]  # type: ignore[arg-type]
+        return [_fill(t, _ints(it, frame, g)) for t, g in zip(types, groups, strict=True)]
     if n == "flow.dispatch.workgroups":
         groups = dim_groups(op)
         mine = groups[len(groups) - len(res) :] if groups else [[] for _ in res]
-        return [_fill(t, _ints(it, frame, g)) for t, g in zip(types, mine, strict=True)]  # type: ignore[arg-type]
+        return [_fill(t, _ints(it, frame, g)) for t, g in zip(types, mine, strict=True)]
     if n == "tensor.expand_shape":
         dyn = iter(op.operands[1:])
         static = int_list(op.attributes.get("static_output_shape"))
         return [[int(it.array(next(dyn), frame)) if s == DYNAMIC else s for s in static]]
     if n == "tensor.collapse_shape":
         src = _shape_of(frame, op.operands[0])
-        groups = [int_list(g) for g in op.attributes["reassociation"].items]  # type: ignore[attr-defined]
-        return [[int(np.prod([src[i] for i in g], dtype=np.int64)) for g in groups]]
+        merged = [int_list(g) for g in attr(op, "reassociation", ArrayAttr).items]
+        return [[int(np.prod([src[i] for i in g], dtype=np.int64)) for g in merged]]
     if n == "tensor.extract_slice":
-        return [_slice_sizes(it, op, frame, 1, types[0].rank)]  # type: ignore[union-attr]
+        return [_slice_sizes(it, op, frame, 1, _tensor(types[0]).rank)]
     if n == "iree_tensor_ext.dispatch.tensor.load":
-        return [_slice_sizes(it, op, frame, 1, types[0].rank)]  # type: ignore[union-attr]
+        return [_slice_sizes(it, op, frame, 1, _tensor(types[0]).rank)]
     if n == "tensor.insert_slice":
         return [list(_shape_of(frame, op.operands[1]))]
     if n == "tensor.pad":
@@ -137,7 +160,7 @@ def _result_shapes(it: Interpreter, op: Operation, frame: Frame) -> list[list[in
         high = [int(it.array(next(dyn), frame)) if s == DYNAMIC else s for s in int_list(op.attributes["static_high"])]
         return [[s + lo + hi for s, lo, hi in zip(src, low, high, strict=True)]]
     if n == "tensor.concat":
-        dim = op.attributes["dim"].value  # type: ignore[attr-defined]
+        dim = attr(op, "dim", IntAttr).value
         shapes = [_shape_of(frame, v) for v in op.operands]
         first = list(shapes[0])
         first[dim] = sum(s[dim] for s in shapes)
@@ -148,8 +171,8 @@ def _result_shapes(it: Interpreter, op: Operation, frame: Frame) -> list[list[in
         return [list(_shape_of(frame, op.operands[1]))]
     tensors = [v for v in op.operands if isinstance(v.type, TensorType)]
     if tensors:  # the identity-like and elementwise ops: a result of the first tensor operand's shape
-        src = list(_shape_of(frame, tensors[0]))
-        return [src if isinstance(t, TensorType) and len(src) == t.rank else None for t in types]
+        like = list(_shape_of(frame, tensors[0]))
+        return [like if isinstance(t, TensorType) and len(like) == t.rank else None for t in types]
     raise EvaluationError("cannot tell the run-time sizes of its dynamic result")
 
 
@@ -164,19 +187,23 @@ def specialize(it: Interpreter, op: Operation, frame: Frame) -> Operation:
         t = r.type
         if is_dynamic(t) and shape is not None:
             inner = t.tensor if isinstance(t, DispatchTensorType) else t
-            concrete = _with_shape(inner, shape, f"result #{r.index}")  # type: ignore[arg-type]
+            concrete = _with_shape(_tensor(inner), shape, f"result #{r.index}")
             t = DispatchTensorType(t.access, concrete) if isinstance(t, DispatchTensorType) else concrete
         results.append(Value(r.name, t, proxy, r.index))
     proxy.results = results
     return proxy
 
 
+@overload
+def concrete_type(t: TensorType, x: object) -> TensorType: ...
+@overload
+def concrete_type(t: Type, x: object) -> Type: ...
 def concrete_type(t: Type, x: object) -> Type:
     """``t`` with the sizes of the run-time value ``x`` (for operand types, e.g. dispatch bindings)."""
     if not is_dynamic(t):
         return t
     inner = t.tensor if isinstance(t, DispatchTensorType) else t
-    c = _with_shape(inner, runtime_shape(x), "operand")  # type: ignore[arg-type]
+    c = _with_shape(_tensor(inner), runtime_shape(x), "operand")
     return DispatchTensorType(t.access, c) if isinstance(t, DispatchTensorType) else c
 
 
@@ -185,7 +212,7 @@ def concrete_type(t: Type, x: object) -> Type:
 def _buffer_view_dim(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     view = frame.get(op.operands[0])
     shape = runtime_shape(view)
-    d = op.attributes["index"].value  # type: ignore[attr-defined]
+    d = attr(op, "index", IntAttr).value
     if not 0 <= d < len(shape):
         raise EvaluationError(f"dim {d} of a rank-{len(shape)} buffer view")
     return [np.asarray(shape[d], np.int64)]
@@ -200,7 +227,7 @@ def _ordinal(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
 def _tie_shape(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     x = frame.get(op.operands[0])
     shape = runtime_shape(x)
-    want = _fill(op.operands[0].type, _ints(it, frame, dim_group(op, 0)))  # type: ignore[arg-type]
+    want = _fill(op.operands[0].type, _ints(it, frame, dim_group(op, 0)))
     if list(shape) != want:
         raise EvaluationError(f"the tensor has shape {list(shape)}, its tied sizes say {want}")
     return [x]
@@ -225,19 +252,20 @@ def _flow_reshape(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     x = frame.get(op.operands[0])
     if isinstance(x, PackedTensor):
         raise EvaluationError("its source is a packed (encoded) tensor, which IREE cannot reshape")
-    shape = op.results[0].type.shape  # type: ignore[union-attr]
-    if int(np.prod(shape, dtype=np.int64)) != np.size(x):
-        raise EvaluationError(f"cannot reshape {np.size(x)} elements into {list(shape)}")
-    return [np.asarray(x).reshape(shape)]
+    shape = tensor_type(op.results[0]).static_shape  # specialized: this call's sizes
+    arr = np.asarray(x)
+    if int(np.prod(shape, dtype=np.int64)) != arr.size:
+        raise EvaluationError(f"cannot reshape {arr.size} elements into {list(shape)}")
+    return [arr.reshape(shape)]
 
 
 @handles("util.assume.int")
 def _assume_int(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
-    out = []
-    for v, rows in zip(op.operands, op.attributes["assumptions"].items, strict=True):  # type: ignore[attr-defined]
+    out: list[object] = []
+    for v, per_operand in zip(op.operands, attr(op, "assumptions", ArrayAttr).items, strict=True):
         x = it.array(v, frame)
         value = int(x)
-        rows = [rows] if isinstance(rows, DictAttr) else list(rows.items)  # type: ignore[attr-defined]
+        rows = _rows(per_operand)
         broken = [why for row in rows if (why := _violated(row, value))]
         if len(broken) == len(rows):
             raise SizeError(
@@ -247,12 +275,21 @@ def _assume_int(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     return out
 
 
+def _rows(a: Attr) -> list[DictAttr]:
+    """One operand's assumptions: a DictAttr, or an ArrayAttr of them (one per call site)."""
+    if isinstance(a, DictAttr):
+        return [a]
+    assert isinstance(a, ArrayAttr), a
+    return cast("list[DictAttr]", list(a.items))  # rows of umin/umax/udiv (mlir.ops' table)
+
+
 def _violated(row: DictAttr, value: int) -> str | None:
     get = {k: getattr(a, "value", None) for k, a in row.items}
-    if get.get("umin") is not None and value < get["umin"]:
-        return f"umin = {get['umin']}"
-    if get.get("umax") is not None and value > get["umax"]:
-        return f"umax = {get['umax']}"
-    if get.get("udiv") and value % get["udiv"]:
-        return f"udiv = {get['udiv']}: not a multiple"
+    umin, umax, udiv = get.get("umin"), get.get("umax"), get.get("udiv")
+    if umin is not None and value < umin:
+        return f"umin = {umin}"
+    if umax is not None and value > umax:
+        return f"umax = {umax}"
+    if udiv and value % udiv:
+        return f"udiv = {udiv}: not a multiple"
     return None

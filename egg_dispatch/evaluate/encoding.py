@@ -16,6 +16,7 @@ otherwise illegal slice gives wrong numbers, as it would on the device.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -62,12 +63,12 @@ def encode(x: np.ndarray, t: TensorType, target: Target | None) -> Value:
     lay = encoding_layout(target, t)
     if lay is None:
         return x
-    return PackedTensor(pack(x, lay.inner_dims_pos, lay.inner_tiles, lay.outer_dims_perm, 0), lay, t.shape)
+    return PackedTensor(pack(x, lay.inner_dims_pos, lay.inner_tiles, lay.outer_dims_perm, 0), lay, t.static_shape)
 
 
-def logical(x: Value) -> np.ndarray:
-    """The logical values (``unset_encoding`` for a packed tensor)."""
-    return x.unpack() if isinstance(x, PackedTensor) else x
+def logical(x: object) -> np.ndarray:
+    """The logical values of a run-time value (``unset_encoding`` for a packed tensor)."""
+    return x.unpack() if isinstance(x, PackedTensor) else cast(np.ndarray, x)  # else an array (0-d for a scalar)
 
 
 def zeros(t: TensorType, target: Target | None, fill: np.ndarray | float = 0) -> Value:
@@ -78,8 +79,8 @@ def zeros(t: TensorType, target: Target | None, fill: np.ndarray | float = 0) ->
     dt = dtype_of(t)
     lay = encoding_layout(target, t)
     if lay is None:
-        return np.full(t.shape, fill, dt)
-    return PackedTensor(np.full(packed_shape(t.shape, lay), fill, dt), lay, t.shape)
+        return np.full(t.static_shape, fill, dt)
+    return PackedTensor(np.full(packed_shape(t.static_shape, lay), fill, dt), lay, t.static_shape)
 
 
 def contract_packed(
@@ -147,4 +148,4 @@ def slice_packed(
         t = tile_of.get(d, 1)
         outer.append(slice(o // t, o // t + -(-s // t)))
     sel = [outer[d] for d in lay.outer_dims_perm] + [slice(None)] * len(lay.inner_tiles)
-    return PackedTensor(np.ascontiguousarray(src.packed[tuple(sel)]), lay, tuple(result.shape))
+    return PackedTensor(np.ascontiguousarray(src.packed[tuple(sel)]), lay, result.static_shape)

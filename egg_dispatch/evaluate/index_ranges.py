@@ -93,7 +93,8 @@ class _Flow:
             v = next(dyn)
             size, stride = sizes[d], strides[d]
             if DYNAMIC not in (size, stride):
-                self.bound(v, sliced.type.shape[d] - max(size - 1, 0) * stride)
+                extent = sliced.type.shape[d]
+                self.bound(v, extent - max(size - 1, 0) * stride)  # type: ignore[operator]  # '?' is None: a known crash
 
     def block(self, block: Block) -> list[Value]:
         """Process a block in order; returns its terminator's operands."""
@@ -120,14 +121,15 @@ class _Flow:
             table = op.operands[0].type
             if isinstance(table, TensorType):
                 for d, v in enumerate(op.operands[1:]):
-                    self.bound(v, table.shape[d])
+                    self.bound(v, table.shape[d])  # type: ignore[arg-type]  # '?' is None: a known crash
             self.mark(op.result, self.of(op.operands[:1]))  # an element of an index tensor is an index
         elif n == "iree_linalg_ext.gather" and len(ins(op)) == 2:
             source, indices = ins(op)
             if isinstance(source.type, TensorType):
                 dims = int_list(op.attributes.get("dimension_map"))
                 if dims:
-                    self.bound(indices, min(source.type.shape[d] for d in dims))
+                    extents = [source.type.shape[d] for d in dims]
+                    self.bound(indices, min(extents))  # type: ignore[arg-type, type-var]  # '?' is None: a known crash
         elif n == "linalg.generic" and op.regions:
             body = op.regions[0].entry
             operands = [*ins(op), *outs(op)]

@@ -115,8 +115,8 @@ def view(arr: np.ndarray, amap: AffineMapAttr, space: LoopSpace) -> np.ndarray:
             v = v[tuple(slice(fixed[d], fixed[d] + 1) if d in fixed and d in pos else slice(None) for d in space.dims)]
         return v
     idx = tuple(_expr(r, space.index) for r in amap.results)
-    for axis, (i, n) in enumerate(zip(idx, arr.shape, strict=True)):
-        if np.any(np.asarray(i) < 0) or np.any(np.asarray(i) >= n):
+    for axis, (ix, n) in enumerate(zip(idx, arr.shape, strict=True)):
+        if np.any(np.asarray(ix) < 0) or np.any(np.asarray(ix) >= n):
             raise EvaluationError(f"indexing map reads out of bounds in dim {axis} (size {n})")
     out = np.asarray(arr[idx]) if idx else arr
     if out.ndim < len(space.dims):

@@ -12,8 +12,8 @@ import numpy as np
 from egg_dispatch.evaluate.core import Frame, Interpreter, handles
 from egg_dispatch.evaluate.loop_space import LoopSpace
 from egg_dispatch.evaluate.values import EvaluationError, element_type, to_type
-from egg_dispatch.mlir.ir import Operation, StrAttr
-from egg_dispatch.mlir.ops import DYNAMIC, int_list, tensor_type
+from egg_dispatch.mlir.ir import IntAttr, Operation, StrAttr
+from egg_dispatch.mlir.ops import DYNAMIC, attr, int_list, tensor_type
 
 __all__: list[str] = []
 
@@ -21,7 +21,7 @@ __all__: list[str] = []
 @handles("tensor.concat")
 def _concat(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     parts = [it.array(v, frame) for v in op.operands]
-    dim = op.attributes["dim"].value  # type: ignore[attr-defined]
+    dim = attr(op, "dim", IntAttr).value
     return [to_type(np.concatenate(parts, axis=dim), op.result.type)]
 
 
@@ -36,10 +36,10 @@ def _pad(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
         if s == DYNAMIC:
             next(dyn)  # the result type already fixes the padded shape
     t = tensor_type(op.result)
-    space = LoopSpace.full(t.shape)
+    space = LoopSpace.full(t.static_shape)
     block = op.regions[0].entry
     value = it.run_block(block, [space.index(d) for d in range(len(t.shape))], frame, space)[0]
-    out = np.array(np.broadcast_to(to_type(np.asarray(value), t), t.shape), copy=True)
+    out = np.array(np.broadcast_to(to_type(np.asarray(value), t), t.static_shape), copy=True)
     if any(lo < 0 or lo + s > n for lo, s, n in zip(low, src.shape, t.shape, strict=True)):
         raise EvaluationError(f"tensor.pad: source of shape {src.shape} at offset {low} does not fit in {t.shape}")
     out[tuple(slice(lo, lo + s) for lo, s in zip(low, src.shape, strict=True))] = to_type(src, t)
@@ -52,7 +52,7 @@ def _softmax(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     ``dimension``, each step rounded to the element type (as IREE runs it)."""
     x = it.array(op.operands[0], frame)
     it.array(op.operands[1], frame)  # the init only gives the shape; a packed one is an error
-    axis = op.attributes["dimension"].value  # type: ignore[attr-defined]
+    axis = attr(op, "dimension", IntAttr).value
     t = element_type(op.result.type)
     with np.errstate(invalid="ignore", over="ignore"):
         m = to_type(np.max(x, axis=axis, keepdims=True), t)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -22,8 +23,8 @@ from egg_dispatch.evaluate.structured import (
     run_generic,
 )
 from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, element_type, to_type
-from egg_dispatch.mlir.ir import AffineMapAttr, ArrayAttr, Block, Operation, ScalarType, Value
-from egg_dispatch.mlir.ops import ins, int_list, iterator_types, outs, tensor_type
+from egg_dispatch.mlir.ir import AffineMapAttr, ArrayAttr, Block, IntAttr, Operation, ScalarType, Value
+from egg_dispatch.mlir.ops import attr, ins, int_list, iterator_types, outs, tensor_type
 
 __all__ = ["NAMED_CONTRACTIONS", "PackedGeneric"]
 
@@ -107,7 +108,7 @@ def _fill(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
 
 @handles("linalg.index")
 def _index(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
-    return [frame.loop_space().index(op.attributes["dim"].value)]  # type: ignore[attr-defined]
+    return [frame.loop_space().index(attr(op, "dim", IntAttr).value)]
 
 
 @handles("linalg.transpose")
@@ -119,7 +120,7 @@ def _transpose(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
 @handles("linalg.broadcast")
 def _broadcast(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     x = it.array(ins(op)[0], frame)
-    shape = tensor_type(op.result).shape
+    shape = tensor_type(op.result).static_shape
     x = np.expand_dims(x, tuple(int_list(op.attributes["dimensions"])))
     return [to_type(np.broadcast_to(x, shape), op.result.type)]
 
@@ -181,7 +182,7 @@ def _generic(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     plain_in, plain_out = _plain(it, ins(op), frame), _plain(it, outs(op), frame)
 
     def body(args: list[np.ndarray], space: LoopSpace) -> list[np.ndarray]:
-        return it.run_block(block, args, frame, space)  # type: ignore[return-value]
+        return cast("list[np.ndarray]", it.run_block(block, args, frame, space))  # a body yields arrays
 
     fold = None
     found = reduction_combiners(block, n_in) if "reduction" in iters else None
@@ -193,7 +194,7 @@ def _generic(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
             sub = Frame(frame, space)
             sub.values.update(zip(block.args[:n_in], args, strict=True))
             it.exec_ops(kept, sub)
-            return [sub.get(x) for _, x in found]  # type: ignore[misc]
+            return [cast(np.ndarray, sub.get(x)) for _, x in found]  # the body's values are arrays
 
         def combine(k: int, init: np.ndarray, reduced: np.ndarray) -> np.ndarray:
             cop = found[k][0]
@@ -221,17 +222,20 @@ def _generic_packed(
     if len(in_vals) == 2 and len(out_vals) == 1 and "reduction" in iters and _contraction_body(block):
         return _contraction_packed(it, op, in_vals, out_vals)
     packed = PackedGeneric.of([*in_vals, *out_vals], maps, iters, len(out_vals))
-    arrays = [x.packed if isinstance(x, PackedTensor) else x for x in [*in_vals, *out_vals]]
+    # the packed ones' tiles, else an array (a scalar, broadcast by its map () -> ())
+    arrays = [x.packed if isinstance(x, PackedTensor) else cast(np.ndarray, x) for x in [*in_vals, *out_vals]]
     n_in = len(in_vals)
 
     def body(args: list[np.ndarray], space: LoopSpace) -> list[np.ndarray]:
-        return it.run_block(block, args, frame, _LogicalIndices(space, packed))  # type: ignore[arg-type, return-value]
+        # _LogicalIndices stands in for the LoopSpace: its own index(), the rest delegated
+        logical_space = cast(LoopSpace, _LogicalIndices(space, packed))
+        return cast("list[np.ndarray]", it.run_block(block, args, frame, logical_space))  # a body yields arrays
 
-    results = run_generic(packed.maps, ["parallel"] * packed.rank, arrays[:n_in], arrays[n_in:], body)  # type: ignore[arg-type]
+    results = run_generic(packed.maps, ["parallel"] * packed.rank, arrays[:n_in], arrays[n_in:], body)
     return [
-        PackedTensor(to_type(r, t), o.layout, o.shape)  # type: ignore[union-attr]
-        for r, t, o in zip(results, _out_types(op), out_vals, strict=True)
-    ]
+        PackedTensor(to_type(r, t), o.layout, o.shape)
+        for r, t, o in zip(results, _out_types(op), cast("list[PackedTensor]", out_vals), strict=True)
+    ]  # PackedGeneric.of checked that every output (each has a map) is packed
 
 
 @dataclass(frozen=True)
@@ -326,11 +330,11 @@ class _LogicalIndices:
 def _contraction_packed(it: Interpreter, op: Operation, in_vals: list[object], out_vals: list[object]) -> list[object]:
     lhs, rhs = in_vals
     acc = out_vals[0]
-    if not all(isinstance(x, PackedTensor) for x in (lhs, rhs, acc)):
+    if not (isinstance(lhs, PackedTensor) and isinstance(rhs, PackedTensor) and isinstance(acc, PackedTensor)):
         raise EvaluationError("a contraction mixes packed (encoded) and plain operands")
     if it.target is None:  # pragma: no cover - packed values only exist with a target
         raise EvaluationError("packed operands without a target")
-    return [contract_packed(lhs, rhs, acc, tensor_type(op.result), it.target)]  # type: ignore[arg-type]
+    return [contract_packed(lhs, rhs, acc, tensor_type(op.result), it.target)]
 
 
 @handles(*NAMED_CONTRACTIONS)
@@ -384,7 +388,7 @@ def _unpack(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
             int_list(op.attributes["inner_dims_pos"]),
             int_list(op.attributes["inner_tiles"]),
             int_list(perm) if perm is not None else None,
-            tensor_type(op.result).shape,
+            tensor_type(op.result).static_shape,
         )
     ]
 

@@ -88,10 +88,10 @@ def _extract_slice(it: Interpreter, op: Operation, frame: Frame) -> list[object]
     src = frame.get(op.operands[0])
     offs, sizes, strides = _resolved_slice(op, frame, it, 1)
     t = tensor_type(op.result)
-    _in_bounds(offs, sizes, strides, src.shape if isinstance(src, PackedTensor) else np.shape(src))
+    _in_bounds(offs, sizes, strides, runtime_shape(src))
     if isinstance(src, PackedTensor):
         return [slice_packed(src, offs, sizes, strides, t, it.target)]
-    return [it.array(op.operands[0], frame)[_index(offs, sizes, strides)].reshape(t.shape)]
+    return [it.array(op.operands[0], frame)[_index(offs, sizes, strides)].reshape(t.static_shape)]
 
 
 @handles("tensor.insert_slice")
@@ -106,7 +106,7 @@ def _insert_slice(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
 
 @handles("tensor.collapse_shape", "tensor.expand_shape")
 def _reshape(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
-    return [it.array(op.operands[0], frame).reshape(tensor_type(op.result).shape)]
+    return [it.array(op.operands[0], frame).reshape(tensor_type(op.result).static_shape)]
 
 
 @handles("tensor.extract")
@@ -134,13 +134,13 @@ def _dim(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
 
 @handles("iree_encoding.set_encoding", "flow.tensor.encode")
 def _encode(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
-    x = logical(frame.get(op.operands[0]))  # type: ignore[arg-type]
+    x = logical(frame.get(op.operands[0]))
     return [encode(x, tensor_type(op.result), it.target)]
 
 
 @handles("iree_encoding.unset_encoding")
 def _unset(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
-    x = logical(frame.get(op.operands[0]))  # type: ignore[arg-type]
+    x = logical(frame.get(op.operands[0]))
     shape = tensor_type(op.result).shape
     if x.shape != shape:
         x = np.ascontiguousarray(x[tuple(slice(0, s) for s in shape)])
@@ -235,10 +235,10 @@ def _load(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
         raise EvaluationError("load from a binding that holds no value")
     t = tensor_type(op.result)
     if _is_whole(b.type, offs, sizes, strides):
-        return [b.value if t.shape == b.type.shape else logical(b.value).reshape(t.shape)]  # type: ignore[arg-type]
+        return [b.value if t.shape == b.type.shape else logical(b.value).reshape(t.static_shape)]
     if isinstance(b.value, PackedTensor):
         return [slice_packed(b.value, offs, sizes, strides, t, it.target)]
-    return [np.asarray(b.value)[_index(offs, sizes, strides)].reshape(t.shape)]
+    return [np.asarray(b.value)[_index(offs, sizes, strides)].reshape(t.static_shape)]
 
 
 @handles("iree_tensor_ext.dispatch.tensor.store")

@@ -18,6 +18,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -117,7 +118,8 @@ def _type(typ: TensorType) -> str:
     return "tensor<" + "".join(f"{d}x" for d in typ.shape) + f"{typ.element}>"
 
 
-def _decode(f: ParameterFile, key: str, entry: object, typ: TensorType) -> np.ndarray:
+def _decode(f: ParameterFile, key: str, entry: Any, typ: TensorType) -> np.ndarray:
+    """``entry``: an ``iree.runtime`` parameter index entry (IREE's runtime ships no types)."""
     import iree.runtime as rt
 
     where = f"{f.path}: parameter '{key}'"
@@ -131,7 +133,7 @@ def _decode(f: ParameterFile, key: str, entry: object, typ: TensorType) -> np.nd
             # optimization folds unit dimensions ([128, 1] in the file, tensor<128xf32> in the module).
             raise ParameterError(f"{where} has shape {list(shape)}, the module expects {_type(typ)}")
     if getattr(entry, "is_splat", False):
-        pattern = bytes(entry.splat_pattern)  # type: ignore[attr-defined]
+        pattern = bytes(entry.splat_pattern)
         data = pattern * (storage_nbytes(typ) // max(1, len(pattern)))
     else:
         data = rt.parameter_index_entry_as_numpy_flat_ndarray(entry).tobytes()

@@ -96,16 +96,21 @@ def reduction_combiners(block: Block, n_in: int) -> list[tuple[Operation, Value]
             tainted.update(op.results)
     found: list[tuple[Operation, Value]] = []
     for acc, y in zip(out_args, term.operands, strict=True):
-        op = y.owner
-        if not isinstance(op, Operation) or op.name not in COMBINERS or op not in block.ops or len(op.operands) != 2:
+        comb = y.owner
+        if (
+            not isinstance(comb, Operation)
+            or comb.name not in COMBINERS
+            or comb not in block.ops
+            or len(comb.operands) != 2
+        ):
             return None
-        a, b = op.operands
+        a, b = comb.operands
         other = b if a is acc else a if b is acc else None
         if other is None or other in tainted or uses.get(acc, 0) != 1 or uses.get(y, 0) != 1:
             return None
-        if op.name in ("arith.addi", "arith.muli") and getattr(acc.type, "name", "") == "i1":
+        if comb.name in ("arith.addi", "arith.muli") and getattr(acc.type, "name", "") == "i1":
             return None  # i1 add/mul wrap (xor/and); the per-point path gets that right
-        found.append((op, other))
+        found.append((comb, other))
     return found
 
 
@@ -216,8 +221,9 @@ def contract(
     a, b, c = (_as_compute(x, dt) for x in (lhs, rhs, acc))
     sizes = loop_sizes(maps, [a.shape, b.shape, c.shape])
     pos = [m.dim_positions() for m in maps]
-    if all(p is not None and len(set(p)) == len(p) for p in pos):
-        prod = _batched_matmul(a, b, pos[0], pos[1], pos[2])  # type: ignore[arg-type]
+    perms = [p for p in pos if p is not None and len(set(p)) == len(p)]
+    if len(perms) == len(pos):
+        prod = _batched_matmul(a, b, perms[0], perms[1], perms[2])
         if prod is not None:
             return np.asarray(c + prod)
     space = LoopSpace.full(sizes)
