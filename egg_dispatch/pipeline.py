@@ -49,8 +49,9 @@ from egg_dispatch.iree.lowering import iree_compiler_available, lower, lowering_
 from egg_dispatch.iree.tools import IreeError
 from egg_dispatch.mlir.forms import PAST_GLOBAL_OPTIMIZATION, file_form, input_form
 from egg_dispatch.mlir.ir import Module
-from egg_dispatch.mlir.parser import parse_file, parse_mlir
+from egg_dispatch.mlir.parser import MLIRSyntaxError, parse_file, parse_mlir
 from egg_dispatch.mlir.printer import print_mlir
+from egg_dispatch.mlir.retired import iree_input_text, may_need_respelling
 from egg_dispatch.mlir.torch_symbols import torch_aliases
 from egg_dispatch.plan.baseline import BaselineError, iree_baseline_choice
 from egg_dispatch.plan.graph import build_plan
@@ -112,11 +113,14 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
     optimization); without IREE that is an ``UnsupportedInput`` naming the command to run. Other input
     not yet past global optimization goes through IREE's global optimization when IREE is installed
     (``start="auto"``), so that our plan and IREE's start from the same IR; a failure there falls back
-    to the input as given, with a note. ``target`` (its CPU) is needed for global optimization only.
+    to the input as given, with a note. Input IREE cannot read as written (ops upstream MLIR retired, a
+    resource whose blob was elided) is handed to IREE as we read it (``mlir.retired.iree_input_text``),
+    so that the same holds for it. ``target`` (its CPU) is needed for global optimization only.
 
     Memory: a model's file is read once, and not while IREE's output is: a path is lowered by IREE
-    reading the file itself, the input's own parse (its errors and warnings point into the user's
-    file) is dropped before IREE runs, and torch exports are never read whole by us.
+    reading the file itself (unless IREE gets it as we read it, above), the input's own parse (its
+    errors and warnings point into the user's file) is dropped before IREE runs, and torch exports are
+    never read whole by us.
     """
     if start not in START_CHOICES:
         raise ValueError(f"start must be one of {', '.join(START_CHOICES)}, not {start!r}")
@@ -165,12 +169,16 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
         )
         return as_given(), info
     warnings: list[str] = []
+    src = path if path is not None else text
     if form != "torch":
-        warnings = as_given().warnings  # a syntax error is reported in the user's own file
+        given = as_given()
+        warnings = given.warnings  # a syntax error is reported in the user's own file
+        # What IREE cannot read as written (a retired op, an elided blob) it gets as we read it (mlir.retired).
+        src = iree_input_text(given) or src
+        del given
     if path is not None:
         parsed = None  # IREE reads the file itself; ours is re-read only if IREE fails
-    src = path if path is not None else text
-    size = path.stat().st_size if path is not None else len(text or "")
+    size = src.stat().st_size if isinstance(src, Path) else len(src or "")
     if start == "set-encoding" or (start == "auto" and size <= START_STATE_MAX_BYTES):
         try:
             state = start_state(src, target, name=name)  # type: ignore[arg-type]
@@ -399,6 +407,17 @@ def _naming_iree_plan(warning: str) -> str:
     return re.sub(r"^(\w+: )?", rf"\g<1>in {IREE_PLAN}: ", warning, count=1)
 
 
+def _for_iree(source: str | os.PathLike[str], text: str) -> str | os.PathLike[str]:
+    """``source`` as IREE can read it: as written, or (a retired op, an elided blob) as we read it."""
+    if not may_need_respelling(text):
+        return source
+    try:
+        module = parse_mlir(text, str(source) if isinstance(source, os.PathLike) else "<string>")
+    except MLIRSyntaxError:
+        return source  # IREE says what is wrong with it
+    return iree_input_text(module) or source
+
+
 def iree_plan(
     module_text_or_path: str | os.PathLike[str],
     target: str | Target,
@@ -418,7 +437,7 @@ def iree_plan(
         source = Path(source)
     else:
         text_in = str(source)
-    text = text_in if "flow.dispatch.workgroups" in text_in else dispatch_creation_text(source, tgt)
+    text = text_in if "flow.dispatch.workgroups" in text_in else dispatch_creation_text(_for_iree(source, text_in), tgt)
     dispatches, encodes, slices, n_globals = count_printed(text)
     plan = IreePlan(tgt.name, text, dispatches, encodes, slices, n_globals)
     try:

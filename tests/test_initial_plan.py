@@ -22,6 +22,7 @@ from egg_dispatch.iree.tools import find_tool, iree_opt_parses
 from egg_dispatch.mlir.compare import modules_equal
 from egg_dispatch.mlir.ir import (
     AffineMapAttr,
+    ArrayAttr,
     Block,
     EncodingAttr,
     Module,
@@ -163,18 +164,22 @@ def test_seed_matches_iree_after_set_encoding() -> None:
     assert _top(ours)[-1].operands == [d.result for d in ours_d]
 
 
-def test_reported_spelling_keeps_matmul_transpose_b() -> None:
-    """The #21100 reproducer (``linalg.matmul_transpose_b``, elided resource): same plan as the seed
-    (its zero is defined after the slices, so the two cloned producers come in that order), the op
-    keeps its name, and the encodings carry its implicit maps explicitly."""
+def test_reported_spelling_plans_like_irees_matmul() -> None:
+    """The #21100 reproducer (``linalg.matmul_transpose_b``, retired upstream; elided resource): read as
+    IREE 3.13's ``linalg.matmul`` with the transposed-RHS maps, it gets the same plan as the seed (its
+    zero is defined after the slices, so the two cloned producers come in that order), its matmul is
+    IREE's op for op (name and attributes), and the encodings are IREE's."""
     ours = initial_plan(parse_file(str(EXAMPLE)))
     iree = parse_file(str(FIXTURES / "seed_after_set_encoding.mlir"))
     for mine, theirs in zip(_dispatches(ours), _dispatches(iree), strict=True):
-        names = [n.replace("_transpose_b", "") for n in _names(mine)]
+        names = _names(mine)
         assert names[2:] == _names(theirs)[2:] and sorted(names[:2]) == sorted(_names(theirs)[:2])
-        mm = _body(mine)[6]
-        assert mm.name == "linalg.matmul_transpose_b" and "indexing_maps" not in mm.attributes
-        assert [_encoding(v) for v in mm.operands] == [_encoding(v) for v in _body(theirs)[6].operands]
+        mm, their_mm = _body(mine)[6], _body(theirs)[6]
+        assert mm.name == their_mm.name == "linalg.matmul"
+        maps = mm.attributes["indexing_maps"]
+        assert isinstance(maps, ArrayAttr) and maps.items == TRANSPOSE_B_MAPS
+        assert mm.attributes == their_mm.attributes
+        assert [_encoding(v) for v in mm.operands] == [_encoding(v) for v in their_mm.operands]
 
 
 def test_input_is_not_mutated_and_planned_input_is_unchanged() -> None:

@@ -126,11 +126,7 @@ ELEMENTWISE_FLOPS_PER_ELEMENT = 1.0
 
 DEFAULT_MAPS = {
     "linalg.matmul": ((0, 2), (2, 1), (0, 1)),
-    "linalg.matmul_transpose_a": ((2, 0), (2, 1), (0, 1)),
-    "linalg.matmul_transpose_b": ((0, 2), (1, 2), (0, 1)),
     "linalg.batch_matmul": ((0, 1, 3), (0, 3, 2), (0, 1, 2)),
-    "linalg.batch_matmul_transpose_a": ((0, 3, 1), (0, 3, 2), (0, 1, 2)),
-    "linalg.batch_matmul_transpose_b": ((0, 1, 3), (0, 2, 3), (0, 1, 2)),
     "linalg.matvec": ((0, 1), (1,), (0,)),
     "linalg.vecmat": ((0,), (0, 1), (1,)),
 }

@@ -30,18 +30,16 @@ __all__ = ["NAMED_CONTRACTIONS", "PackedGeneric"]
 
 NAMED_CONTRACTIONS: dict[str, tuple[int, tuple[tuple[int, ...], ...]]] = {
     "linalg.matmul": (3, ((0, 2), (2, 1), (0, 1))),
-    "linalg.matmul_transpose_a": (3, ((2, 0), (2, 1), (0, 1))),
-    "linalg.matmul_transpose_b": (3, ((0, 2), (1, 2), (0, 1))),
     "linalg.batch_matmul": (4, ((0, 1, 3), (0, 3, 2), (0, 1, 2))),
-    "linalg.batch_matmul_transpose_a": (4, ((0, 3, 1), (0, 3, 2), (0, 1, 2))),
-    "linalg.batch_matmul_transpose_b": (4, ((0, 1, 3), (0, 2, 3), (0, 1, 2))),
     "linalg.matvec": (2, ((0, 1), (1,), (0,))),
     "linalg.vecmat": (2, ((1,), (1, 0), (0,))),
     "linalg.batch_matvec": (3, ((0, 1, 2), (0, 2), (0, 1))),
     "linalg.batch_vecmat": (3, ((0, 2), (0, 2, 1), (0, 1))),
     "linalg.dot": (1, ((0,), (0,), ())),
 }
-"""Implicit (lhs, rhs, acc) maps of the named contractions: (number of loops, loop dims per operand)."""
+"""Implicit (lhs, rhs, acc) maps of the named contractions: (number of loops, loop dims per operand). The
+retired ``*_transpose_a`` / ``_b`` ops are read as ``linalg.matmul`` / ``batch_matmul`` with their maps
+(``mlir.retired``)."""
 
 _NAMED_ELEMENTWISE: dict[str, tuple[str, str]] = {
     "linalg.add": ("arith.addf", "arith.addi"),

@@ -8,12 +8,12 @@
 // set_encoding(extract_slice(constant)) sat inside the dispatch next to its producer; HoistEncodingOps
 // could not move it out and compilation failed.
 //
-// Spelling notes. This is the reported spelling, not IREE 3.13's:
-//   * linalg.matmul_transpose_b is the older named op; IREE 3.13 writes linalg.matmul with
-//     indexing_maps [(d0, d2), (d1, d2), (d0, d1)] and no longer parses the old name.
+// Spelling notes. This is the reported spelling, not IREE 3.13's; egg_dispatch hands IREE the program as read:
+//   * linalg.matmul_transpose_b, retired upstream: IREE 3.13 writes linalg.matmul with indexing_maps
+//     [(d0, d2), (d1, d2), (d0, d1)] and no longer parses the old name; egg_dispatch reads it as that.
 //   * The constant is a dense_resource whose blob was elided from the report (no dialect_resources
 //     section follows). egg_dispatch fills a missing blob with deterministic pseudo-random data and
-//     prints a warning, so the example still evaluates.
+//     prints a warning, so the example still evaluates (and IREE compiles it, with the same data).
 func.func @hoist_failure_repro(%rhs_top: tensor<8x8xf32>, %rhs_bottom: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
   %fused = arith.constant dense_resource<__auto.constant_16_8_torch.float32> : tensor<16x8xf32>
   %top = tensor.extract_slice %fused[0, 0] [8, 8] [1, 1] : tensor<16x8xf32> to tensor<8x8xf32>

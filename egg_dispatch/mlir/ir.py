@@ -389,6 +389,9 @@ class Module:
     file: str = "<input>"
     has_module_op: bool = False
     warnings: list[str] = field(default_factory=list)
+    respelled: list[str] = field(default_factory=list)
+    """Retired named ops the reader read as what they are now (``mlir.retired``), one entry per op: the
+    file as written is not what IREE reads."""
 
     def walk(self) -> Iterator[Operation]:
         for op in self.ops:

@@ -118,11 +118,7 @@ DYNAMIC = -(2**63)
 CONTRACTION_OPS = frozenset(
     {
         "linalg.matmul",
-        "linalg.matmul_transpose_a",
-        "linalg.matmul_transpose_b",
         "linalg.batch_matmul",
-        "linalg.batch_matmul_transpose_a",
-        "linalg.batch_matmul_transpose_b",
         "linalg.matvec",
         "linalg.vecmat",
     }

@@ -16,6 +16,7 @@ from egg_dispatch.mlir.ir import Attr, Block, DenseAttr, Loc, Module, OpaqueType
 from egg_dispatch.mlir.lexer import Lexer, MLIRSyntaxError, describe, int_value
 from egg_dispatch.mlir.print_ops import has_custom_printer
 from egg_dispatch.mlir.resources import ELIDED_SEED, ResourceParser
+from egg_dispatch.mlir.retired import retired_note
 from egg_dispatch.mlir.syntax import OpSyntax
 from egg_dispatch.mlir.syntax_iree import UNKNOWN
 
@@ -35,6 +36,8 @@ class Parser(AttrParser, OpSyntax, ResourceParser):
         self.attr_alias_types: dict[str, Type] = {}
         self.type_aliases: dict[str, Type] = {}
         self.pending_resources: list[tuple[DenseAttr, Loc]] = []
+        self.retired: list[tuple[str, Loc]] = []
+        """Retired named ops read as what they are now (``mlir.retired``), with where each was."""
         self.scopes: list[_Scope] = []
         self.warnings: list[str] = []
         self.use_pos: dict[int, list[int]] = {}
@@ -69,6 +72,9 @@ class Parser(AttrParser, OpSyntax, ResourceParser):
         if lex.peek().kind != "eof":
             raise lex.error(f"expected end of file, found {describe(lex.peek())}")
         self._resolve_resources(module)
+        if self.retired:
+            module.respelled = [name for name, _ in self.retired]
+            self.warnings.append(retired_note(self.retired))
         module.aliases = {**self.attr_aliases, **self.type_aliases}
         module.warnings = self.warnings
         return module

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from egg_dispatch.mlir.ir import Attr, IntAttr, Operation, Type, UnitAttr, Value
 from egg_dispatch.mlir.lexer import int_value
 from egg_dispatch.mlir.ops import make_int_list
+from egg_dispatch.mlir.retired import RETIRED_OPS, respell
 
 if TYPE_CHECKING:
     from egg_dispatch.mlir.parser import Parser
@@ -115,6 +116,12 @@ class LinalgSyntax:
         if not (ins or outs):
             raise lex.error(f"expected 'ins(' or 'outs(' in '{name}'", start)
         attrs["operandSegmentSizes"] = make_int_list((len(ins), len(outs)))
+        if name in RETIRED_OPS:  # read as what it is now: the op IREE reads, with its maps spelled out
+            if "indexing_maps" in attrs:
+                raise lex.error(f"'{name}' takes no indexing_maps (its name implies them)", start)
+            self.retired.append((name, lex.loc(lex.text.find(name, start))))  # at its name, as MLIR points
+            name, maps = respell(name)
+            attrs = {"indexing_maps": maps, **attrs}
         return self.make_op(name, [*ins, *outs], results, attributes=attrs, regions=regions)
 
     def _p_relayout(self: Parser, name: str, start: int) -> Operation:

@@ -63,10 +63,7 @@ _PLANNED = {"flow.dispatch.region", "flow.dispatch.workgroups", "flow.tensor.enc
             "iree_encoding.set_encoding", "iree_encoding.unset_encoding"}  # fmt: skip
 _NOT_STRUCTURED = {"linalg.pack", "linalg.unpack", "linalg.index", "linalg.yield"}
 _NAMED_MAPS = {  # implicit indexing maps, as dims per operand (lhs, rhs, out)
-    "linalg.matmul": ((0, 2), (2, 1), (0, 1)), "linalg.matmul_transpose_a": ((2, 0), (2, 1), (0, 1)),
-    "linalg.matmul_transpose_b": ((0, 2), (1, 2), (0, 1)), "linalg.batch_matmul": ((0, 1, 3), (0, 3, 2), (0, 1, 2)),
-    "linalg.batch_matmul_transpose_a": ((0, 3, 1), (0, 3, 2), (0, 1, 2)),
-    "linalg.batch_matmul_transpose_b": ((0, 1, 3), (0, 2, 3), (0, 1, 2)),
+    "linalg.matmul": ((0, 2), (2, 1), (0, 1)), "linalg.batch_matmul": ((0, 1, 3), (0, 3, 2), (0, 1, 2)),
     "linalg.matvec": ((0, 1), (1,), (0,)), "linalg.vecmat": ((1,), (1, 0), (0,)),
     "linalg.mmt4d": ((0, 2, 3, 5), (1, 2, 4, 5), (0, 1, 3, 4)),
 }  # fmt: skip
