@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Create .venv with a Python >= 3.12 interpreter (egglog 14 needs it) and install the project.
-# Usage: scripts/setup.sh [EXTRAS]   e.g. scripts/setup.sh test   (default: no extras)
+# Usage: scripts/setup.sh [EXTRAS]   (default: no extras)
+#   scripts/setup.sh iree   IREE 3.13's tools too, so that explore shows IREE's own plan beside ours
+#   scripts/setup.sh test   the test suite's tools (IREE included)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-}"
