@@ -25,7 +25,15 @@ from egg_dispatch.egraph.data import EGraphData, Node
 from egg_dispatch.egraph.enumerate import MATERIALIZED_OPS, enumerate_plans
 from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.egraph.rules import FAMILIES, saturate
-from egg_dispatch.extract import ExtractionResult, exact_ilp, exhaustive, greedy_dag, plan_contexts, plan_objective
+from egg_dispatch.extract import (
+    ExtractionResult,
+    exact_ilp,
+    exhaustive,
+    exhaustive_many,
+    greedy_dag,
+    plan_contexts,
+    plan_objective,
+)
 from egg_dispatch.extract.prune import _necessary, prune
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.start.initial_plan import initial_plan
@@ -154,17 +162,18 @@ def test_ilp_equals_exhaustive_on_real_egraphs(path: str, chunk: int, target: st
             with pytest.raises(ValueError, match="no acyclic plan"):
                 extract(g, op_costs(g, 0), 0.0)
         return
-    for seed in (0, 1):
-        costs = op_costs(g, seed)
-        for lam in (0.0, 1e-10, 1e-9):
-            best = exhaustive(g, costs, lam, limit=4000)
-            greedy = greedy_dag(g, costs, lam)
-            exact = exact_ilp(g, costs, lam, warm_start=greedy)
-            for r in (best, greedy, exact):
-                assert_valid(g, r, costs, lam)
-            assert exact.optimal and exact.gap is not None and exact.gap <= 1e-6
-            assert close(exact.objective, best.objective), (seed, lam, exact.stats)
-            assert greedy.objective >= exact.objective * (1 - 1e-9)
+    cases = [(seed, lam) for seed in (0, 1) for lam in (0.0, 1e-10, 1e-9)]
+    tables = {seed: op_costs(g, seed) for seed in (0, 1)}
+    objectives = [(tables[seed], lam) for seed, lam in cases]
+    bests = exhaustive_many(g, objectives, limit=4000)  # one enumeration serves the six objectives
+    for (seed, lam), (costs, _), best in zip(cases, objectives, bests, strict=True):
+        greedy = greedy_dag(g, costs, lam)
+        exact = exact_ilp(g, costs, lam, warm_start=greedy)
+        for r in (best, greedy, exact):
+            assert_valid(g, r, costs, lam)
+        assert exact.optimal and exact.gap is not None and exact.gap <= 1e-6
+        assert close(exact.objective, best.objective), (seed, lam, exact.stats)
+        assert greedy.objective >= exact.objective * (1 - 1e-9)
 
 
 def has_plan(g: EGraphData) -> bool:
@@ -239,6 +248,11 @@ def test_ilp_equals_exhaustive_on_synthetic_egraphs(case: tuple[EGraphData, dict
         assert_valid(g, r, costs, lam)
     assert exact.optimal
     assert close(exact.objective, best.objective), exact.stats
+    # one enumeration for several objectives gives each objective's own optimum
+    many = exhaustive_many(g, [(costs, 0.0), (costs, lam), (costs, 1e-7)], limit=5000)
+    for (c, lm), r in zip([(costs, 0.0), (costs, lam), (costs, 1e-7)], many, strict=True):
+        alone = best if lm == lam else exhaustive(g, c, lm, limit=5000)
+        assert r.objective == alone.objective and r.choice == alone.choice
     assert greedy.objective >= exact.objective * (1 - 1e-9)
 
 

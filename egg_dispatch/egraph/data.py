@@ -51,6 +51,8 @@ class EGraphData:
     kept_refused: tuple[str, ...] = ()
     """Nodes legality subsumed that are kept extractable all the same, because without them the root
     has no plan at all (``keep_refused_without_alternative``); empty whenever a legal plan exists."""
+    _term_kids: dict[str, tuple[str, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """Cache of ``term_kids`` (a node's children never change; ``dataclasses.replace`` starts a new one)."""
 
     @classmethod
     def from_serialized(cls, data: Mapping, root_let: str = "$root", *, keep_refused: bool = False) -> EGraphData:
@@ -172,6 +174,16 @@ class EGraphData:
 
     def is_term_class(self, c: str) -> bool:
         return self.class_type.get(c) in TERM_SORTS
+
+    def term_kids(self, nid: str) -> tuple[str, ...]:
+        """Distinct term child classes of a node, in argument order (leaf classes are not decisions).
+
+        Cached per node: every plan an extractor checks or enumerates walks them again."""
+        kids = self._term_kids.get(nid)
+        if kids is None:
+            kids = tuple(dict.fromkeys(d for d in self.nodes[nid].children if self.is_term_class(d)))
+            self._term_kids[nid] = kids
+        return kids
 
     def choices(self, c: str) -> list[Node]:
         """Extractable nodes of class ``c``: not subsumed, and not a self-loop."""

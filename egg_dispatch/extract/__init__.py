@@ -8,7 +8,8 @@ Three extractors share one reference, :func:`plan_objective`, which every result
   (``greedy.py``).
 * :func:`exact_ilp` -- the exact optimum on HiGHS, warm-started from greedy and never worse than it
   (``ilp.py``, pruned by ``prune.py``; docs/design.md §2.5, docs/egglog.md §4.4 and §7).
-* :func:`exhaustive` -- every plan :func:`~egg_dispatch.egraph.enumerate.enumerate_plans` yields, for tests.
+* :func:`exhaustive` -- every plan :func:`~egg_dispatch.egraph.enumerate.enumerate_plans` yields, for tests
+  (:func:`exhaustive_many`: several objectives over one enumeration).
 
 The reference objective and the helpers all three share are in ``common.py``.
 
@@ -23,13 +24,14 @@ from __future__ import annotations
 
 from egg_dispatch.extract.common import ExtractionResult, plan_contexts, plan_objective
 from egg_dispatch.extract.exact import exact_ilp, k_best
-from egg_dispatch.extract.exhaustive import exhaustive
+from egg_dispatch.extract.exhaustive import exhaustive, exhaustive_many
 from egg_dispatch.extract.greedy import greedy_dag
 
 __all__ = [
     "ExtractionResult",
     "exact_ilp",
     "exhaustive",
+    "exhaustive_many",
     "greedy_dag",
     "k_best",
     "plan_contexts",

@@ -54,11 +54,7 @@ class ExtractionResult:
 
 def _term_kids(g: EGraphData, nid: str) -> tuple[str, ...]:
     """Distinct term child classes of a node, in argument order (leaf classes are not decisions)."""
-    seen: dict[str, None] = {}
-    for d in g.nodes[nid].children:
-        if g.is_term_class(d):
-            seen.setdefault(d)
-    return tuple(seen)
+    return g.term_kids(nid)
 
 
 def plan_contexts(g: EGraphData, choice: Mapping[str, str]) -> tuple[set[str], set[str]]:
@@ -113,10 +109,15 @@ def plan_contexts(g: EGraphData, choice: Mapping[str, str]) -> tuple[set[str], s
 
 
 def _totals(
-    g: EGraphData, choice: Mapping[str, str], costs: Mapping[str, NodeCost], lam: float
+    g: EGraphData,
+    choice: Mapping[str, str],
+    costs: Mapping[str, NodeCost],
+    lam: float,
+    contexts: tuple[set[str], set[str]] | None = None,
 ) -> tuple[float, float, float, float]:
-    """(objective, run seconds, memory bytes, load seconds); fsum so the value is order-independent."""
-    run, load = plan_contexts(g, choice)
+    """(objective, run seconds, memory bytes, load seconds); fsum so the value is order-independent.
+    ``contexts``: the plan's ``plan_contexts``, when the caller prices one plan several ways."""
+    run, load = contexts if contexts is not None else plan_contexts(g, choice)
     exclusive: frozenset[str] = getattr(costs, "exclusive", frozenset())
     uses = _uses(g, choice, run) if exclusive else {}
     pairs = [
@@ -152,7 +153,13 @@ def _uses(g: EGraphData, choice: Mapping[str, str], run: set[str]) -> dict[str, 
     return out
 
 
-def plan_objective(g: EGraphData, choice: Mapping[str, str], costs: Mapping[str, NodeCost], lam: float) -> float:
+def plan_objective(
+    g: EGraphData,
+    choice: Mapping[str, str],
+    costs: Mapping[str, NodeCost],
+    lam: float,
+    contexts: tuple[set[str], set[str]] | None = None,
+) -> float:
     """The exact objective of a plan (the reference every extractor is checked against).
 
     Σ run_seconds over the chosen nodes needed at run time + λ·Σ memory_bytes over every chosen
@@ -160,9 +167,9 @@ def plan_objective(g: EGraphData, choice: Mapping[str, str], costs: Mapping[str,
     run_seconds count once per chosen node using them -- plus each ``costs.once`` charge some
     run-time node of the plan is in, each ``costs.pairs`` charge both of whose nodes it runs, and each
     ``costs.gated`` charge whose node it runs when it runs a node of ``costs.gate``.
-    Nodes missing from ``costs`` cost nothing.
+    Nodes missing from ``costs`` cost nothing. ``contexts``: the plan's ``plan_contexts``, if known.
     """
-    return _totals(g, choice, costs, lam)[0]
+    return _totals(g, choice, costs, lam, contexts)[0]
 
 
 def _reachable(g: EGraphData, choice: Mapping[str, str]) -> dict[str, str]:

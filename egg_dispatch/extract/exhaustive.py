@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from egg_dispatch.cost.table import NodeCost, violated_conflicts
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.enumerate import enumerate_plans
-from egg_dispatch.extract.common import ExtractionResult, _result, check_costs, no_plan_error, plan_objective
+from egg_dispatch.extract.common import (
+    ExtractionResult,
+    _result,
+    check_costs,
+    no_plan_error,
+    plan_contexts,
+    plan_objective,
+)
 
-__all__ = ["exhaustive"]
+__all__ = ["exhaustive", "exhaustive_many"]
 
 
 def exhaustive(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, limit: int = 1000) -> ExtractionResult:
@@ -22,19 +29,38 @@ def exhaustive(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, limit: 
     optimum whenever the cost table prices twins alike (as ``cost/model.py`` does). Plans that
     violate one of the table's ``conflicts`` are skipped.
     """
+    return exhaustive_many(g, [(costs, lam)], limit)[0]
+
+
+def exhaustive_many(
+    g: EGraphData, objectives: Sequence[tuple[Mapping[str, NodeCost], float]], limit: int = 1000
+) -> list[ExtractionResult]:
+    """:func:`exhaustive` for several (cost table, λ) objectives at once, one result each.
+
+    The plans are enumerated, and each plan's run/load contexts found, once for all objectives:
+    those walks, not the pricing, are what enumeration costs.
+    """
     start = time.perf_counter()
-    check_costs(costs, lam)
-    best: tuple[float, dict[str, str]] | None = None
+    for costs, lam in objectives:
+        check_costs(costs, lam)
+    best: list[tuple[float, dict[str, str]] | None] = [None] * len(objectives)
     count = 0
     for plan in enumerate_plans(g, limit + 1):
         count += 1
         if count > limit:
             raise ValueError(f"the e-graph holds more than {limit} plans")
-        if violated_conflicts(costs, plan):  # IREE's codegen rejects it (cost.conflicts)
-            continue
-        obj = plan_objective(g, plan, costs, lam)
-        if best is None or obj < best[0]:
-            best = (obj, plan)
-    if best is None:
-        raise no_plan_error(g)
-    return _result(g, best[1], costs, lam, "exhaustive", start, optimal=True, gap=0.0, stats={"plans": count})
+        contexts = plan_contexts(g, plan)
+        for i, (costs, lam) in enumerate(objectives):
+            if violated_conflicts(costs, plan):  # IREE's codegen rejects it (cost.conflicts)
+                continue
+            obj = plan_objective(g, plan, costs, lam, contexts)
+            current = best[i]
+            if current is None or obj < current[0]:
+                best[i] = (obj, plan)
+    results = []
+    for found, (costs, lam) in zip(best, objectives, strict=True):
+        if found is None:
+            raise no_plan_error(g)
+        results.append(_result(g, found[1], costs, lam, "exhaustive", start, optimal=True, gap=0.0,
+                               stats={"plans": count}))  # fmt: skip
+    return results
