@@ -9,12 +9,12 @@ __all__ = ["normalize_choice"]
 _ENCODING_LEVEL = {"Pack": "SetEncoding", "Unpack": "UnsetEncoding", "Mmt4d": "Contract"}
 
 
-def _operands(op: str, children: tuple[str, ...]) -> frozenset[str] | tuple[str, ...]:
+def _operands(op: str, children: tuple[str, ...]) -> tuple[frozenset[str], str] | tuple[str, ...]:
     """The tensor operands a node and its twin at the other level share (mmt4d may swap lhs/rhs)."""
     if op == "Contract":
-        return frozenset(children[1:3]), children[3]  # type: ignore[return-value]
+        return frozenset(children[1:3]), children[3]
     if op == "Mmt4d":
-        return frozenset(children[0:2]), children[2]  # type: ignore[return-value]
+        return frozenset(children[0:2]), children[2]
     return children[:1]
 
 

@@ -97,7 +97,8 @@ class SizeValues:
         if a.kind == "sym":
             v = self._argument_size(a.name)
         else:
-            inner = self.value(a.arg)  # type: ignore[arg-type]
+            assert a.arg is not None, a  # floordiv / ceildiv / mod of a Dim
+            inner = self.value(a.arg)
             op = {"floordiv": "arith.divui", "ceildiv": "arith.ceildivui", "mod": "arith.remui"}[a.kind]
             v = self._arith(op, inner, self.const(a.k))
         self.cache[key] = v

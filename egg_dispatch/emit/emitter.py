@@ -10,6 +10,7 @@ it; ``ConstEval(t)`` becomes a ``util.global`` filled by a ``util.initializer``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 from egg_dispatch.cost.model import RESHAPE_OPS
 from egg_dispatch.egraph.data import Term
@@ -21,6 +22,7 @@ from egg_dispatch.emit.packed import PackedGenericError, packed_generic_maps
 from egg_dispatch.mlir.ir import (
     AffineMapAttr,
     ArrayAttr,
+    Attr,
     Block,
     EncodingAttr,
     FloatAttr,
@@ -38,7 +40,7 @@ from egg_dispatch.mlir.ir import (
     UnitAttr,
     Value,
 )
-from egg_dispatch.mlir.ops import DYNAMIC, make_int_list, set_dims
+from egg_dispatch.mlir.ops import DYNAMIC, attr, make_int_list, set_dims, tensor_type
 from egg_dispatch.target.layout import Layout
 from egg_dispatch.util.deep import allow_deep_recursion
 
@@ -139,7 +141,12 @@ class Emitter:
         if op in ("UnsetEncoding", "Unpack"):
             return tuple(a[1])
         if op == "Arg":
-            return self.arg_dims.get(a[0]) or tuple(self.type_of(t).shape)  # type: ignore[union-attr, arg-type]
+            known = self.arg_dims.get(a[0])
+            if known:
+                return known
+            arg_t = self.type_of(t)
+            assert isinstance(arg_t, TensorType), f"argument {a[0]} is not a tensor"
+            return arg_t.static_shape  # a dynamic argument has its arg_dims
         if op in ("Fill", "SetEncoding", "Dispatch", "ConstEval"):
             return self.shape_of(a[1] if op == "Fill" else a[0])
         if op in ("Contract", "Mmt4d", "InsertSlice"):
@@ -158,14 +165,14 @@ class Emitter:
             outer = [self.imp.code(self.imp.dim(v).ceildiv(tile[d])) if d in tile else v for d, v in enumerate(src)]
             return tuple(outer[p] for p in layout.outer_dims_perm) + tuple(layout.inner_tiles)
         if op == "EncodedSlice":
-            src = self.type_of(a[0])
-            if isinstance(src, TensorType) and src.encoding is None:
+            src_t = self.type_of(a[0])
+            if isinstance(src_t, TensorType) and src_t.encoding is None:
                 return tuple(self._packed_slice(a[0], a[1], a[2])[1])
             return tuple(a[2])
         typ = self.type_of(t)
         if isinstance(typ, TensorType) and not typ.is_static:
             raise EmitError(f"the sizes of a dynamic {op} are not known to the plan")
-        return tuple(typ.shape) if isinstance(typ, TensorType) else ()  # type: ignore[arg-type]
+        return typ.static_shape if isinstance(typ, TensorType) else ()
 
     def encoding_dims(self, t: TensorType, shape: tuple[int, ...]) -> list[Value]:
         """The ``encoding_dims{...}`` of a set/unset_encoding of ``t`` (of logical ``shape``): the size of
@@ -194,11 +201,11 @@ class Emitter:
 
     def encoding_dims_needed(self, t: Type) -> bool:
         e = t.encoding if isinstance(t, TensorType) else None
-        return isinstance(e, EncodingAttr) and bool(e.iteration_sizes) and None in e.iteration_sizes
+        return isinstance(e, EncodingAttr) and e.iteration_sizes is not None and None in e.iteration_sizes
 
     def _enc_key(self, e: EncodingAttr) -> str:
-        for key, attr in self.imp.encodings.items():
-            if attr == e:
+        for key, known in self.imp.encodings.items():
+            if known == e:
                 return key
         return ""
 
@@ -209,7 +216,7 @@ class Emitter:
 
     def elem(self, t: Term) -> ScalarType:
         typ = self.type_of(t)
-        return typ.element if isinstance(typ, TensorType) else typ  # type: ignore[return-value]
+        return typ.element if isinstance(typ, TensorType) else cast(ScalarType, typ)  # not a tensor: a scalar
 
     # ------------------------------------------------------------------------------ driver
     def emit(self, root: Term) -> Module:
@@ -240,8 +247,18 @@ class Emitter:
             op.opaque_text = _rename_uses(op.opaque_text or "", names, [v.name for v in op.operands])
         return self.module
 
-    def add(self, ctx: _Ctx, name: str, operands: list[Value], types: list[Type], **kw: object) -> Operation:
-        op = Operation(name, operands, **kw)  # type: ignore[arg-type]
+    def add(
+        self,
+        ctx: _Ctx,
+        name: str,
+        operands: list[Value],
+        types: list[Type],
+        *,
+        attributes: dict[str, Attr] | None = None,
+        regions: list[Region] | None = None,
+    ) -> Operation:
+        attrs = attributes if attributes is not None else {}
+        op = Operation(name, operands, attributes=attrs, regions=regions if regions is not None else [])
         op.results = [Value("", t, op, i) for i, t in enumerate(types)]
         ctx.block.ops.append(op)
         return op
@@ -286,7 +303,7 @@ class Emitter:
         if inner.op == "SetEncoding" and inner.args[0].op in BOUNDARY_OPS and inner.args[0].op != "Const":
             src = self.value(inner.args[0], self.top)
             dims = self.dim_values(inner)
-            attrs = {}
+            attrs: dict[str, Attr] = {}
             operands = [src, *set_dims(attrs, [dims, dims])]
             encoded = self.add(self.top, "flow.tensor.encode", operands, [self.type_of(inner)], attributes=attrs).result
             self.dispatch_order.append(("encode", t.eclass))
@@ -356,7 +373,7 @@ class Emitter:
             sliced = self.add(ctx, "tensor.extract_slice", [v(a[0]), *dyn], [typ], attributes=attrs).result
             self._copy_between_dispatches(t, ctx)
             return sliced
-        if op == "SetEncoding" and ctx.at_load and self.encoding_dims_needed(typ):  # type: ignore[arg-type]
+        if op == "SetEncoding" and ctx.at_load and self.encoding_dims_needed(typ):
             # In an initializer the function's sizes do not exist: IREE hoists a weight's encode of a
             # dynamic contraction as flow.tensor.encode, which lists no encoding_dims.
             return self.add(ctx, "flow.tensor.encode", [v(a[0])], [typ]).result
@@ -364,7 +381,8 @@ class Emitter:
             name = "iree_encoding.set_encoding" if op == "SetEncoding" else "iree_encoding.unset_encoding"
             attrs = {}
             enc_t = typ if op == "SetEncoding" else self.type_of(a[0])
-            enc_dims = self.encoding_dims(enc_t, self.shape_of(t))  # type: ignore[arg-type]
+            assert isinstance(enc_t, TensorType), f"{op} of a {enc_t}"
+            enc_dims = self.encoding_dims(enc_t, self.shape_of(t))
             groups = [enc_dims, self.dim_values(t)] if op == "UnsetEncoding" else [enc_dims]
             dims = set_dims(attrs, groups)
             encoded = self.add(ctx, name, [v(a[0]), *dims], [typ], attributes=attrs).result
@@ -379,15 +397,17 @@ class Emitter:
             operands = [v(x) for x in a[1]] + ([v(x) for x in a[2]] if op == "Generic" else [])
             types = [typ] if op == "Generic" else [r.type for r in proto.results]
             new = self._clone(proto, operands, types, ctx)
-            if op == "Generic" and isinstance(typ, TensorType) and typ.rank != proto.results[0].type.rank:
+            clone = new.owner
+            assert isinstance(clone, Operation)
+            if op == "Generic" and isinstance(typ, TensorType) and typ.rank != tensor_type(proto.results[0]).rank:
                 layouts = [_packed_layout(x) for x in (*a[1], *a[2])]
-                _repack_elementwise(new.owner, layouts, len(a[2]))  # type: ignore[arg-type]
-            return new if op == "Generic" else new.owner.results[a[2]]  # type: ignore[union-attr]
+                _repack_elementwise(clone, layouts, len(a[2]))
+            return new if op == "Generic" else clone.results[a[2]]
         if op == "Pack":
             layout = _layout(a[1])
             src = v(a[0])
             empty = self.add(ctx, "tensor.empty", self.dim_values(t), [typ]).result
-            zero = self._zero(src.type, ctx)  # type: ignore[arg-type]
+            zero = self._zero(tensor_type(src), ctx)
             attrs = {
                 "inner_dims_pos": make_int_list(layout.inner_dims_pos),
                 "inner_tiles": make_int_list(layout.inner_tiles),
@@ -481,7 +501,9 @@ def _repack_elementwise(op: Operation, layouts: list[Layout | None], n_out: int)
     materialization gives it (``emit.packed``: the identity where every operand has the output's layout,
     a broadcast bias reading its own tiles)."""
     try:
-        maps, rank = packed_generic_maps(op.attributes["indexing_maps"].items, layouts, n_out)  # type: ignore[attr-defined]
+        # a generic's indexing_maps: an ArrayAttr of AffineMapAttr (mlir.ops' table)
+        maps_in = cast("tuple[AffineMapAttr, ...]", attr(op, "indexing_maps", ArrayAttr).items)
+        maps, rank = packed_generic_maps(maps_in, layouts, n_out)
     except PackedGenericError as e:
         raise EmitError(f"cannot spell a linalg.generic on packed operands: {e}") from None
     op.attributes["indexing_maps"] = ArrayAttr(tuple(maps))

@@ -42,7 +42,16 @@ from egg_dispatch.mlir.ir import (
     Type,
     Value,
 )
-from egg_dispatch.mlir.ops import CONTRACTION_OPS, ins, int_list, iterator_types, make_int_list, outs, set_dims
+from egg_dispatch.mlir.ops import (
+    CONTRACTION_OPS,
+    ins,
+    int_list,
+    iterator_types,
+    make_int_list,
+    outs,
+    set_dims,
+    tensor_type,
+)
 from egg_dispatch.mlir.shapes import function_shapes
 from egg_dispatch.start.clone import (
     CLONE_CONSTANT_MAX_BYTES,
@@ -112,9 +121,10 @@ def _dims(n: int, dims: Iterable[int]) -> AffineMapAttr:
 def _maps(op: Operation) -> list[AffineMapAttr] | None:
     """The op's indexing maps, one per operand (explicit, or the named op's implicit ones)."""
     a = op.attributes
-    if isinstance(a.get("indexing_maps"), ArrayAttr):
-        items = a["indexing_maps"].items  # type: ignore[attr-defined]
-        return list(items) if all(isinstance(m, AffineMapAttr) for m in items) else None
+    explicit = a.get("indexing_maps")
+    if isinstance(explicit, ArrayAttr):
+        maps = [m for m in explicit.items if isinstance(m, AffineMapAttr)]
+        return maps if len(maps) == len(explicit.items) else None
     if op.name in _NAMED_MAPS:
         spec = _NAMED_MAPS[op.name]
         n = 1 + max(max(s) for s in spec)
@@ -266,14 +276,14 @@ def _wrap(
     redirect: dict[Value, tuple[int, Value]] = {}
     for i, g in enumerate(groups):
         esc = [v for op in g for v in op.results if any(gid.get(owner[u]) != i for u, _ in uses.get(v, []))]
-        dims = [sizes.dims(v) for v in esc]
-        if any(d is None for d in dims):
+        dims = [d for v in esc if (d := sizes.dims(v)) is not None]
+        if len(dims) != len(esc):
             for op in g:
                 gid.pop(op, None)
             continue
         body = Block([], [*g, Operation("flow.return", list(esc))], None)
         attrs: dict[str, Attr] = {}
-        region = Operation("flow.dispatch.region", set_dims(attrs, dims), attributes=attrs, regions=[Region([body])])  # type: ignore[arg-type]
+        region = Operation("flow.dispatch.region", set_dims(attrs, dims), attributes=attrs, regions=[Region([body])])
         base = esc[0].name.partition("#")[0] if esc else "dispatch"
         region.results = [Value(base if len(esc) == 1 else f"{base}#{k}", v.type, region, k) for k, v in enumerate(esc)]
         redirect.update((v, (i, r)) for v, r in zip(esc, region.results, strict=True))
@@ -287,27 +297,28 @@ def _wrap(
     return new_ops, list(anchor.values())
 
 
-def _contraction(op: Operation) -> tuple[list[AffineMapAttr], list[int], list[ScalarType]] | None:
-    """(maps, static loop ranges, element types) of a named contraction AnnotateDataTilingHints
+def _contraction(op: Operation) -> tuple[list[AffineMapAttr], list[int | None], list[ScalarType]] | None:
+    """(maps, static loop ranges (None: '?'), element types) of a named contraction AnnotateDataTilingHints
     hints: at most one batch, M, N and K loop, a K and an M or N, no encoded operand."""
     # Named ops only: their body is an implicit multiply-accumulate (a ``cast`` attribute changes that).
     if op.name not in CONTRACTION_OPS or op.opaque_text is not None or "cast" in op.attributes:
         return None
     if len(ins(op)) != 2 or len(outs(op)) != 1 or len(op.operands) != 3 or (maps := _maps(op)) is None:
         return None
-    pos = [m.dim_positions() for m in maps]
-    if any(p is None for p in pos) or any(not isinstance(v.type, TensorType) or v.type.encoding for v in op.operands):
+    pos = [p for m in maps if (p := m.dim_positions()) is not None]
+    types = [v.type for v in op.operands if isinstance(v.type, TensorType) and not v.type.encoding]
+    if len(pos) != len(maps) or len(types) != len(op.operands):
         return None
-    a, b, c = (set(p) for p in pos)  # type: ignore[arg-type]
+    a, b, c = (set(p) for p in pos)
     batch, m, n, k = a & b & c, (a & c) - b, (b & c) - a, (a & b) - c
     one_each = max(len(batch), len(m), len(n)) <= 1 and len(k) == 1 and bool(m or n)
     if not one_each or batch | m | n | k != set(range(maps[0].num_dims)):
         return None
-    elems = [v.type.element for v in op.operands]  # type: ignore[attr-defined]
-    sizes: dict[int, int] = {}
-    for v, p in zip(op.operands, pos, strict=True):
-        for j, d in enumerate(p or ()):
-            sizes.setdefault(d, v.type.shape[j])  # type: ignore[attr-defined]
+    elems = [t.element for t in types]
+    sizes: dict[int, int | None] = {}
+    for t, p in zip(types, pos, strict=True):
+        for j, d in enumerate(p):
+            sizes.setdefault(d, t.shape[j])
     return maps, [sizes[d] for d in range(maps[0].num_dims)], elems
 
 
@@ -331,7 +342,7 @@ def _set_encodings(body: Block, top: TopSizes) -> None:
         encs = [EncodingAttr(i, "matmul", tuple(elems), tuple(maps), tuple(sizes)) for i in range(3)]
 
         def encoded(v: Value, e: EncodingAttr) -> TensorType:
-            return dataclasses.replace(v.type, encoding=e)  # type: ignore[type-var]
+            return dataclasses.replace(tensor_type(v), encoding=e)
 
         def set_encoding(v: Value, e: EncodingAttr, name: str, dims: list[Value] = enc_dims) -> Operation:
             attrs: dict[str, Attr] = {}

@@ -56,9 +56,10 @@ class TopSizes:
         if d.is_const:
             v = self._add("arith.constant", [], {"value": IntAttr(d.value, INDEX)})
         else:
-            v = self._poly(d)
-            if v is None:
+            poly = self._poly(d)
+            if poly is None:
                 return None
+            v = poly
         self.cache[d] = v
         return v
 
@@ -74,8 +75,12 @@ class TopSizes:
             c = self.value(Dim.const(abs(coeff)))
             assert c is not None
             term = c if term is None else (term if abs(coeff) == 1 else self._arith("arith.muli", term, c))
-            if total is None:
-                total = term if coeff > 0 else self._arith("arith.subi", self.value(Dim.const(0)), term)  # type: ignore[arg-type]
+            if total is None and coeff > 0:
+                total = term
+            elif total is None:
+                zero = self.value(Dim.const(0))
+                assert zero is not None
+                total = self._arith("arith.subi", zero, term)
             else:
                 total = self._arith("arith.addi" if coeff > 0 else "arith.subi", total, term)
         return total
@@ -87,17 +92,19 @@ class TopSizes:
         if a.kind == "sym":
             where = self.shapes.arguments.get(a.name)
             arg = self.data_args.get(where[0]) if where else None
-            if arg is None:
+            if where is None or arg is None:
                 return None
-            if where[1] < 0 and arg.type == INDEX:  # type: ignore[index]
+            if where[1] < 0 and arg.type == INDEX:
                 v = arg
             elif isinstance(arg.type, TensorType):
-                c = self.value(Dim.const(where[1]))  # type: ignore[index]
-                v = self._add("tensor.dim", [arg, c])  # type: ignore[list-item]
+                c = self.value(Dim.const(where[1]))
+                assert c is not None
+                v = self._add("tensor.dim", [arg, c])
             else:  # a buffer view of IREE's ABI
-                v = self._add("hal.buffer_view.dim", [arg], {"index": IntAttr(where[1])})  # type: ignore[index]
+                v = self._add("hal.buffer_view.dim", [arg], {"index": IntAttr(where[1])})
         else:
-            inner = self.value(a.arg)  # type: ignore[arg-type]
+            assert a.arg is not None, a  # floordiv / ceildiv / mod of a Dim
+            inner = self.value(a.arg)
             k = self.value(Dim.const(a.k))
             if inner is None or k is None:
                 return None

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from egg_dispatch.mlir.ir import FunctionType, Module, OpaqueType, Operation, Type, Value
+from egg_dispatch.mlir.ir import FunctionType, Module, OpaqueType, Operation, Type, TypeAttr, Value
+from egg_dispatch.mlir.ops import attr
 
 __all__ = ["AbiShell", "ArgumentAbi", "FunctionAbi", "ResultAbi", "abi_shell"]
 
@@ -71,7 +72,7 @@ def abi_shell(module: Module, function: str) -> AbiShell | None:
         func = module.function(function)
     except KeyError:
         return None
-    ft = func.attributes["function_type"].type  # type: ignore[attr-defined]
+    ft = attr(func, "function_type", TypeAttr).type
     if func.name != "util.func" or not isinstance(ft, FunctionType) or not any(_is_view(t) for t in ft.inputs):
         return None
     entry = func.regions[0].entry

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from egg_dispatch.mlir.ir import Block, Operation, Region, Type, Value
 from egg_dispatch.mlir.printer import Printer
 
@@ -26,7 +28,7 @@ class Builder:
         self,
         name: str,
         operands: list[Value],
-        types: list[Type],
+        types: Sequence[Type],
         attributes: dict | None = None,
         regions: list[Region] | None = None,
     ) -> Operation:

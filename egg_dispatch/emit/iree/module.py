@@ -50,6 +50,7 @@ from egg_dispatch.emit.iree.device import (
 from egg_dispatch.emit.iree.rewrite import inline_missing_resources, materialize_encodings, needs_materialization
 from egg_dispatch.emit.iree.workgroups import DispatchConverter
 from egg_dispatch.mlir.ir import (
+    Attr,
     DialectAttr,
     DictAttr,
     FunctionType,
@@ -66,7 +67,7 @@ from egg_dispatch.mlir.ir import (
     UnitAttr,
     Value,
 )
-from egg_dispatch.mlir.ops import DIM_SEGMENTS, set_dims
+from egg_dispatch.mlir.ops import DIM_SEGMENTS, function_type, set_dims, sym_name
 from egg_dispatch.mlir.printer import print_mlir
 from egg_dispatch.target.profile import Target, load_target
 
@@ -155,7 +156,7 @@ class _Converter:
             elif op.name == "util.initializer":
                 self.out.ops.append(self.initializer(op))
             elif op.name in ("func.func", "util.func"):
-                name = op.attributes["sym_name"].value  # type: ignore[attr-defined]
+                name = sym_name(op)
                 shell = self.abi.function if self.abi is not None and self.abi.function.name == name else None
                 self.out.ops.append(self.function(op) if shell is None else self.shell_function(op, shell))
             else:
@@ -171,13 +172,12 @@ class _Converter:
     def initializer(self, op: Operation) -> Operation:
         body = Builder()
         self.dispatches.convert_block(op.regions[0].entry.ops, body, {})
-        attrs = {"stream.affinity.default": _AFFINITY}
+        attrs: dict[str, Attr] = {"stream.affinity.default": _AFFINITY}
         return Operation("util.initializer", attributes=attrs, regions=[Region([body.finish_dce()])])
 
     def function(self, func: Operation) -> Operation:
-        ft = func.attributes["function_type"].type  # type: ignore[attr-defined]
-        assert isinstance(ft, FunctionType)
-        name = func.attributes["sym_name"].value  # type: ignore[attr-defined]
+        ft = function_type(func)
+        name = sym_name(func)
         entry = func.regions[0].entry
         if func.name == "util.func" and any(isinstance(t, OpaqueType) for t in ft.inputs):
             raise EmitIreeError("the plan already has IREE's ABI (util.func on !hal.buffer_view)")

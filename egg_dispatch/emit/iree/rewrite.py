@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from egg_dispatch.emit.iree.builder import Builder, EmitIreeError
 from egg_dispatch.emit.packed import PackedGenericError, packed_generic_maps
 from egg_dispatch.mlir.ir import (
+    AffineMapAttr,
     ArrayAttr,
+    Attr,
     DenseAttr,
     EncodingAttr,
     FloatAttr,
@@ -24,7 +28,7 @@ from egg_dispatch.mlir.ir import (
     UnitAttr,
     Value,
 )
-from egg_dispatch.mlir.ops import CONTRACTION_OPS, DYNAMIC, make_int_list, segments, static_slice
+from egg_dispatch.mlir.ops import CONTRACTION_OPS, DYNAMIC, attr, make_int_list, segments, static_slice
 from egg_dispatch.target.layout import Layout, encoding_layout, encoding_matmul_setup, packed_shape, swaps_operands
 from egg_dispatch.target.profile import Target
 
@@ -68,7 +72,7 @@ def fold_constant_slice(op: Operation) -> DenseAttr | None:
     arr = np.asarray(value.array)
     if arr.ndim != len(offs):
         return None
-    sl = arr[tuple(slice(o, o + s) for o, s in zip(offs, sizes, strict=True))].reshape(t.shape)
+    sl = arr[tuple(slice(o, o + s) for o, s in zip(offs, sizes, strict=True))].reshape(t.static_shape)
     return DenseAttr(np.ascontiguousarray(sl), t, "hex" if sl.size > 100 else "list")
 
 
@@ -90,7 +94,8 @@ class _Materializer:
 
     def type(self, t: Type) -> Type:
         if isinstance(t, TensorType) and t.encoding is not None:
-            return TensorType(packed_shape(t.shape, _layout_of(self.target, t)), t.element)
+            # a '?' (None) passes through an identity layout unchanged
+            return TensorType(packed_shape(cast("tuple[int, ...]", t.shape), _layout_of(self.target, t)), t.element)
         if isinstance(t, FunctionType):
             return FunctionType(tuple(map(self.type, t.inputs)), tuple(map(self.type, t.results)))
         return t
@@ -105,7 +110,7 @@ class _Materializer:
             out.ops.extend(b.block.ops)
         return out
 
-    def attrs(self, op: Operation) -> dict:
+    def attrs(self, op: Operation) -> dict[str, Attr]:
         return {k: (TypeAttr(self.type(v.type)) if isinstance(v, TypeAttr) else v) for k, v in op.attributes.items()}
 
     def region(self, r: Region, mapping: dict[Value, Value]) -> Region:
@@ -153,7 +158,7 @@ class _Materializer:
                 perm = lay.outer_dims_perm or tuple(range(len(offs)))
                 p_offs = [outer_o[p] for p in perm] + [0] * len(lay.inner_tiles)
                 p_sizes = [outer_s[p] for p in perm] + list(lay.inner_tiles)
-                attrs = {
+                attrs: dict[str, Attr] = {
                     "static_offsets": make_int_list(p_offs),
                     "static_sizes": make_int_list(p_sizes),
                     "static_strides": make_int_list([1] * len(p_offs)),
@@ -187,7 +192,7 @@ class _Materializer:
         new.regions = [self.region(r, mapping) for r in op.regions]
         b.block.ops.append(new)
 
-    def generic_attrs(self, op: Operation) -> dict:
+    def generic_attrs(self, op: Operation) -> dict[str, Attr]:
         """An elementwise generic on encoded operands, on their packed tiles (``emit.packed``)."""
         layouts = []
         for v in op.operands:
@@ -195,7 +200,9 @@ class _Materializer:
             layouts.append(_layout_of(self.target, t) if isinstance(t, TensorType) and t.rank else None)
         n_out = segments(op)[1]
         try:
-            maps, rank = packed_generic_maps(op.attributes["indexing_maps"].items, layouts, n_out)  # type: ignore[attr-defined]
+            # a generic's indexing_maps: an ArrayAttr of AffineMapAttr (mlir.ops' table)
+            maps_in = cast("tuple[AffineMapAttr, ...]", attr(op, "indexing_maps", ArrayAttr).items)
+            maps, rank = packed_generic_maps(maps_in, layouts, n_out)
         except PackedGenericError as e:
             raise EmitIreeError(f"cannot spell '{op.name}' on packed tensors: {e}") from None
         return {

@@ -4,8 +4,29 @@ from __future__ import annotations
 
 from egg_dispatch.emit.iree.builder import Builder, EmitIreeError, type_text
 from egg_dispatch.emit.iree.rewrite import fold_constant_slice
-from egg_dispatch.mlir.ir import DispatchTensorType, IntAttr, Operation, Region, ScalarType, TensorType, Type, Value
-from egg_dispatch.mlir.ops import DYNAMIC, WORKLOAD, dim_group, dim_groups, int_list, make_int_list, outs, set_dims
+from egg_dispatch.mlir.ir import (
+    ArrayAttr,
+    DispatchTensorType,
+    IntAttr,
+    Operation,
+    Region,
+    ScalarType,
+    TensorType,
+    Type,
+    Value,
+)
+from egg_dispatch.mlir.ops import (
+    DYNAMIC,
+    WORKLOAD,
+    attr,
+    dim_group,
+    dim_groups,
+    int_list,
+    make_int_list,
+    outs,
+    set_dims,
+    tensor_type,
+)
 
 __all__ = ["DispatchConverter"]
 
@@ -107,31 +128,33 @@ class DispatchConverter:
             src = op.operands[0].type
             sizes = iter(self.dims(mapping[op.operands[0]], b))
             assert isinstance(src, TensorType)
-            out = []
-            for group in op.attributes["reassociation"].items:  # type: ignore[attr-defined]
+            out: list[Value] = []
+            for group in attr(op, "reassociation", ArrayAttr).items:
                 dims = int_list(group)
                 if all(src.shape[i] is not None for i in dims):
                     continue
                 value: Value | None = None
                 static = 1
                 for i in dims:
-                    if src.shape[i] is None:
+                    size = src.shape[i]
+                    if size is None:
                         d = next(sizes)
                         value = d if value is None else b.add("arith.muli", [value, d], [_INDEX]).result
                     else:
-                        static *= src.shape[i]  # type: ignore[operator]
+                        static *= size
+                assert value is not None  # the group has a '?' dim
                 if static != 1:
-                    value = b.add("arith.muli", [value, self.index_const(b, static)], [_INDEX]).result  # type: ignore[list-item]
-                out.append(value)  # type: ignore[arg-type]
+                    value = b.add("arith.muli", [value, self.index_const(b, static)], [_INDEX]).result
+                out.append(value)
             return out
         if op.name == "tensor.extract_slice":  # its dynamic sizes (a rank-reducing one drops static 1s only)
             dyn = iter(op.operands[1:])
             offs = int_list(op.attributes["static_offsets"])
             for _ in (o for o in offs if o == DYNAMIC):
                 next(dyn)
-            sizes = [mapping[next(dyn)] for s in int_list(op.attributes["static_sizes"]) if s == DYNAMIC]
-            if len(sizes) == t.num_dynamic:
-                return sizes
+            dyn_sizes = [mapping[next(dyn)] for s in int_list(op.attributes["static_sizes"]) if s == DYNAMIC]
+            if len(dyn_sizes) == t.num_dynamic:
+                return dyn_sizes
         if op.name == "tensor.empty":
             return [mapping[d] for d in op.operands]
         inits = outs(op) if op.name.startswith(("linalg.", "iree_linalg_ext.")) else []
@@ -153,9 +176,9 @@ class DispatchConverter:
                 b.clone(op, mapping)
             elif n in ("iree_encoding.set_encoding", "iree_encoding.unset_encoding"):
                 src = mapping[op.operands[0]]
-                dims = self.dims(src, b)
+                src_dims = self.dims(src, b)
                 attrs: dict = {}
-                operands = [src, *set_dims(attrs, [dims, dims])]
+                operands = [src, *set_dims(attrs, [src_dims, src_dims])]
                 mapping[op.result] = b.add("flow.tensor.encode", operands, [op.result.type], attrs).result
             elif n == "tensor.extract_slice" and (folded := fold_constant_slice(op)) is not None:
                 mapping[op.result] = b.add("arith.constant", [], [op.result.type], {"value": folded}).result
@@ -239,7 +262,7 @@ class DispatchConverter:
         loads: list[tuple[Value, Value]] = []
         args_new: list[Value] = []
         for v in tensors:
-            t = mapping[v].type
+            t = tensor_type(mapping[v])
             arg = Value(f"b{len(args_new)}", DispatchTensorType("readonly", t), body.block, len(args_new))
             loads.append((v, arg))
             body.block.args.append(arg)
@@ -267,8 +290,7 @@ class DispatchConverter:
             body.block.args.append(arg)
             out_args.append(arg)
         for v, arg in loads:
-            t = mapping[v].type
-            assert isinstance(t, TensorType)
+            t = tensor_type(mapping[v])
             inside = [ordinal[d] for d in tensor_dims[v]]
             attrs, dyn = _full_slice_dyn(t, inside)
             loaded = body.add("iree_tensor_ext.dispatch.tensor.load", [arg, *dyn, *inside], [t], attrs).result
@@ -277,13 +299,14 @@ class DispatchConverter:
             body.clone(o, inner)
         for o in body_ops[:-1]:
             body.clone(o, inner)
-        for v, arg, boxed, dims in zip(terminator.operands, out_args, boxed_results, result_dims, strict=True):
-            t = arg.type.tensor  # type: ignore[attr-defined]
+        for v, arg, t, boxed, dims in zip(
+            terminator.operands, out_args, out_types, boxed_results, result_dims, strict=True
+        ):  # t: arg's tensor
             value = inner.get(v, v)
             if boxed:
                 empty = body.add("tensor.empty", [], [t]).result
-                value = body.add("linalg.fill", [value, empty], [t], {"operandSegmentSizes": make_int_list((1, 1))})
-                value = value.result
+                fill = body.add("linalg.fill", [value, empty], [t], {"operandSegmentSizes": make_int_list((1, 1))})
+                value = fill.result
             inside = [ordinal[d] for d in dims]
             attrs, dyn = _full_slice_dyn(t, inside)
             body.add("iree_tensor_ext.dispatch.tensor.store", [value, arg, *dyn, *inside], [], attrs)
@@ -318,7 +341,7 @@ class DispatchConverter:
         """A reshape between dispatches: ``flow.tensor.reshape`` (dropped again when only dispatches use it,
         since those clone the reshape in)."""
         src = mapping[op.operands[0]]
-        if isinstance(src.type, TensorType) and (not src.type.is_static or not op.result.type.is_static):  # type: ignore[union-attr]
+        if isinstance(src.type, TensorType) and (not src.type.is_static or not tensor_type(op.result).is_static):
             attrs: dict = {}
             dims = set_dims(attrs, [self.dims(src, b), self.result_dims(op, op.result, mapping, b)])
             new = b.add("flow.tensor.reshape", [src, *dims], [op.result.type], attrs)
@@ -397,6 +420,6 @@ def _full_slice_dyn(t: TensorType, dims: list[Value]) -> tuple[dict, list[Value]
 def _full_slice(t: TensorType) -> dict:
     return {
         "static_offsets": make_int_list([0] * t.rank),
-        "static_sizes": make_int_list(t.shape),
+        "static_sizes": make_int_list(t.static_shape),
         "static_strides": make_int_list([1] * t.rank),
     }
