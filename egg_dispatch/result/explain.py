@@ -82,7 +82,7 @@ def _hoist_reason(e: Exploration, let: str) -> str | None:
         src_t = e.imported.let_types.get(m.group(1))
         offs, sizes, strides = (tuple(int(x) for x in g.split()) for g in m.groups()[1:])
         if isinstance(src_t, TensorType) and src_t.is_static:
-            flat = slice_is_flow_mappable(src_t.shape, offs, sizes, strides)  # type: ignore[arg-type]
+            flat = slice_is_flow_mappable(src_t.static_shape, offs, sizes, strides)
         else:  # size codes: a whole dim is the same expression as the source's
             sym, whole = e.imported.shape, e.imported.let_dims.get(m.group(1))
             flat = whole is not None and mappable(sym(whole), sym(offs), sym(sizes), sym(strides))
@@ -218,7 +218,9 @@ def explain(e: Exploration) -> str:
         layout = encoding_layout(e.target, enc)
         src_t = e.imported.let_types[src]
         assert isinstance(src_t, TensorType)
-        op_name = _CONTRACT.match(e.imported.lets[contract]).group(1).split(":")[0]  # type: ignore[union-attr]
+        contract_m = _CONTRACT.match(e.imported.lets[contract])
+        assert contract_m is not None, contract  # _sites found it by this pattern
+        op_name = contract_m.group(1).split(":")[0]
         number[op_name] = number.get(op_name, 0) + (index == 0)
         where = (
             "identity" if layout is None else f"tiles {list(layout.inner_tiles)} on dims {list(layout.inner_dims_pos)}"
@@ -230,9 +232,9 @@ def explain(e: Exploration) -> str:
         eb = element_nbytes(src_t.element)
         if facts is not None and not src_t.is_static:
             refused += _dynamic_refusals(e, facts, src, enc_key, layout)
-        elif layout is not None and not fused_pack_legal(e.target, layout, src_t.shape, eb):
+        elif layout is not None and not fused_pack_legal(e.target, layout, src_t.static_shape, eb):
             divides = all(
-                src_t.shape[d] % t == 0 for d, t in zip(layout.inner_dims_pos, layout.inner_tiles, strict=True)
+                src_t.static_shape[d] % t == 0 for d, t in zip(layout.inner_dims_pos, layout.inner_tiles, strict=True)
             )
             refused.append(
                 "fused pack: "
@@ -244,7 +246,7 @@ def explain(e: Exploration) -> str:
                 refused.append(f"hoist: {why}")
             why = _const_expr_reason(e, src)
             if why is None and layout is not None:
-                grow = packed_nbytes(src_t.shape, eb, layout) - math.prod(src_t.shape) * eb  # type: ignore[arg-type]
+                grow = packed_nbytes(src_t.static_shape, eb, layout) - math.prod(src_t.static_shape) * eb
                 if grow > CONST_EXPR_MAX_SIZE_INCREASE:
                     why = f"2. the encoded copy grows by {grow} B, over the 1 MiB threshold"
             if why:
@@ -261,7 +263,7 @@ def explain(e: Exploration) -> str:
                 isinstance(whole, TensorType)
                 and whole.is_static
                 and min(offs + sizes, default=0) >= 0
-                and not tile_aligned(layout, whole.shape, offs, sizes, strides)  # type: ignore[arg-type]
+                and not tile_aligned(layout, whole.static_shape, offs, sizes, strides)
             ):
                 refused.append("propagate: 2./3. offsets or sizes are not multiples of the inner tiles")
         if layout is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from egg_dispatch.cost.sizes import SizePlan
 from egg_dispatch.egraph.data import EGraphData
@@ -25,6 +26,9 @@ from egg_dispatch.plan.graph import Plan
 from egg_dispatch.result.decision import Decision
 from egg_dispatch.target.profile import Target
 
+if TYPE_CHECKING:
+    from egg_dispatch.extract.common import ExtractionResult
+
 __all__ = ["Candidate", "CheckResult", "Exploration", "InputInfo"]
 
 
@@ -36,7 +40,7 @@ class Candidate:
     choice: dict[str, str]
     plan: Plan
     mlir: Module
-    extraction: object | None = None
+    extraction: ExtractionResult | None = None
     """The extractor's result (objective, gap, time), when an extractor produced this plan."""
     dispatch_order: tuple[tuple[str, str], ...] = ()
     """("dispatch" | "encode", e-class) of the plan's dispatches in the order ``mlir`` holds them

@@ -16,6 +16,7 @@ asked for)::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from egg_dispatch.emit.signature import plan_signature
@@ -25,6 +26,7 @@ from egg_dispatch.util.table import table_lines
 
 if TYPE_CHECKING:
     from egg_dispatch.egraph.data import EGraphData
+    from egg_dispatch.mlir.ir import Module, Operation
     from egg_dispatch.result.exploration import Candidate, Exploration
 
 __all__ = ["SCHEMA", "differences", "dot", "markdown", "plan_json", "sunk", "text", "to_json"]
@@ -60,12 +62,12 @@ def untiled(g: EGraphData, choice: dict[str, str]) -> list[str]:
     ]
 
 
-def sunk(mlir: object) -> list[object]:
+def sunk(mlir: Module) -> list[Operation]:
     """The generics of a plan that run on an encoded accumulator (``rules/sink_unset.egg``, IREE's
     SinkUnsetEncodingOp): a linalg.generic whose result carries a contraction's RESULT encoding (a
     set_encoding bubbled above a generic gives it an LHS or RHS one)."""
     out = []
-    for op in mlir.walk():  # type: ignore[attr-defined]
+    for op in mlir.walk():
         if op.name != "linalg.generic" or not op.results:
             continue
         enc = getattr(op.results[0].type, "encoding", None)
@@ -249,7 +251,7 @@ def totals_rows(e: Exploration) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
     return table_lines(header, rows)
 
 
