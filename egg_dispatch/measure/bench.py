@@ -98,7 +98,7 @@ class BenchReport:
         pairs = [(p.predicted_seconds, p.median) for p in self.plans if p.predicted_seconds is not None and p.median]
         if len(pairs) < 3:
             return None
-        return spearman([a for a, _ in pairs], [b for _, b in pairs])  # type: ignore[misc]
+        return spearman([a for a, _ in pairs], [b for _, b in pairs])
 
     @property
     def numbers_ok(self) -> bool:
@@ -213,7 +213,8 @@ def bench(
     reference = evaluate(ex.module, inputs, function=fname)
     timed = [p for p in plans if p.vmfb is not None]
     for p in timed:
-        p.max_rel_error = _rel_error(run_module(p.vmfb, fname, inputs), reference)  # type: ignore[arg-type]
+        assert p.vmfb is not None  # timed: the compiled plans
+        p.max_rel_error = _rel_error(run_module(p.vmfb, fname, inputs), reference)
     with tempfile.TemporaryDirectory(prefix="egg_dispatch_bench_") as tmp:
         paths = []
         for i, x in enumerate(inputs):
@@ -222,7 +223,8 @@ def bench(
         files = []
         for i, p in enumerate(timed):
             files.append(Path(tmp) / f"plan{i}.vmfb")
-            files[-1].write_bytes(p.vmfb)  # type: ignore[arg-type]
+            assert p.vmfb is not None
+            files[-1].write_bytes(p.vmfb)
         for r in range(repeats):
             say(f"timing, repeat {r + 1}/{repeats}")
             for p, f in zip(timed, files, strict=True):

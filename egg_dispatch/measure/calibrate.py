@@ -174,7 +174,9 @@ def plan_programs(quick: bool, target: Target) -> Plan:
     # and an RHS of exactly 2 MiB (f16 [512, 2048], f32 [512, 1024]): at the L2's own size a plain f16
     # [K, N] matmul ran at 55 GFLOP/s, and without a sample there the re-read knee fell at 2 MiB
     grid += ((128, 2048, 512), (64, 512, 1024))
-    small = ((1, 32, 48), (4, 64, 32), (16, 64, 32), (16, 32, 64), (32, 48, 64), (8, 64, 48), (32, 64, 48))
+    small: tuple[tuple[int, int, int], ...] = (
+        (1, 32, 48), (4, 64, 32), (16, 64, 32), (16, 32, 64), (32, 48, 64), (8, 64, 48), (32, 64, 48)
+    )  # fmt: skip
     # fused packs of the sizes transformer blocks fuse (M of 16-128, N up to 256): their cost per element
     # changes with the shape (``KernelCosts.fused_pack``), and the shapes IREE's codegen takes fused
     # (the footprint model drops the rest) span little more than this grid
@@ -199,6 +201,7 @@ def plan_programs(quick: bool, target: Target) -> Plan:
     # The fused form's extra changes sign between 1 K elements (fused faster) and 48 K (slower): the
     # [32, 128] and [64, 256] ones between (a GPT-2 block's MLP activations) were an interpolation's
     # guess, and its fused packs measured 0.1 µs where the guess priced 0.5
+    producers: tuple[tuple[str, tuple[tuple[int, int, int], ...]], ...]
     producers = (("f32", ((0, 16, 64), (0, 32, 128), (0, 64, 256), (0, 64, 768))),
                  ("f32", ((2, 8, 64), (2, 16, 128), (1, 64, 768))))  # fmt: skip
     if "f16,f16,f32" in types:
@@ -281,21 +284,23 @@ def _to_fit(coef: Sequence[float], residual: float, points: list[tuple[float, fl
     )
 
 
-def _layout_bytes(target: Target, types: str, sizes: tuple[int, int, int], operand: int) -> tuple[int, int]:
+def _layout_bytes(target: Target, types: str, sizes: tuple[int, ...], operand: int) -> tuple[int, int]:
     """(logical, packed) bytes of operand ``operand`` (0 lhs [M,K], 1 rhs [N,K], 2 acc [M,N])."""
     m, n, k = sizes
-    ts = tuple(types.split(","))
+    lhs_t, rhs_t, acc_t = types.split(",")
+    ts = (lhs_t, rhs_t, acc_t)
     shape = ((m, k), (n, k), (m, n))[operand]
     elem = _BYTES[ts[operand]]
-    layout = resolve_layout(target, operand, ts, _MAPS, (m, n, k))  # type: ignore[arg-type]
+    layout = resolve_layout(target, operand, ts, _MAPS, (m, n, k))
     return math.prod(shape) * elem, packed_nbytes(shape, elem, layout)
 
 
 def _padded_sizes(target: Target, types: str, sizes: tuple[int, int, int]) -> tuple[int, int, int]:
     """(M, N, K) padded to the target's tiles, as an mmt4d's packed operands hold them."""
     m, n, k = sizes
-    ts = tuple(types.split(","))
-    lay = [resolve_layout(target, i, ts, _MAPS, sizes) for i in range(3)]  # type: ignore[arg-type]
+    lhs_t, rhs_t, acc_t = types.split(",")
+    ts = (lhs_t, rhs_t, acc_t)
+    lay = [resolve_layout(target, i, ts, _MAPS, sizes) for i in range(3)]
 
     def pad(size: int, i: int, axis: int) -> int:
         layout = lay[i]
@@ -463,9 +468,9 @@ def _generic_programs(plan: Plan) -> list[MicroProgram]:
         out.append(generics(f"reduction_{i}", "reduction", shapes))
     # small and large apart, as for the generics: a small case right after a large one runs on caches
     # the large one flushed
-    for kind, shapes in (("softmax", plan.softmax_shapes), ("attention", plan.attention_shapes)):
-        half = (len(shapes) + 1) // 2
-        for i, part in enumerate((shapes[:half], shapes[half:])):
+    for kind, opaque_shapes in (("softmax", plan.softmax_shapes), ("attention", plan.attention_shapes)):
+        half = (len(opaque_shapes) + 1) // 2
+        for i, part in enumerate((opaque_shapes[:half], opaque_shapes[half:])):
             if part:
                 out.append(opaque(f"{kind}_{i}", kind, part))
     return out
@@ -660,7 +665,7 @@ def _with_shape_residuals(kernels: KernelCosts, cal: Calibration, target: Target
                 table[key] = dataclasses.replace(base, shape_residuals=points, shape_width=best[1], shape_prior=best[2])
                 res[f"{kind}.{key}{SHAPE_KEY}"] = best[0]
         tables[kind] = table
-    return dataclasses.replace(kernels, **tables)  # type: ignore[arg-type]
+    return dataclasses.replace(kernels, mmt4d=tables["mmt4d"], matmul=tables["matmul"], matmul_kn=tables["matmul_kn"])
 
 
 KNEES = tuple(1 << p for p in range(18, 27))
@@ -1047,7 +1052,8 @@ def _fit_within(
 
     mmt4d, matmul = contraction_table("mmt4d"), contraction_table("matmul")
     matmul_kn = contraction_table("matmul_kn")
-    pack_rows, unpack_rows = [], []
+    pack_rows: list[tuple[float, float, float, float]] = []
+    unpack_rows: list[tuple[float, float, float, float]] = []
     by_role: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
     for kind, rows in (("pack", pack_rows), ("unpack", unpack_rows)):
         for (m, n, k, operand), types, t in s.get(kind, []):
@@ -1061,7 +1067,8 @@ def _fit_within(
     unpack_by = {key: traffic_fit(f"unpack.{key}", rows) for (kind, key), rows in sorted(by_role.items())
                  if kind == "unpack" and len(rows) >= 4}  # fmt: skip
     base = {(sz, ts): t for sz, ts, t in s.get("mmt4d", [])}
-    delta_unpack, delta_pack = [], []
+    delta_unpack: list[tuple[float, float, float, float]] = []
+    delta_pack: list[tuple[float, float, float, float]] = []
     fused: dict[str, list[tuple[float, float, float, float]]] = {}
     for kind, operand, rows in (
         ("mmt4d+unpack", 2, delta_unpack),
@@ -1077,7 +1084,10 @@ def _fit_within(
                 if operand != 2 and ts == "f32,f32,f32":
                     # KernelCosts.fused_pack: per role and shape, per element of the packed operand
                     # (clipped at 0: a difference within the noise of the two times)
-                    fused.setdefault(ROLES[operand], []).append((*map(float, sz), max(delta, 0.0) / elements))
+                    fm, fn, fk = sz
+                    fused.setdefault(ROLES[operand], []).append(
+                        (float(fm), float(fn), float(fk), max(delta, 0.0) / elements)
+                    )
     fused_pack = {role: tuple(sorted(points)) for role, points in fused.items()}
     # a bias add after the unpack in the contraction's dispatch, against the same dispatch without it
     with_unpack = {(sz, ts): t for sz, ts, t in s.get("mmt4d+unpack", [])}

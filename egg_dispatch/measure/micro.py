@@ -152,9 +152,9 @@ def _contraction_program(
             rhs_v = f"%bi{c}"
         enc = None if plain else e
         lt, rt, ot = (
-            _t((m, k), lhs_t, enc and enc[0]),
-            _t(rhs_shape, rhs_t, enc and enc[1]),
-            _t((m, n), acc_t, enc and enc[2]),
+            _t((m, k), lhs_t, enc[0] if enc else None),
+            _t(rhs_shape, rhs_t, enc[1] if enc else None),
+            _t((m, n), acc_t, enc[2] if enc else None),
         )
         zero = "0" if acc_t.startswith("i") else "0.0"
         inner += [

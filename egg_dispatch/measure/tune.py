@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -47,6 +48,7 @@ from egg_dispatch.evaluate.parameters import Parameters
 from egg_dispatch.iree.dispatch_creation import first_error_line, iree_compile_flags
 from egg_dispatch.iree.profiling import DispatchTimes, profile_module
 from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, benchmark_module, compile_module, run_module
+from egg_dispatch.mlir.ops import sym_name
 from egg_dispatch.pipeline import explore, iree_plan
 from egg_dispatch.result.exploration import Candidate, Exploration
 from egg_dispatch.target.profile import Target, load_target
@@ -196,14 +198,14 @@ def attribute_dispatch_times(candidate: Candidate, dispatch_seconds: dict[str, f
     for kind, eclass in candidate.dispatch_order:
         n = counters[kind]
         counters[kind] += 1
-        seconds = (dispatches if kind == "dispatch" else encodes).get(n)
+        took = (dispatches if kind == "dispatch" else encodes).get(n)
         info = by_name.get(f"dispatch:{eclass}")
-        if seconds is None or info is None:
+        if took is None or info is None:
             continue
         total = sum(s for _, s in info.nodes)
         if total <= 0:
             continue
-        out += [(sig, seconds * s / total) for sig, s in info.nodes if sig is not None]
+        out += [(sig, took * s / total) for sig, s in info.nodes if sig is not None]
     return out
 
 
@@ -236,11 +238,11 @@ def _iree_prediction(
     dispatch-creation compile), costed; our model of IREE's passes when that fails (then True)."""
     text = ex.input.iree_plan if ex.input is not None and ex.input.iree_plan else None
     try:
-        plan = iree_plan(text if text is not None else source, target, ex.imported.function)
+        found = iree_plan(text if text is not None else source, target, ex.imported.function)
     except (IreeError, ValueError, KeyError, OSError) as e:
         plan, why = None, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     else:
-        why = plan.error or ""
+        plan, why = found, found.error or ""
     if plan is not None and plan.candidate is not None:
         return plan.metrics.run_seconds, False
     if ex.baseline is not None:
@@ -282,7 +284,7 @@ def tune(
     shell = abi_shell(ex.module, fname)
     entry = fname
     if shell is not None and shell.wrappers:
-        entry = shell.wrappers[0].attributes["sym_name"].value  # type: ignore[attr-defined]
+        entry = sym_name(shell.wrappers[0])
     notes: list[str] = []
     cands: list[TuneCandidate] = []
     by_text: dict[str, TuneCandidate] = {}
@@ -358,7 +360,8 @@ def tune(
         modules = []
         for i, tc in enumerate(timed):
             modules.append(Path(tmp) / f"plan{i}.vmfb")
-            modules[-1].write_bytes(tc.vmfb)  # type: ignore[arg-type]
+            assert tc.vmfb is not None  # timed: the compiled candidates
+            modules[-1].write_bytes(tc.vmfb)
         steps = repeats * len(timed)
         for r in range(repeats):
             if max_seconds is not None and r > 0 and clock() - start > max_seconds:
@@ -400,7 +403,8 @@ def _spread(times: Sequence[float], lower_half: bool = False) -> float:
 def _choose(report: TuneReport, timed: list[TuneCandidate]) -> None:
     """The fastest plan by median; one of ours only if it also beat IREE's in most rounds, by more than
     its own rounds scatter and IREE's undisturbed ones do (``_spread``)."""
-    ranked = sorted((c for c in timed if c.median is not None and c.choosable), key=lambda c: c.median)  # type: ignore[arg-type,return-value]
+    # the measured ones, so median is a float
+    ranked = sorted((c for c in timed if c.median is not None and c.choosable), key=lambda c: cast(float, c.median))
     if not ranked:
         return
     iree = report.iree
@@ -414,7 +418,8 @@ def _choose(report: TuneReport, timed: list[TuneCandidate]) -> None:
             return
         rounds = list(zip(c.measured, iree.measured, strict=False))
         wins = sum(1 for a, b in rounds if a < b)
-        gain = 1.0 - c.median / iree.median  # type: ignore[operator]
+        assert c.median is not None and iree.median is not None  # both in ranked: measured
+        gain = 1.0 - c.median / iree.median
         # beyond the scatter of our plan's rounds and of IREE's undisturbed ones. The challenger must be
         # fast in every round: 1.0-1.5% wins of plans whose rounds scattered 1.5-7.5% (int8 MLP, the
         # 3.9 ms MLP, LLaMA) measured 1.01-1.03x IREE's in fresh runs, and with several candidates one
