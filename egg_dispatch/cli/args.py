@@ -81,13 +81,13 @@ class Parser(argparse.ArgumentParser):
         # float flag held a list); the value is the string '--', checked like any other.
         if action.option_strings and action.nargs is None and arg_strings == ["--"]:
             value = self._get_value(action, "--")
-            self._check_value(action, value)  # type: ignore[attr-defined]
+            self._check_value(action, value)
             return value
-        return super()._get_values(action, arg_strings)  # type: ignore[misc]
+        return super()._get_values(action, arg_strings)
 
     def _get_value(self, action: argparse.Action, arg_string: str) -> object:
         try:
-            return super()._get_value(action, arg_string)  # type: ignore[misc]
+            return super()._get_value(action, arg_string)
         except argparse.ArgumentError:  # the action's type= function refused the value
             self._bad_value = True
             raise
@@ -110,8 +110,8 @@ MALFORMED: dict[Callable[[str], object], tuple[str, ...]] = {}
 _NUMBERS_BAD = ("", "abc", "nan", "-nan", "inf", "-inf", "1e999", "0x", "1,5", "--")
 
 
-def refuses(*values: str) -> Callable[[Callable[[str], object]], Callable[[str], object]]:
-    def register(f: Callable[[str], object]) -> Callable[[str], object]:
+def refuses[F: Callable[[str], object]](*values: str) -> Callable[[F], F]:
+    def register(f: F) -> F:
         MALFORMED[f] = values
         return f
 

@@ -159,8 +159,8 @@ def _use_iree_baseline(result: Exploration, module: Module, args: argparse.Names
         why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     else:
         if plan.candidate is not None:
-            plan.candidate.label = "baseline (IREE 3.13 iree-compile, costed by our model)"  # type: ignore[attr-defined]
-            result.baseline = plan.candidate  # type: ignore[assignment]
+            plan.candidate.label = "baseline (IREE 3.13 iree-compile, costed by our model)"
+            result.baseline = plan.candidate
             result.warnings += plan.warnings
             result.iree_plan_text = plan.text
             result.decision = decide(result.best.metrics.run_seconds, plan.candidate.metrics.run_seconds, args.min_gain)

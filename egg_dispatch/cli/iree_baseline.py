@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from egg_dispatch.cli.args import (
     TARGET_HELP,
@@ -40,6 +41,12 @@ from egg_dispatch.iree.dispatch_creation import first_error_line
 from egg_dispatch.pipeline import iree_plan
 from egg_dispatch.target.host import HOST
 from egg_dispatch.util.table import table_lines
+
+if TYPE_CHECKING:
+    from egg_dispatch.evaluate.parameters import Parameters
+    from egg_dispatch.pipeline import IreePlan
+    from egg_dispatch.plan.graph import PlanMetrics
+    from egg_dispatch.result.exploration import Exploration
 
 __all__ = [
     "PlanRow",
@@ -63,16 +70,16 @@ class PlanRow:
     run_seconds: float
 
 
-def plan_row(label: str, metrics: object) -> PlanRow:
+def plan_row(label: str, metrics: PlanMetrics) -> PlanRow:
     m = metrics
     return PlanRow(
         label,
-        m.dispatches,  # type: ignore[attr-defined]
-        m.encode_dispatches,  # type: ignore[attr-defined]
-        m.globals,  # type: ignore[attr-defined]
-        m.persistent_bytes,  # type: ignore[attr-defined]
-        m.transient_bytes,  # type: ignore[attr-defined]
-        m.run_seconds,  # type: ignore[attr-defined]
+        m.dispatches,
+        m.encode_dispatches,
+        m.globals,
+        m.persistent_bytes,
+        m.transient_bytes,
+        m.run_seconds,
     )
 
 
@@ -160,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _check(ours: object, iree: object, parameters: object) -> bool:
+def _check(ours: Exploration, iree: IreePlan, parameters: Parameters) -> bool:
     """``Exploration.check`` with IREE's imported plan among the plans (it is evaluated like them: a plan
     that cannot be evaluated fails); prints one line per plan on stderr, returns whether any failed."""
     import dataclasses
@@ -168,13 +175,13 @@ def _check(ours: object, iree: object, parameters: object) -> bool:
     from egg_dispatch.evaluate.values import EvaluationError
 
     extra = []
-    if iree.candidate is not None:  # type: ignore[attr-defined]
-        extra = [dataclasses.replace(iree.candidate, label="IREE 3.13, real (imported)")]  # type: ignore[attr-defined]
+    if iree.candidate is not None:
+        extra = [dataclasses.replace(iree.candidate, label="IREE 3.13, real (imported)")]
     try:
-        results = ours.check(parameters=parameters, extra=extra)  # type: ignore[attr-defined]
+        results = ours.check(parameters=parameters, extra=extra)
     except EvaluationError as e:
         raise InputError(str(e)) from None
-    for w in parameters.warnings:  # type: ignore[attr-defined]
+    for w in parameters.warnings:
         print(w, file=sys.stderr)
     failed = False
     for r in results:

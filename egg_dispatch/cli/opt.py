@@ -31,6 +31,7 @@ from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.emitter import Emitter
 from egg_dispatch.emit.signature import plan_signature
 from egg_dispatch.mlir.ir import Module
+from egg_dispatch.mlir.ops import sym_name
 from egg_dispatch.mlir.printer import print_mlir
 from egg_dispatch.target.profile import load_target
 
@@ -90,7 +91,7 @@ def plans_for_function(module: Module, function: str, args: argparse.Namespace, 
     seen: set[str] = set()
     for choice in enumerate_plans(data, 50 * args.max_plans):
         term = build_term(data, normalize_choice(data, choice, materialized))
-        plan = Emitter(imported, function).emit(term)  # type: ignore[arg-type]
+        plan = Emitter(imported, function).emit(term)
         text = print_mlir(plan)
         if text in seen:  # choices that differ only in spelling emit the same IR
             continue
@@ -131,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     for index, module in enumerate(_chunks(args)):
         if index:
             out.write("// -----\n")
-        names = [args.function] if args.function else [f.attributes["sym_name"].value for f in module.functions()]  # type: ignore[attr-defined]
+        names = [args.function] if args.function else [sym_name(f) for f in module.functions()]
         for name in names:
             try:
                 prepared = prepare(module, name, not args.no_initial_plan)

@@ -44,6 +44,7 @@ from egg_dispatch.evaluate.core import function_type, type_str
 from egg_dispatch.evaluate.dynamic import shape_fits
 from egg_dispatch.evaluate.sizes import assumed_domains, check_assumed
 from egg_dispatch.mlir.ir import ScalarType, TensorType, Type, is_known_element, numpy_dtype
+from egg_dispatch.mlir.ops import sym_name
 from egg_dispatch.target.profile import TargetError, load_target
 from egg_dispatch.util.files import atomic_write
 
@@ -206,12 +207,13 @@ def _check_inputs(
     return out
 
 
-def _fmt(v: object, kind: str) -> str:
+def _fmt(v: np.number | np.bool_, kind: str) -> str:
+    """One element of an array (a NumPy scalar) of dtype kind ``kind``."""
     if kind == "b":
         return "1" if v else "0"
     if kind == "f":
-        return f"{float(v):g}"  # type: ignore[arg-type]
-    return str(int(v))  # type: ignore[call-overload]
+        return f"{float(v):g}"
+    return str(int(v))
 
 
 def format_buffer_view(a: np.ndarray, max_elements: int = 1024) -> str:
@@ -253,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--target: error: {e}") from None
     try:
         func = select_function(module, args.function)
-        fname = func.attributes["sym_name"].value  # type: ignore[attr-defined]
+        fname = sym_name(func)
         types = function_input_types(func)
     except EvaluationError as e:
         raise evaluation_input_error(e, module.file) from None

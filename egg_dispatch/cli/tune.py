@@ -106,11 +106,13 @@ def run(args: argparse.Namespace) -> int:
 
     require_iree("tune", ("iree-compile", "iree-benchmark-module", "iree-profile"))
     target = load_target_arg(args.target_file or args.target)
-    source = input_source(args.file)
-    if not isinstance(source, Path):
+    given = input_source(args.file)
+    if isinstance(given, Path):
+        source: str | Path = given
+    else:
         from egg_dispatch.mlir.printer import print_mlir
 
-        source = print_mlir(source)  # type: ignore[assignment]
+        source = print_mlir(given)
     cache = measurement_cache(args, target)
     bar = ProgressBar("tune")
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import overload
 
 __all__ = ["EGraphData", "Node", "Term", "build_term"]
 
@@ -227,8 +228,13 @@ def _leaf(g: EGraphData | _Lookup, node: Node) -> object:
     return Term(op, tuple(_leaf(g, g.nodes[n]) for n in node.child_nodes), node.eclass)
 
 
+@overload
+def build_term(g: EGraphData, choice: Mapping[str, str], c: None = None, memo: dict | None = None) -> Term: ...
+@overload
+def build_term(g: EGraphData, choice: Mapping[str, str], c: str, memo: dict | None = None) -> object: ...
 def build_term(g: EGraphData, choice: Mapping[str, str], c: str | None = None, memo: dict | None = None) -> object:
-    """The term a choice (class -> node id) selects, as a DAG of ``Term`` (shared classes share).
+    """The term a choice (class -> node id) selects, as a DAG of ``Term`` (shared classes share); the
+    root class (no ``c``) holds the program's ``Results`` term, another class may hold a list or a leaf.
 
     Iterative (post-order with an explicit stack): plans of deep programs are thousands of terms deep.
     """
