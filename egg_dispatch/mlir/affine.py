@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from egg_dispatch.mlir.ir import AffineMapAttr
 from egg_dispatch.mlir.lexer import describe, int_value
-
-if TYPE_CHECKING:
-    from egg_dispatch.mlir.parser import Parser
+from egg_dispatch.mlir.parser_base import ParserBase
 
 __all__ = ["AffineParser"]
 
 _MUL_OPS = ("*", "floordiv", "ceildiv", "mod")
 
 
-class AffineParser:
+class AffineParser(ParserBase):
     """Mixin: affine maps. Expressions are trees (see ``AffineMapAttr``); their depth is bounded by
     ``MAX_NESTING`` so a long chain cannot overflow the stack of whoever walks them later."""
 
-    def parse_affine_map(self: Parser) -> AffineMapAttr:
+    def parse_affine_map(self) -> AffineMapAttr:
         lex = self.lex
         lex.expect("<")
         dims = self._affine_names("(", ")")
@@ -36,7 +32,7 @@ class AffineParser:
         lex.expect(">", "to close the affine map")
         return AffineMapAttr(len(dims), len(syms), tuple(results))
 
-    def _affine_names(self: Parser, open_: str, close: str) -> list[str]:
+    def _affine_names(self, open_: str, close: str) -> list[str]:
         lex = self.lex
         lex.expect(open_)
         names: list[str] = []
@@ -50,7 +46,7 @@ class AffineParser:
         lex.expect(close)
         return names
 
-    def _affine_expr(self: Parser, names: dict[str, tuple]) -> tuple:
+    def _affine_expr(self, names: dict[str, tuple]) -> tuple:
         lex = self.lex
         start = lex.peek().pos
         lhs = self._affine_term(names)
@@ -65,7 +61,7 @@ class AffineParser:
             lex.depth -= levels
         return lhs
 
-    def _affine_term(self: Parser, names: dict[str, tuple]) -> tuple:
+    def _affine_term(self, names: dict[str, tuple]) -> tuple:
         lex = self.lex
         start = lex.peek().pos
         lhs = self._affine_atom(names)
@@ -80,7 +76,7 @@ class AffineParser:
             lex.depth -= levels
         return lhs
 
-    def _affine_atom(self: Parser, names: dict[str, tuple]) -> tuple:
+    def _affine_atom(self, names: dict[str, tuple]) -> tuple:
         lex = self.lex
         tok = lex.next()
         if tok.kind == "int":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from egg_dispatch.mlir.affine import AffineParser
 from egg_dispatch.mlir.dense import DenseParser, _hex_float
@@ -30,9 +29,6 @@ from egg_dispatch.mlir.ir import (
     Value,
 )
 from egg_dispatch.mlir.lexer import Token, describe, int_value
-
-if TYPE_CHECKING:
-    from egg_dispatch.mlir.parser import Parser
 
 __all__ = ["AttrParser", "int_in_range", "symbol_name", "unescape"]
 
@@ -89,7 +85,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
     """Mixin with the type and attribute grammar; ``Parser`` supplies ``lex`` and alias tables."""
 
     # ------------------------------------------------------------------------------------ types
-    def parse_type(self: Parser) -> Type:
+    def parse_type(self) -> Type:
         lex = self.lex
         tok = lex.peek()
         lex.enter("types", tok.pos)
@@ -98,7 +94,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         finally:
             lex.leave()
 
-    def _parse_type(self: Parser, tok: Token) -> Type:
+    def _parse_type(self, tok: Token) -> Type:
         lex = self.lex
         if tok.kind == "ident" and tok.text == "tensor":
             return self.parse_tensor_type()
@@ -132,7 +128,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
             return OpaqueType(self._bracketed_text(tok, required=True))
         raise lex.error(f"expected a type, found {describe(tok)}")
 
-    def _bracketed_text(self: Parser, tok: Token, required: bool) -> str:
+    def _bracketed_text(self, tok: Token, required: bool) -> str:
         """``name`` or ``name<...>`` kept verbatim (dialect types, vectors, memrefs)."""
         lex = self.lex
         lex.next()
@@ -145,7 +141,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         lex.restore(close)
         return lex.text[tok.pos : close]
 
-    def parse_tensor_type(self: Parser) -> TensorType:
+    def parse_tensor_type(self) -> TensorType:
         lex = self.lex
         start = lex.next().pos
         lex.expect("<")
@@ -164,7 +160,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         lex.expect(">", "to close the tensor type")
         return TensorType(shape, elem, encoding)
 
-    def parse_dims(self: Parser, typ: Type, what: str = "the type") -> list[Value]:
+    def parse_dims(self, typ: Type, what: str = "the type") -> list[Value]:
         """``{%d0, %d1}`` after a type with dynamic dims: one ``index`` value per ``?`` (nothing for a
         static type). A dynamic type without its list is an error naming the type."""
         lex = self.lex
@@ -189,7 +185,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         self.check_types(dims, [ScalarType("index")] * n, start)
         return dims
 
-    def parse_paren_types(self: Parser) -> list[Type]:
+    def parse_paren_types(self) -> list[Type]:
         self.lex.expect("(")
         types: list[Type] = []
         if not self.lex.at(")"):
@@ -199,19 +195,19 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         self.lex.expect(")")
         return types
 
-    def parse_result_types(self: Parser) -> list[Type]:
+    def parse_result_types(self) -> list[Type]:
         if self.lex.at("("):
             return self.parse_paren_types()
         return [self.parse_type()]
 
-    def parse_type_list(self: Parser) -> list[Type]:
+    def parse_type_list(self) -> list[Type]:
         types = [self.parse_type()]
         while self.lex.accept(","):
             types.append(self.parse_type())
         return types
 
     # ------------------------------------------------------------------------------- attributes
-    def parse_attribute(self: Parser, expected: Type | None = None) -> Attr:
+    def parse_attribute(self, expected: Type | None = None) -> Attr:
         lex = self.lex
         tok = lex.peek()
         lex.enter("attributes", tok.pos)
@@ -220,7 +216,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         finally:
             lex.leave()
 
-    def _parse_attribute(self: Parser, tok: Token, expected: Type | None) -> Attr:
+    def _parse_attribute(self, tok: Token, expected: Type | None) -> Attr:
         lex = self.lex
         k = tok.kind
         if k == "string":
@@ -273,7 +269,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
             return TypeAttr(self.parse_type())
         raise lex.error(f"expected an attribute, found {describe(tok)}")
 
-    def _number(self: Parser, tok: Token, typ: Type | None) -> Attr:
+    def _number(self, tok: Token, typ: Type | None) -> Attr:
         """An integer or float literal with its (written or expected) type."""
         lex = self.lex
         is_float_type = isinstance(typ, ScalarType) and typ.is_float
@@ -288,7 +284,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
             return FloatAttr(_hex_float(tok.text, typ), typ, tok.text)
         return FloatAttr(float(tok.text), typ, tok.text)
 
-    def parse_dict(self: Parser) -> DictAttr:
+    def parse_dict(self) -> DictAttr:
         lex = self.lex
         lex.expect("{")
         items: list[tuple[str, Attr]] = []
@@ -306,7 +302,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         lex.expect("}", "to close the attribute dictionary")
         return DictAttr(tuple(items))
 
-    def parse_hash_attribute(self: Parser) -> Attr:
+    def parse_hash_attribute(self) -> Attr:
         lex = self.lex
         tok = lex.next()
         end = tok.pos + len(tok.text)
@@ -327,7 +323,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
             return StrAttr(text[len(tok.text) + 1 : -1].strip())
         return DialectAttr(text)
 
-    def parse_parameter(self: Parser, tok: Token) -> ParameterAttr:
+    def parse_parameter(self, tok: Token) -> ParameterAttr:
         """``#flow.parameter.named<"scope"::"key">`` or ``<"key">`` (also ``#stream.``)."""
         lex = self.lex
         lex.next()  # '<'
@@ -338,7 +334,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         lex.expect(">", "to close the parameter reference")
         return ParameterAttr(key, scope, tok.text[1:].split(".", 1)[0])
 
-    def inline_aliases(self: Parser, text: str, pos: int) -> str:
+    def inline_aliases(self, text: str, pos: int) -> str:
         """Replace alias references in verbatim text (opaque attributes and ops) by their definitions, so
         the text stands alone: the printer names its own aliases and must not capture these."""
         from egg_dispatch.mlir.printer import Printer

@@ -11,10 +11,10 @@ import numpy as np
 from egg_dispatch.mlir.elements import HEX_DIGITS, HexData
 from egg_dispatch.mlir.ir import DenseAttr, ScalarType, TensorType, Type, element_nbytes, is_known_element, numpy_dtype
 from egg_dispatch.mlir.lexer import describe
+from egg_dispatch.mlir.parser_base import ParserBase
 
 if TYPE_CHECKING:
     from egg_dispatch.mlir.lexer import Lexer
-    from egg_dispatch.mlir.parser import Parser
 
 __all__ = ["MAX_CONSTANT_ELEMENTS", "DenseParser", "check_element_bytes", "hex_span", "round_bf16"]
 
@@ -26,10 +26,10 @@ _FLOAT = re.compile(r"[-+]?(?:0x[0-9a-fA-F]+|nan|inf|[0-9]*\.?[0-9]+(?:[eE][-+]?
 _INT = re.compile(r"[-+]?(?:0x[0-9a-fA-F]+|[0-9]+)")
 
 
-class DenseParser:
+class DenseParser(ParserBase):
     """Mixin: ``dense<...>`` / ``dense_resource<...>`` attributes."""
 
-    def parse_dense(self: Parser) -> DenseAttr:
+    def parse_dense(self) -> DenseAttr:
         lex = self.lex
         kw = lex.next()
         lex.expect("<")
@@ -62,7 +62,7 @@ class DenseParser:
         typ = self._dense_type(kw.pos)
         return DenseAttr(_array_from_text(lex, body, typ, body_start), typ, "list")
 
-    def _dense_type(self: Parser, pos: int) -> TensorType:
+    def _dense_type(self, pos: int) -> TensorType:
         typ = self.parse_type()
         lex = self.lex
         if not isinstance(typ, TensorType):

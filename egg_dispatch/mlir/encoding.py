@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from egg_dispatch.mlir.ir import AffineMapAttr, ArrayAttr, EncodingAttr, ScalarType, TypeAttr
 from egg_dispatch.mlir.lexer import int_value
-
-if TYPE_CHECKING:
-    from egg_dispatch.mlir.parser import Parser
+from egg_dispatch.mlir.parser_base import ParserBase
 
 __all__ = ["ENCODING_FIELDS", "EncodingParser"]
 
@@ -22,8 +18,8 @@ ENCODING_FIELDS = (
 )
 
 
-class EncodingParser:
-    def parse_encoding(self: Parser) -> EncodingAttr:
+class EncodingParser(ParserBase):
+    def parse_encoding(self) -> EncodingAttr:
         lex = self.lex
         start = lex.expect("<").pos
         fields: dict[str, object] = {}

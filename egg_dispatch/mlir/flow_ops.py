@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from egg_dispatch.mlir.ir import Attr, IntAttr, Operation, ScalarType, TensorType, Value
 
 if TYPE_CHECKING:
-    from egg_dispatch.mlir.parser import Parser
+    from egg_dispatch.mlir.parser_base import ParserBase
     from egg_dispatch.mlir.printer import Printer
 
 __all__ = ["FLOW_SLICE", "parse_flow_slice", "print_flow_slice", "slice_operands"]
@@ -25,7 +25,7 @@ __all__ = ["FLOW_SLICE", "parse_flow_slice", "print_flow_slice", "slice_operands
 FLOW_SLICE = "flow.tensor.slice"
 
 
-def parse_flow_slice(p: Parser, name: str, start: int) -> Operation:
+def parse_flow_slice(p: ParserBase, name: str, start: int) -> Operation:
     """``flow.tensor.slice %src[%o0, ... for %l0, ...] [attr-dict] : T -> T'``."""
     lex = p.lex
     src = p.operand()
@@ -35,7 +35,7 @@ def parse_flow_slice(p: Parser, name: str, start: int) -> Operation:
     lengths = p.operand_list()
     lex.expect("]", "to close the indices of flow.tensor.slice")
     attrs: dict[str, Attr] = {}
-    p._opt_attr_dict(attrs)  # type: ignore[attr-defined]
+    p._opt_attr_dict(attrs)
     lex.expect(":")
     src_t = p.parse_type()
     if lex.at("{"):

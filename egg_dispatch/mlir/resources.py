@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,9 +11,7 @@ from egg_dispatch.mlir.dense import check_element_bytes, hex_span, round_bf16
 from egg_dispatch.mlir.elements import HexData
 from egg_dispatch.mlir.ir import Module, TensorType, numpy_dtype
 from egg_dispatch.mlir.lexer import describe
-
-if TYPE_CHECKING:
-    from egg_dispatch.mlir.parser import Parser
+from egg_dispatch.mlir.parser_base import ParserBase
 
 __all__ = ["ELIDED_SEED", "ResourceParser", "elided_fill"]
 
@@ -37,8 +34,8 @@ def elided_fill(key: str, typ: TensorType) -> np.ndarray:
     return (np.abs(ints) if name.startswith("ui") else ints).astype(dtype)
 
 
-class ResourceParser:
-    def _parse_file_resources(self: Parser) -> dict[str, HexData]:
+class ResourceParser(ParserBase):
+    def _parse_file_resources(self) -> dict[str, HexData]:
         lex = self.lex
         lex.expect("{-#")
         blobs: dict[str, HexData] = {}
@@ -74,7 +71,7 @@ class ResourceParser:
         lex.expect("#-}", "to close the file resources")
         return blobs
 
-    def _resolve_resources(self: Parser, module: Module) -> None:
+    def _resolve_resources(self, module: Module) -> None:
         for attr, loc in self.pending_resources:
             key = attr.resource_key or ""
             blob = module.resources.get(key)

@@ -7,7 +7,6 @@ of the attributes follow ``mlir.ops``. Unknown ops go through ``_p_opaque``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from egg_dispatch.mlir.attributes import symbol_name
 from egg_dispatch.mlir.flow_ops import FLOW_SLICE, parse_flow_slice
@@ -30,12 +29,10 @@ from egg_dispatch.mlir.ir import (
 )
 from egg_dispatch.mlir.lexer import describe, int_value
 from egg_dispatch.mlir.ops import CAST_OPS, DYNAMIC, RETURN_OPS, make_int_list
+from egg_dispatch.mlir.parser_base import ParserBase
 from egg_dispatch.mlir.syntax_iree import IreeSyntax
 from egg_dispatch.mlir.syntax_linalg import LinalgSyntax
 from egg_dispatch.mlir.syntax_tensor import TensorSyntax
-
-if TYPE_CHECKING:
-    from egg_dispatch.mlir.parser import Parser
 
 __all__ = ["OpSyntax"]
 
@@ -45,7 +42,7 @@ _STRUCTURED_PREFIXES = ("linalg.", "iree_linalg_ext.")
 
 
 class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
-    def parse_custom_op(self: Parser, name: str, start: int, n_results: int) -> Operation:
+    def parse_custom_op(self, name: str, start: int, n_results: int) -> Operation:
         handler = _HANDLERS.get(name)
         if handler is not None:
             return handler(self, name, start)
@@ -59,7 +56,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         return self._p_opaque(name, start, n_results)
 
     # ------------------------------------------------------------------------------ helpers
-    def _typed_operands(self: Parser, start: int) -> tuple[list[Value], list[Type]]:
+    def _typed_operands(self, start: int) -> tuple[list[Value], list[Type]]:
         """``(%a, %b : T1, T2)``, checking the written types against the values."""
         lex = self.lex
         lex.expect("(")
@@ -72,11 +69,11 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         self.check_types(vals, types, start)
         return vals, types
 
-    def _opt_attr_dict(self: Parser, attrs: dict[str, Attr]) -> None:
+    def _opt_attr_dict(self, attrs: dict[str, Attr]) -> None:
         if self.lex.at("{"):
             attrs.update(self.parse_dict().items)
 
-    def _static_list(self: Parser, close: str = "]") -> tuple[list[int], list[Value]]:
+    def _static_list(self, close: str = "]") -> tuple[list[int], list[Value]]:
         """``[0, %i, 8]`` -> static ints (DYNAMIC for SSA entries) and the SSA values in order."""
         lex = self.lex
         lex.expect("[")
@@ -94,7 +91,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         return static, dyn
 
     # ------------------------------------------------------------------------------ functions
-    def _p_func(self: Parser, name: str, start: int) -> Operation:
+    def _p_func(self, name: str, start: int) -> Operation:
         lex = self.lex
         attrs: dict[str, Attr] = {}
         if lex.peek().kind == "ident" and lex.peek().text in ("public", "private", "nested"):
@@ -127,7 +124,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         self._verify_returns(op, results)
         return op
 
-    def _verify_returns(self: Parser, func: Operation, results: list[Type]) -> None:
+    def _verify_returns(self, func: Operation, results: list[Type]) -> None:
         for block in func.regions[0].blocks if func.regions else []:
             for op in block.ops:
                 if op.name in ("func.return", "return", "util.return"):
@@ -145,7 +142,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
                                 _pos(self, op),
                             )
 
-    def _p_return(self: Parser, name: str, start: int) -> Operation:
+    def _p_return(self, name: str, start: int) -> Operation:
         lex = self.lex
         vals = self.operand_list()
         if vals:
@@ -154,7 +151,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         return self.make_op(name, vals, [])
 
     # ---------------------------------------------------------------------------- arith / math
-    def _p_constant(self: Parser, name: str, start: int) -> Operation:
+    def _p_constant(self, name: str, start: int) -> Operation:
         attrs: dict[str, Attr] = {}
         self._opt_attr_dict(attrs)
         value = self.parse_attribute()
@@ -173,7 +170,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         attrs["value"] = value
         return self.make_op(name, [], [typ], attributes=attrs)
 
-    def _p_elementwise(self: Parser, name: str, short: str, start: int) -> Operation:
+    def _p_elementwise(self, name: str, short: str, start: int) -> Operation:
         lex = self.lex
         attrs: dict[str, Attr] = {}
         if short in ("cmpf", "cmpi"):
@@ -217,7 +214,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         return self.make_op(name, vals, [types[0]], attributes=attrs)
 
     # -------------------------------------------------------------------------------- tensor
-    def _p_empty(self: Parser, name: str, start: int) -> Operation:
+    def _p_empty(self, name: str, start: int) -> Operation:
         """``tensor.empty(%d, ...) [attr-dict] : T``: one index operand per dynamic dim of T."""
         lex = self.lex
         lex.expect("(")
@@ -233,7 +230,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         self.check_types(dims, [ScalarType("index")] * n, start)
         return self.make_op(name, dims, [t], attributes=attrs)
 
-    def _p_extract_slice(self: Parser, name: str, start: int) -> Operation:
+    def _p_extract_slice(self, name: str, start: int) -> Operation:
         lex = self.lex
         src = self.operand()
         offs, d1 = self._static_list()
@@ -250,7 +247,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         self._check_slice(src.type, offs, sizes, strides, start)
         return self.make_op(name, [src, *d1, *d2, *d3], [res], attributes=attrs)
 
-    def _p_insert_slice(self: Parser, name: str, start: int) -> Operation:
+    def _p_insert_slice(self, name: str, start: int) -> Operation:
         lex = self.lex
         src = self.operand()
         lex.expect("into")
@@ -270,7 +267,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         self._check_slice(dst_t, offs, sizes, strides, start)
         return self.make_op(name, [src, dst, *d1, *d2, *d3], [dst_t], attributes=attrs)
 
-    def _check_slice(self: Parser, src: Type, offs: list[int], sizes: list[int], strides: list[int], pos: int) -> None:
+    def _check_slice(self, src: Type, offs: list[int], sizes: list[int], strides: list[int], pos: int) -> None:
         if not isinstance(src, TensorType):
             return
         if not (len(offs) == len(sizes) == len(strides) == src.rank):
@@ -288,7 +285,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
                     pos,
                 )
 
-    def _p_reshape(self: Parser, name: str, start: int) -> Operation:
+    def _p_reshape(self, name: str, start: int) -> Operation:
         lex = self.lex
         src = self.operand()
         reassoc = self.parse_attribute()
@@ -305,7 +302,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         lex.expect("into")
         return self.make_op(name, [src, *dyn], [self.parse_type()], attributes=attrs)
 
-    def _p_extract(self: Parser, name: str, start: int) -> Operation:
+    def _p_extract(self, name: str, start: int) -> Operation:
         lex = self.lex
         src = self.operand()
         lex.expect("[")
@@ -321,7 +318,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         self.check_types(idx, [ScalarType("index")] * len(idx), start)
         return self.make_op(name, [src, *idx], [t.element])
 
-    def _p_dim(self: Parser, name: str, start: int) -> Operation:
+    def _p_dim(self, name: str, start: int) -> Operation:
         lex = self.lex
         src = self.operand()
         lex.expect(",")
@@ -331,14 +328,14 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         return self.make_op(name, [src, idx], [ScalarType("index")])
 
 
-def _pos(p: Parser, op: Operation) -> int:
+def _pos(p: ParserBase, op: Operation) -> int:
     loc = op.loc
     if loc is None:
         return p.lex.pos
     return p.lex._line_starts[loc.line - 1] + loc.col - 1
 
 
-_HANDLERS: dict[str, Callable[[Parser, str, int], Operation]] = {
+_HANDLERS: dict[str, Callable[[OpSyntax, str, int], Operation]] = {
     "func.func": OpSyntax._p_func,
     "util.func": OpSyntax._p_func,
     "arith.constant": OpSyntax._p_constant,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from egg_dispatch.mlir.attributes import symbol_name
 from egg_dispatch.mlir.ir import (
     ABI_SHELL_OPS,
@@ -25,9 +23,7 @@ from egg_dispatch.mlir.ir import (
 )
 from egg_dispatch.mlir.lexer import int_value
 from egg_dispatch.mlir.ops import WORKLOAD, make_int_list, set_dims
-
-if TYPE_CHECKING:
-    from egg_dispatch.mlir.parser import Parser
+from egg_dispatch.mlir.parser_base import ParserBase
 
 __all__ = ["UNARY_DIMS", "UNKNOWN", "IreeSyntax"]
 
@@ -46,9 +42,9 @@ UNKNOWN = OpaqueType("<unknown>")
 """Result type of an opaque op whose syntax does not say it; refined by the first typed use."""
 
 
-class IreeSyntax:
+class IreeSyntax(ParserBase):
     # ------------------------------------------------------------------------- encodings, flow
-    def _p_unary_typed(self: Parser, name: str, start: int) -> Operation:
+    def _p_unary_typed(self, name: str, start: int) -> Operation:
         """``op %x [encoding_dims{...}] [attr-dict] : T[{%d}] -> T'[{%d}]`` (set/unset_encoding,
         flow.tensor.encode / reshape, compute barriers); which lists an op has: ``UNARY_DIMS``."""
         lex = self.lex
@@ -76,7 +72,7 @@ class IreeSyntax:
             groups.append(self.parse_dims(res_t, "the result type"))
         return self.make_op(name, [src, *set_dims(attrs, groups)], [res_t], attributes=attrs)
 
-    def _p_tie_shape(self: Parser, name: str, start: int) -> Operation:
+    def _p_tie_shape(self, name: str, start: int) -> Operation:
         """``flow.tensor.tie_shape %x : tensor<?x..>{%d}``: %x, its dynamic sizes named."""
         lex = self.lex
         src = self.operand()
@@ -88,7 +84,7 @@ class IreeSyntax:
         dims = self.parse_dims(t)
         return self.make_op(name, [src, *set_dims(attrs, [dims])], [t], attributes=attrs)
 
-    def _p_buffer_view_dim(self: Parser, name: str, start: int) -> Operation:
+    def _p_buffer_view_dim(self, name: str, start: int) -> Operation:
         """``hal.buffer_view.dim<%view : !hal.buffer_view>[i] : index``: an argument's dynamic size."""
         lex = self.lex
         lex.expect("<")
@@ -104,7 +100,7 @@ class IreeSyntax:
         lex.expect(":")
         return self.make_op(name, [view], [self.parse_type()], attributes=attrs)
 
-    def _p_workload_ordinal(self: Parser, name: str, start: int) -> Operation:
+    def _p_workload_ordinal(self, name: str, start: int) -> Operation:
         """``iree_tensor_ext.dispatch.workload.ordinal %arg, N : index``: %arg, the N-th workload entry."""
         lex = self.lex
         v = self.operand()
@@ -116,7 +112,7 @@ class IreeSyntax:
         self.check_types([v], [t], start)
         return self.make_op(name, [v], [t], attributes=attrs)
 
-    def _p_assume_int(self: Parser, name: str, start: int) -> Operation:
+    def _p_assume_int(self, name: str, start: int) -> Operation:
         """``util.assume.int %a<umin = 1, umax = 16, udiv = 8>, %b[<...>, <...>] : index, index``: the
         operands, with what may be assumed of them (one row, or one per call site: any may hold)."""
         lex = self.lex
@@ -143,7 +139,7 @@ class IreeSyntax:
         self.check_types(values, types, start)
         return self.make_op(name, values, types, attributes=attrs)
 
-    def _assumption_row(self: Parser) -> DictAttr:
+    def _assumption_row(self) -> DictAttr:
         lex = self.lex
         at = lex.expect("<").pos
         items: list[tuple[str, Attr]] = []
@@ -162,7 +158,7 @@ class IreeSyntax:
         lex.expect(">", "to close the assumption")
         return DictAttr(tuple(items))
 
-    def _p_hal_tensor(self: Parser, name: str, start: int) -> Operation:
+    def _p_hal_tensor(self, name: str, start: int) -> Operation:
         """``hal.tensor.import [wait(%fence) =>] %src ["name"] {attrs} : !hal.buffer_view -> tensor<..>``
         and ``hal.tensor.export %t ["name"] : tensor<..> -> !hal.buffer_view``. The async ABI's wait
         fence is a second operand, flagged by the ``wait`` attribute."""
@@ -190,7 +186,7 @@ class IreeSyntax:
             dims = self.parse_dims(res_t, "the imported type")
         return self.make_op(name, [src, *fence, *set_dims(attrs, [dims])], [res_t], attributes=attrs)
 
-    def _p_hal_barrier(self: Parser, name: str, start: int) -> Operation:
+    def _p_hal_barrier(self, name: str, start: int) -> Operation:
         """``hal.tensor.barrier join(%a, %b : T1, T2) => %fence : !hal.fence``: the tensors, once ready."""
         lex = self.lex
         lex.expect("join")
@@ -204,7 +200,7 @@ class IreeSyntax:
         self.check_types([fence], [self.parse_type()], start)
         return self.make_op(name, [*values, fence], types, attributes=attrs)
 
-    def _p_tensor_constant(self: Parser, name: str, start: int) -> Operation:
+    def _p_tensor_constant(self, name: str, start: int) -> Operation:
         """``flow.tensor.constant #flow.parameter.named<...> : tensor<..>`` (or a dense literal)."""
         lex = self.lex
         attrs: dict[str, Attr] = {}
@@ -214,7 +210,7 @@ class IreeSyntax:
         typ = self.parse_type()
         return self.make_op(name, [], [typ], attributes=attrs)
 
-    def _workload(self: Parser, attrs: dict[str, Attr]) -> list[Value]:
+    def _workload(self, attrs: dict[str, Attr]) -> list[Value]:
         """An optional ``[%w, ...]`` workload (index values), recorded under ``WORKLOAD``."""
         lex = self.lex
         if not lex.at("["):
@@ -226,7 +222,7 @@ class IreeSyntax:
         attrs[WORKLOAD] = IntAttr(len(values))
         return values
 
-    def _types_with_dims(self: Parser) -> tuple[list[Type], list[list[Value]]]:
+    def _types_with_dims(self) -> tuple[list[Type], list[list[Value]]]:
         """``(T1{%d}, T2)`` or a single ``T{%d}``: the types and each one's dynamic sizes."""
         lex = self.lex
         types: list[Type] = []
@@ -242,7 +238,7 @@ class IreeSyntax:
             lex.expect(")")
         return types, dims
 
-    def _p_dispatch_region(self: Parser, name: str, start: int) -> Operation:
+    def _p_dispatch_region(self, name: str, start: int) -> Operation:
         lex = self.lex
         attrs: dict[str, Attr] = {}
         wl = self._workload(attrs)
@@ -255,7 +251,7 @@ class IreeSyntax:
             regions.append(self._count_region(isolated=False))  # IREE's count() uses values from above
         return self.make_op(name, [*wl, *set_dims(attrs, dims)], results, attributes=attrs, regions=regions)
 
-    def _count_region(self: Parser, isolated: bool = True) -> Region:
+    def _count_region(self, isolated: bool = True) -> Region:
         lex = self.lex
         lex.expect("(")
         args: list[tuple[str, Type, int]] = []
@@ -270,7 +266,7 @@ class IreeSyntax:
         self.parse_paren_types()
         return self.parse_region(args, isolated=isolated)
 
-    def _p_workgroups(self: Parser, name: str, start: int) -> Operation:
+    def _p_workgroups(self, name: str, start: int) -> Operation:
         lex = self.lex
         attrs: dict[str, Attr] = {}
         wl = self._workload(attrs)
@@ -302,7 +298,7 @@ class IreeSyntax:
             regions.append(self._count_region())
         return self.make_op(name, [*wl, *captured, *dims], results, attributes=attrs, regions=regions)
 
-    def _p_dispatch_tensor(self: Parser, name: str, start: int) -> Operation:
+    def _p_dispatch_tensor(self, name: str, start: int) -> Operation:
         lex = self.lex
         operands = [self.operand()]
         if name.endswith("store"):
@@ -330,7 +326,7 @@ class IreeSyntax:
         return self.make_op(name, operands + dyn + set_dims(attrs, [binding_dims]), [t_out], attributes=attrs)
 
     # -------------------------------------------------------------------------------- util
-    def _p_global(self: Parser, name: str, start: int) -> Operation:
+    def _p_global(self, name: str, start: int) -> Operation:
         lex = self.lex
         attrs: dict[str, Attr] = {}
         while lex.peek().kind == "ident" and lex.peek().text in ("public", "private", "nested", "mutable"):
@@ -356,13 +352,13 @@ class IreeSyntax:
         attrs["type"] = TypeAttr(typ)
         return self.make_op(name, [], [], attributes=attrs)
 
-    def _p_initializer(self: Parser, name: str, start: int) -> Operation:
+    def _p_initializer(self, name: str, start: int) -> Operation:
         attrs: dict[str, Attr] = {}
         if self.lex.accept("attributes"):
             attrs.update(self.parse_dict().items)
         return self.make_op(name, [], [], attributes=attrs, regions=[self.parse_region(isolated=True)])
 
-    def _p_global_load(self: Parser, name: str, start: int) -> Operation:
+    def _p_global_load(self, name: str, start: int) -> Operation:
         lex = self.lex
         attrs: dict[str, Attr] = {}
         if lex.accept("immutable"):
@@ -372,7 +368,7 @@ class IreeSyntax:
         lex.expect(":")
         return self.make_op(name, [], [self.parse_type()], attributes=attrs)
 
-    def _p_global_store(self: Parser, name: str, start: int) -> Operation:
+    def _p_global_store(self, name: str, start: int) -> Operation:
         lex = self.lex
         v = self.operand()
         lex.expect(",")
@@ -382,7 +378,7 @@ class IreeSyntax:
         return self.make_op(name, [v], [], attributes=attrs)
 
     # ------------------------------------------------------------------------------- opaque
-    def _p_opaque(self: Parser, name: str, start: int, n_results: int) -> Operation:
+    def _p_opaque(self, name: str, start: int, n_results: int) -> Operation:
         """An op we do not model: keep its text, find the values it uses and its result types."""
         lex = self.lex
         text = lex.text

@@ -3,21 +3,17 @@ linalg.index, and iree_linalg_ext attention / gather (ins/outs style)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from egg_dispatch.mlir.ir import Attr, IntAttr, Operation, Type, UnitAttr, Value
 from egg_dispatch.mlir.lexer import int_value
 from egg_dispatch.mlir.ops import make_int_list
+from egg_dispatch.mlir.parser_base import ParserBase
 from egg_dispatch.mlir.retired import RETIRED_OPS, respell
-
-if TYPE_CHECKING:
-    from egg_dispatch.mlir.parser import Parser
 
 __all__ = ["LinalgSyntax"]
 
 
-class LinalgSyntax:
-    def _looks_structured(self: Parser) -> bool:
+class LinalgSyntax(ParserBase):
+    def _looks_structured(self) -> bool:
         """A linalg-style op: optional attr dict / ``key = value`` pairs, then ``ins(`` or ``outs(``."""
         lex = self.lex
         save = lex.save()
@@ -44,7 +40,7 @@ class LinalgSyntax:
             lex.restore(save)
             del self.pending_resources[n_pending:]  # the lookahead's attributes are parsed again
 
-    def _is_key(self: Parser, operands_so_far: list[Value]) -> bool:
+    def _is_key(self, operands_so_far: list[Value]) -> bool:
         """Whether an attribute ``key = value`` comes next. After ``outs(...)`` the identifier may instead
         be the next op (``flow.return %t`` after a transpose, whose syntax ends in ``permutation = [..]``)."""
         if not operands_so_far:
@@ -57,7 +53,7 @@ class LinalgSyntax:
         return is_key
 
     # ------------------------------------------------------------------------------ structured
-    def _p_structured(self: Parser, name: str, start: int) -> Operation:
+    def _p_structured(self, name: str, start: int) -> Operation:
         """linalg named ops, generic, fill, transpose, broadcast, mmt4d; attention and gather."""
         lex = self.lex
         attrs: dict[str, Attr] = {}
@@ -124,7 +120,7 @@ class LinalgSyntax:
             attrs = {"indexing_maps": maps, **attrs}
         return self.make_op(name, [*ins, *outs], results, attributes=attrs, regions=regions)
 
-    def _p_relayout(self: Parser, name: str, start: int) -> Operation:
+    def _p_relayout(self, name: str, start: int) -> Operation:
         """``linalg.pack %src [padding_value(%p : T)] [outer_dims_perm = ..] inner_dims_pos = ..
         inner_tiles = .. into %dest : T -> T'`` and ``linalg.unpack`` (no padding)."""
         lex = self.lex
@@ -159,7 +155,7 @@ class LinalgSyntax:
         attrs["operandSegmentSizes"] = make_int_list((1, 1))
         return self.make_op(name, [src, dest, *pad], [res], attributes=attrs)
 
-    def _p_index(self: Parser, name: str, start: int) -> Operation:
+    def _p_index(self, name: str, start: int) -> Operation:
         lex = self.lex
         dim = int_value(lex, lex.expect_kind("int", "a loop dimension"))
         lex.expect(":")

@@ -6,21 +6,17 @@ Reader side only; ``print_ops`` writes the same forms. Attribute keys are listed
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from egg_dispatch.mlir.attributes import unescape
 from egg_dispatch.mlir.ir import Attr, IntAttr, Operation, ScalarType, StrAttr, TensorType, UnitAttr
 from egg_dispatch.mlir.lexer import int_value
 from egg_dispatch.mlir.ops import DYNAMIC, make_int_list
-
-if TYPE_CHECKING:
-    from egg_dispatch.mlir.parser import Parser
+from egg_dispatch.mlir.parser_base import ParserBase
 
 __all__ = ["TensorSyntax"]
 
 
-class TensorSyntax:
-    def _p_concat(self: Parser, name: str, start: int) -> Operation:
+class TensorSyntax(ParserBase):
+    def _p_concat(self, name: str, start: int) -> Operation:
         """``tensor.concat dim(D) %a, %b [attr-dict] : (T1, T2) -> T``."""
         lex = self.lex
         lex.expect("dim")
@@ -37,11 +33,12 @@ class TensorSyntax:
         lex.expect("->")
         res = self.parse_type()
         types = [v.type for v in vals]
-        if isinstance(res, TensorType) and all(isinstance(t, TensorType) for t in types):
-            if not 0 <= dim < res.rank or any(t.rank != res.rank for t in types):  # type: ignore[union-attr]
+        tensors = [t for t in types if isinstance(t, TensorType)]
+        if isinstance(res, TensorType) and len(tensors) == len(types):
+            if not 0 <= dim < res.rank or any(t.rank != res.rank for t in tensors):
                 raise lex.error(f"tensor.concat dim({dim}) of rank-{res.rank} tensors of different ranks", start)
-            total = sum(t.shape[dim] for t in types)  # type: ignore[union-attr]
-            others = {t.shape[:dim] + t.shape[dim + 1 :] for t in types}  # type: ignore[union-attr]
+            total = sum(t.shape[dim] for t in tensors)  # type: ignore[misc]  # '?' is None: a known crash
+            others = {t.shape[:dim] + t.shape[dim + 1 :] for t in tensors}
             if others != {res.shape[:dim] + res.shape[dim + 1 :]} or total != res.shape[dim]:
                 raise lex.error(
                     f"tensor.concat dim({dim}): operand shapes do not add up to {self.type_str(res)}", start
@@ -49,7 +46,7 @@ class TensorSyntax:
         attrs["dim"] = IntAttr(dim)
         return self.make_op(name, vals, [res], attributes=attrs)
 
-    def _p_pad(self: Parser, name: str, start: int) -> Operation:
+    def _p_pad(self, name: str, start: int) -> Operation:
         """``tensor.pad %x [nofold] low[..] high[..] { ^bb0(%i: index, ..): tensor.yield %v : T }
         [attr-dict] : T to T'``."""
         lex = self.lex
@@ -74,7 +71,7 @@ class TensorSyntax:
                     f"tensor.pad of a rank-{src_t.rank} tensor needs {src_t.rank} low and high sizes", start
                 )
             for d, (lo, hi, s, r) in enumerate(zip(low, high, src_t.shape, res.shape, strict=True)):
-                if DYNAMIC not in (lo, hi) and (lo < 0 or hi < 0 or lo + s + hi != r):
+                if DYNAMIC not in (lo, hi) and (lo < 0 or hi < 0 or lo + s + hi != r):  # type: ignore[operator]  # '?' is None: a known crash
                     raise lex.error(f"tensor.pad: dim {d} of size {s} padded by {lo}, {hi} is not {r}", start)
             entry = region.entry
             if len(entry.args) != src_t.rank or any(a.type != ScalarType("index") for a in entry.args):
@@ -87,7 +84,7 @@ class TensorSyntax:
         attrs |= {"static_low": make_int_list(low), "static_high": make_int_list(high)}
         return self.make_op(name, [src, *d_low, *d_high], [res], attributes=attrs, regions=[region])
 
-    def _p_softmax(self: Parser, name: str, start: int) -> Operation:
+    def _p_softmax(self, name: str, start: int) -> Operation:
         """``linalg.softmax [attr-dict] dimension(D) ins(%x : T) outs(%init : T) [-> T]``."""
         lex = self.lex
         attrs: dict[str, Attr] = {}
@@ -115,7 +112,7 @@ class TensorSyntax:
         attrs["dimension"] = IntAttr(dim)
         return self.make_op(name, [*src, *init], results, attributes=attrs)
 
-    def _p_assert(self: Parser, name: str, start: int) -> Operation:
+    def _p_assert(self, name: str, start: int) -> Operation:
         """``cf.assert %cond, "message" [attr-dict]``."""
         lex = self.lex
         cond = self.operand()
