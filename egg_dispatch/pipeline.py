@@ -51,7 +51,7 @@ from egg_dispatch.mlir.forms import PAST_GLOBAL_OPTIMIZATION, file_form, input_f
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.parser import MLIRSyntaxError, parse_file, parse_mlir
 from egg_dispatch.mlir.printer import print_mlir
-from egg_dispatch.mlir.retired import iree_input_text, may_need_respelling
+from egg_dispatch.mlir.retired import iree_input_shown, iree_input_text, may_need_respelling
 from egg_dispatch.mlir.torch_symbols import torch_aliases
 from egg_dispatch.plan.baseline import BaselineError, iree_baseline_choice
 from egg_dispatch.plan.graph import build_plan
@@ -68,6 +68,7 @@ __all__ = [
     "IreePlan",
     "UnsupportedInput",
     "explore",
+    "for_iree",
     "iree_plan",
     "prepare_input",
 ]
@@ -170,18 +171,22 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
         return as_given(), info
     warnings: list[str] = []
     src = path if path is not None else text
+    named = name  # the input as the commands shown run it
     if form != "torch":
         given = as_given()
         warnings = given.warnings  # a syntax error is reported in the user's own file
-        # What IREE cannot read as written (a retired op, an elided blob) it gets as we read it (mlir.retired).
-        src = iree_input_text(given) or src
+        # What IREE cannot read as written (a retired op, an elided blob) it gets as we read it (mlir.retired),
+        # and the command shown says so.
+        if (respelled := iree_input_text(given)) is not None:
+            src, named = respelled, iree_input_shown(given) or name
+            shown = named
         del given
     if path is not None:
         parsed = None  # IREE reads the file itself; ours is re-read only if IREE fails
     size = src.stat().st_size if isinstance(src, Path) else len(src or "")
     if start == "set-encoding" or (start == "auto" and size <= START_STATE_MAX_BYTES):
         try:
-            state = start_state(src, target, name=name)  # type: ignore[arg-type]
+            state = start_state(src, target, name=named)  # type: ignore[arg-type]
         except IreeError as e:
             first = first_error_line(e.stderr) if e.stderr else str(e).splitlines()[0]
             if form == "torch" or start == "set-encoding":
@@ -203,7 +208,7 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
         )
     phase = "input" if start == "input" else "global-optimization"
     try:
-        lowered = lower(src, phase, target, name=name)  # type: ignore[arg-type]
+        lowered = lower(src, phase, target, name=named)  # type: ignore[arg-type]
     except IreeError as e:
         first = first_error_line(e.stderr) if e.stderr else str(e).splitlines()[0]
         if form == "torch" or start == "global-optimization":
@@ -416,6 +421,19 @@ def _for_iree(source: str | os.PathLike[str], text: str) -> str | os.PathLike[st
     except MLIRSyntaxError:
         return source  # IREE says what is wrong with it
     return iree_input_text(module) or source
+
+
+def for_iree(source: str | os.PathLike[str]) -> str | os.PathLike[str]:
+    """``source`` (MLIR text, or a path) as ``prepare_input`` and ``iree_plan`` hand it to IREE, for
+    commands that compile the input with IREE themselves (``tune``, ``bench``: IREE's own plan): as
+    written, or, when IREE cannot read it so (a retired op, an elided blob), as we read it
+    (``mlir.retired.iree_input_text``). A torch export is IREE's to read (and never read whole here)."""
+    path = Path(source) if isinstance(source, os.PathLike) else _as_path(source)
+    if path is None:
+        return _for_iree(source, str(source))
+    if not path.is_file() or file_form(path) == "torch":
+        return source
+    return _for_iree(path, path.read_text())
 
 
 def iree_plan(

@@ -117,6 +117,27 @@ def test_plan_evaluator_equals_the_extractor_objective(fixture: str, target: str
     assert plan_metrics.objective == pytest.approx(extraction.objective, rel=1e-9, abs=1e-15)
 
 
+def test_text_report_names_irees_plan() -> None:
+    """The totals column and plan line of the baseline name it: IREE's own plan (``iree-compile``'s, as
+    explore's CLI labels it) as ``IREE`` / ``IREE's own plan``, our model of IREE's passes as modelled."""
+    import re
+
+    from egg_dispatch.result.report import markdown, text
+
+    e = explore(FIXTURES / "seed_iree313.mlir", "x86_64-avx2", start="input")
+    assert e.baseline is not None and "modelled" in e.baseline.label
+    out = text(e, include_mlir=False)
+    assert re.search(r"^totals +ours +IREE \(modelled\) +ours/IREE *$", out, re.M), out
+    assert re.search(r"^IREE's plan as modelled: \S", out, re.M) and "IREE's own plan:" not in out, out
+    assert "| | ours | IREE (modelled) | ratio |" in markdown(e)
+    e.baseline.label = "baseline (IREE 3.13 iree-compile, costed by our model)"  # what the CLI sets
+    out = text(e, include_mlir=False)
+    assert re.search(r"^totals +ours +IREE +ours/IREE *$", out, re.M), out
+    assert re.search(r"^IREE's own plan: \S", out, re.M) and "modelled" not in out, out
+    assert "baseline" not in out  # every name of IREE's plan in the text report says whose it is
+    assert to_json(e)["baseline"]["label"] == e.baseline.label  # the JSON keys stay
+
+
 def test_json_report_schema() -> None:
     data = to_json(explore(FIXTURES / "seed_iree313.mlir", "x86_64-avx2", pareto=True))
     assert data["schema"] == SCHEMA

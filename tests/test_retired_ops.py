@@ -9,6 +9,8 @@ definitions, and the numbers are checked against NumPy's einsum, written indepen
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +23,7 @@ from egg_dispatch.mlir.compare import modules_equal
 from egg_dispatch.mlir.ir import ArrayAttr, DenseAttr, Module, Operation
 from egg_dispatch.mlir.parser import MLIRSyntaxError, parse_file, parse_mlir
 from egg_dispatch.mlir.printer import Printer, print_mlir
-from egg_dispatch.mlir.retired import RETIRED_OPS, iree_input_text, may_need_respelling
+from egg_dispatch.mlir.retired import RETIRED_OPS, iree_input_shown, iree_input_text, may_need_respelling
 from egg_dispatch.pipeline import explore, iree_plan
 from egg_dispatch.start.initial_plan import initial_plan
 
@@ -178,6 +180,42 @@ def test_iree_gets_the_program_as_read() -> None:
     np.testing.assert_array_equal(blob.array, fill.array)  # type: ignore[union-attr]
 
 
+def test_the_command_shown_says_what_iree_was_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``input:`` line (and JSON ``input.steps``) names what IREE got: the file as written, or, for
+    the example, the program as read (``-``, IREE's stdin) with what differs from the file."""
+    import egg_dispatch.pipeline as pipeline
+    from egg_dispatch.iree.lowering import lowering_command
+    from egg_dispatch.iree.tools import IreeError
+    from egg_dispatch.target.profile import load_target
+
+    assert iree_input_shown(parse_file(FIXTURES / "seed_iree313.mlir")) is None
+    assert iree_input_shown(parse_file(FIXTURES / "seed_resource.mlir")) is None
+    shown = (
+        "- (the input as read: linalg.matmul_transpose_b respelled as linalg.matmul, "
+        "elided blob __auto.constant_16_8_torch.float32 filled)"
+    )
+    assert iree_input_shown(parse_file(EXAMPLE)) == shown
+    blob_only = "func.func @f() -> tensor<2xf32> {\n  %c = arith.constant dense_resource<w> : tensor<2xf32>\n"
+    blob_only += "  return %c : tensor<2xf32>\n}\n"
+    assert iree_input_shown(parse_mlir(blob_only)) == "- (the input as read: elided blob w filled)"
+    # prepare_input hands IREE that text and names it so in the command it reports (IREE faked here).
+    given: list[tuple[object, str | None]] = []
+
+    def start_state(src: object, _target: object, *, name: str | None = None) -> None:
+        given.append((src, name))
+        raise IreeError("faked")
+
+    monkeypatch.setattr(pipeline, "iree_compiler_available", lambda: True)
+    monkeypatch.setattr(pipeline, "start_state", start_state)
+    target = load_target("x86_64-avx2")
+    pipeline.prepare_input(EXAMPLE, target)
+    pipeline.prepare_input(FIXTURES / "seed_iree313.mlir", target)
+    (src, name), (plain_src, plain_name) = given
+    assert src == iree_input_text(parse_file(EXAMPLE)) and name == shown
+    assert " ".join(lowering_command(name, "dispatch-creation", target)).startswith(f"iree-compile {shown} --iree-")
+    assert plain_src == FIXTURES / "seed_iree313.mlir" and plain_name == str(plain_src)  # as written
+
+
 @pytest.mark.iree
 @pytest.mark.skipif(find_tool("iree-opt") is None, reason="IREE not installed")
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -228,5 +266,38 @@ def test_first_run_shows_irees_own_plan(capsys: pytest.CaptureFixture[str]) -> N
     for bad in ("not installed", "DispatchCreation failed", "unavailable", "is unknown"):
         assert bad not in out and bad not in err, bad
     assert "explored after iree-compile" in out and "IREE's SetEncoding" in out
+    # The command shown is the one run: IREE was given the program as read, not the file.
+    assert "explored after iree-compile - (the input as read: linalg.matmul_transpose_b respelled as" in out
+    assert f"iree-compile {EXAMPLE}" not in out and "iree-compile <builtin" not in out
+    # IREE's own plan is named beside ours, in the totals and on its plan line.
+    assert re.search(r"^totals +ours +IREE +ours/IREE *$", out, re.M), out
+    assert re.search(r"^IREE's own plan: .*encode dispatch\{linalg.fill, linalg.matmul", out, re.M), out
     assert "than IREE's own plan" in out  # the recommendation compares with IREE's own plan
     assert "note: linalg.matmul_transpose_b (retired upstream) read as linalg.matmul with indexing_maps" in out
+
+
+@pytest.mark.iree
+@pytest.mark.slow
+@pytest.mark.skipif(
+    any(find_tool(t) is None for t in ("iree-compile", "iree-benchmark-module", "iree-profile")),
+    reason="IREE not installed",
+)
+def test_tune_and_bench_measure_irees_own_plan_of_the_example(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tune`` and ``bench`` compile IREE's own plan from the program as read, as explore does: on the
+    built-in example (a retired op, an elided blob) it compiles, runs, computes the evaluator's numbers
+    and is timed."""
+    from egg_dispatch.emit.iree.module import runnable_here
+    from egg_dispatch.measure.bench import bench
+
+    measured = "x86_64-avx512" if runnable_here("x86_64-avx512")[0] else "x86_64-avx2"  # test_measured_costs.MEASURED
+    args = ["tune", "--target", measured, "--top-k", "1", "--max-candidates", "1", "--repeats", "1",
+            "--min-time", "0.01", "--cache", str(tmp_path / "m.sqlite"), "--emit", "json"]  # fmt: skip
+    assert main(args) == 0
+    (own,) = [p for p in json.loads(capsys.readouterr().out)["plans"] if p["is_iree"]]
+    assert own["error"] is None and own["max_rel_error"] <= 1e-5 and own["measured_us"] is not None, own
+    report = bench(EXAMPLE, measured, repeats=1, min_time=0.01)
+    iree = report.plans[0]
+    assert iree.kind == "iree" and iree.error is None and not report.notes, (iree.error, report.notes)
+    assert iree.max_rel_error is not None and iree.max_rel_error <= 1e-5 and len(iree.measured) == 1

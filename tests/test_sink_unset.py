@@ -224,7 +224,7 @@ def test_explain_and_report_name_the_decision(square: Exploration) -> None:
     assert not sunk(e.best.mlir)
     assert e.baseline is not None and len(sunk(e.baseline.mlir)) == 2
     line = "- sink_unset: elementwise consumer run on the encoded accumulator (unset_encoding sunk below it)"
-    assert line + " (baseline only)" in differences(e)
+    assert line + " (IREE only)" in differences(e)
     assert line in text(e)
     why = explain(e)
     assert "- linalg.generic #1 (Generic 4x32): chosen after the unset_encoding" in why

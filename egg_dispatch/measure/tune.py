@@ -49,7 +49,7 @@ from egg_dispatch.iree.dispatch_creation import first_error_line, iree_compile_f
 from egg_dispatch.iree.profiling import DispatchTimes, profile_module
 from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, benchmark_module, compile_module, run_module
 from egg_dispatch.mlir.ops import sym_name
-from egg_dispatch.pipeline import explore, iree_plan
+from egg_dispatch.pipeline import explore, for_iree, iree_plan
 from egg_dispatch.result.exploration import Candidate, Exploration
 from egg_dispatch.target.profile import Target, load_target
 
@@ -315,10 +315,12 @@ def tune(
         iree_from_own_plan=predicted is not None and not modelled,
     )  # fmt: skip
 
+    as_read = for_iree(source)  # what IREE's plan is made from: the program explore read (pipeline.prepare_input)
+
     def build(tc: TuneCandidate) -> None:
         try:
             if tc.is_iree:
-                tc.vmfb = compile_module(source, data_tiling=data_tiling, target_cpu=cpu, extra_flags=others)
+                tc.vmfb = compile_module(as_read, data_tiling=data_tiling, target_cpu=cpu, extra_flags=others)
             else:
                 assert tc.text is not None
                 tc.vmfb = compile_module(

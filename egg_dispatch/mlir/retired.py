@@ -19,7 +19,7 @@ from egg_dispatch.mlir.ir import AffineMapAttr, ArrayAttr, DenseAttr, Loc, Modul
 from egg_dispatch.mlir.ir_types import element_nbytes
 from egg_dispatch.mlir.printer import print_mlir
 
-__all__ = ["RETIRED_OPS", "iree_input_text", "may_need_respelling", "respell", "retired_note"]
+__all__ = ["RETIRED_OPS", "iree_input_shown", "iree_input_text", "may_need_respelling", "respell", "retired_note"]
 
 RETIRED_OPS: dict[str, tuple[str, tuple[tuple[int, ...], ...]]] = {
     "linalg.matmul_transpose_a": ("linalg.matmul", ((2, 0), (2, 1), (0, 1))),
@@ -57,6 +57,19 @@ def may_need_respelling(text: str) -> bool:
     return bool(_MAY_NEED.search(text)) or ("dense_resource<" in text and "dialect_resources" not in text)
 
 
+def _blobless(module: Module) -> dict[str, DenseAttr]:
+    """The ``dense_resource``s of ``module`` whose blob the file did not hold (the reader filled them),
+    by resource key, each with the first attribute naming it."""
+    found: dict[str, DenseAttr] = {}
+    for op in module.walk():
+        attr = op.attributes.get("value") or op.attributes.get("initial_value")  # what the printer writes blobs of
+        if isinstance(attr, DenseAttr) and attr.form == "resource":
+            key = attr.resource_key or ""
+            if key not in module.resources:
+                found.setdefault(key, attr)
+    return found
+
+
 def iree_input_text(module: Module) -> str | None:
     """The program as read here, printed for IREE, when IREE cannot read the file as written: it held
     retired ops (``module.respelled``: printed as what they are now) or ``dense_resource``s without a
@@ -64,13 +77,23 @@ def iree_input_text(module: Module) -> str | None:
     values our evaluator uses, with a 4-byte alignment header of the element size). None when IREE reads
     the file as written, which it is then given, as it is."""
     filled: dict[str, HexData] = {}
-    for op in module.walk():
-        attr = op.attributes.get("value") or op.attributes.get("initial_value")  # what the printer writes blobs of
-        if isinstance(attr, DenseAttr) and attr.form == "resource":
-            key = attr.resource_key or ""
-            if key not in module.resources and key not in filled:
-                align = element_nbytes(attr.type.element).to_bytes(4, "little")
-                filled[key] = HexData.of_bytes(align + element_bytes(attr.array, attr.type))
+    for key, attr in _blobless(module).items():
+        align = element_nbytes(attr.type.element).to_bytes(4, "little")
+        filled[key] = HexData.of_bytes(align + element_bytes(attr.array, attr.type))
     if not module.respelled and not filled:
         return None
     return print_mlir(dataclasses.replace(module, resources={**module.resources, **filled}))
+
+
+def iree_input_shown(module: Module) -> str | None:
+    """How a command line shows ``iree_input_text(module)`` given to IREE (on its stdin, ``-``), saying
+    what differs from the file: ``- (the input as read: linalg.matmul_transpose_b respelled as
+    linalg.matmul, elided blob __auto.constant_16_8_torch.float32 filled)``. None when IREE is given
+    the file as written."""
+    parts = [f"{name} respelled as {RETIRED_OPS[name][0]}" for name in dict.fromkeys(module.respelled)]
+    if blobs := list(_blobless(module)):
+        if len(blobs) > 3:
+            parts.append(f"{len(blobs)} elided blobs filled")
+        else:
+            parts.append(f"elided blob{'s' if len(blobs) > 1 else ''} {', '.join(blobs)} filled")
+    return f"- (the input as read: {', '.join(parts)})" if parts else None
