@@ -28,7 +28,7 @@ from egg_dispatch.mlir.ir import (
     UnitAttr,
     Value,
 )
-from egg_dispatch.mlir.lexer import Token, describe, int_value
+from egg_dispatch.mlir.lexer import Lexer, Token, describe, int_value
 
 __all__ = ["AttrParser", "int_in_range", "symbol_name", "unescape"]
 
@@ -40,7 +40,7 @@ _ESCAPE = re.compile(r"\\(?:([\\\"])|([nt])|([0-9a-fA-F]{2}))|\\")
 _MAX_DIM = 2**63 - 1
 
 
-def unescape(lex: object, tok: Token) -> str:
+def unescape(lex: Lexer, tok: Token) -> str:
     """The value of a string token: MLIR escapes are ``\\\\``, ``\\"``, ``\\n``, ``\\t`` and ``\\XX`` (a hex byte)."""
     body = tok.text[1:-1]
     if "\\" not in body:
@@ -57,13 +57,13 @@ def unescape(lex: object, tok: Token) -> str:
             out.append(int(m.group(3), 16))
         else:
             where = tok.pos + 1 + m.start()
-            raise lex.error('bad escape in a string: expected \\\\, \\", \\n, \\t or two hex digits', where)  # type: ignore[attr-defined]
+            raise lex.error('bad escape in a string: expected \\\\, \\", \\n, \\t or two hex digits', where)
         i = m.end()
     out += body[i:].encode("utf-8", "surrogateescape")
     return out.decode("utf-8", "surrogateescape")
 
 
-def symbol_name(lex: object, tok: Token) -> str:
+def symbol_name(lex: Lexer, tok: Token) -> str:
     """The name of a ``@symbol`` token (quoted names unescaped)."""
     if tok.text.startswith('@"'):
         return unescape(lex, Token("string", tok.text[1:], tok.pos + 1))

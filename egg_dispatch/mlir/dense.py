@@ -163,7 +163,7 @@ def _array_from_text(lex: Lexer, body: str, typ: TensorType, pos: int) -> np.nda
     if end < len(toks):
         raise lex.error(f"unexpected '{toks[end][0]}' after the dense literal", toks[end][1])
     with np.errstate(all="ignore"):
-        return round_bf16(np.array(values, dtype=dtype).reshape(typ.shape), typ.element)
+        return round_bf16(np.array(values, dtype=dtype).reshape(typ.static_shape), typ.element)
 
 
 def round_bf16(a: np.ndarray, elem: ScalarType) -> np.ndarray:

@@ -87,7 +87,7 @@ def decode_elements(data: bytes, typ: TensorType) -> np.ndarray:
         flat = np.frombuffer(data, dtype=dtype.newbyteorder("<"))
     if flat.size == 1 and typ.num_elements != 1:
         return np.full(typ.shape, flat[0], dtype=dtype)
-    return flat.astype(dtype).reshape(typ.shape)
+    return flat.astype(dtype).reshape(typ.static_shape)  # static: num_elements above
 
 
 def element_bytes(arr: np.ndarray, typ: TensorType) -> bytes:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from egg_dispatch.mlir.ir import AffineMapAttr, ArrayAttr, EncodingAttr, ScalarType, TypeAttr
 from egg_dispatch.mlir.lexer import int_value
 from egg_dispatch.mlir.parser_base import ParserBase
@@ -80,17 +82,18 @@ class EncodingParser(ParserBase):
                 if isinstance(m, AffineMapAttr):
                     entries.append(m)
                 elif isinstance(m, ArrayAttr) and all(isinstance(x, AffineMapAttr) for x in m.items):
-                    entries.append(tuple(m.items))  # type: ignore[arg-type]
+                    entries.append(tuple(x for x in m.items if isinstance(x, AffineMapAttr)))  # all of them
                 else:
                     raise lex.error("user_indexing_maps entries must be affine maps or lists of them", start)
             maps_t = tuple(entries)
         oet = fields.get("original_element_type")
         return EncodingAttr(
-            operand_index=fields["operand_index"],  # type: ignore[arg-type]
-            op_type=fields["op_type"],  # type: ignore[arg-type]
+            # the loop above stored an int, a str and a tuple of sizes under these keys
+            operand_index=cast(int, fields["operand_index"]),
+            op_type=cast(str, fields["op_type"]),
             element_types=tuple(scalar(a) for a in et.items),
             user_indexing_maps=maps_t,
-            iteration_sizes=fields.get("iteration_sizes"),  # type: ignore[arg-type]
+            iteration_sizes=cast("tuple[int | None, ...] | None", fields.get("iteration_sizes")),
             original_element_type=scalar(oet) if oet is not None else None,
             operand_index_type=index_type,
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from egg_dispatch.mlir.ir import Attr, IntAttr, Operation, ScalarType, TensorType, Value
+from egg_dispatch.mlir.ops import attr
 
 if TYPE_CHECKING:
     from egg_dispatch.mlir.parser_base import ParserBase
@@ -61,7 +62,7 @@ def parse_flow_slice(p: ParserBase, name: str, start: int) -> Operation:
 
 def slice_operands(op: Operation) -> tuple[Value, list[Value], list[Value]]:
     """(source, start indices, lengths) of a ``flow.tensor.slice``."""
-    rank = op.attributes["slice_rank"].value  # type: ignore[attr-defined]
+    rank = attr(op, "slice_rank", IntAttr).value
     return op.operands[0], list(op.operands[1 : 1 + rank]), list(op.operands[1 + rank : 1 + 2 * rank])
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -231,7 +232,7 @@ class DenseAttr(Attr):
         flat = self.array.reshape(-1)
         return flat.size > 0 and bool(np.all(flat == flat[0]))
 
-    def first(self) -> object:
+    def first(self) -> np.number | np.bool_:
         """The first element (of a splat: its value) without decoding the others."""
         if self._array is None and self._hex is not None:
             width = element_nbytes(self.type.element)
@@ -416,7 +417,7 @@ class Module:
 
     def globals(self) -> dict[str, Operation]:
         return {
-            op.attributes["sym_name"].value: op  # type: ignore[attr-defined]
+            cast(StrAttr, op.attributes["sym_name"]).value: op  # a global's sym_name is a StrAttr
             for op in self.ops
             if op.name == "util.global"
         }

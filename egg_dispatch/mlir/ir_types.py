@@ -83,7 +83,7 @@ class TensorType(Type):
         if None in self.shape:
             dims = "x".join("?" if d is None else str(d) for d in self.shape)
             raise ValueError(f"a dynamic shape ({dims}) has no static element count")
-        return math.prod(self.shape)  # type: ignore[arg-type]
+        return math.prod(self.static_shape)
 
     @property
     def nbytes(self) -> int:

@@ -177,7 +177,7 @@ def base_operands(op: Operation) -> list[Value]:
 def workload(op: Operation) -> list[Value]:
     """The ``[%w, ...]`` workload of a dispatch region / workgroups op."""
     a = op.attributes.get(WORKLOAD)
-    return op.operands[: a.value] if isinstance(a, IntAttr) else []  # type: ignore[union-attr]
+    return op.operands[: a.value] if isinstance(a, IntAttr) else []
 
 
 def workgroups_arguments(op: Operation) -> list[Value]:
@@ -198,7 +198,7 @@ def int_list(attr: Attr | None) -> tuple[int, ...]:
     if attr is None:
         return ()
     assert isinstance(attr, ArrayAttr), attr
-    return tuple(a.value for a in attr.items)  # type: ignore[attr-defined]
+    return tuple(a.value for a in attr.items)  # type: ignore[attr-defined]  # its items are IntAttr (ArrayAttr holds Attr)
 
 
 def make_int_list(values: tuple[int, ...] | list[int]) -> ArrayAttr:
@@ -266,4 +266,4 @@ def iterator_types(op: Operation) -> tuple[str, ...]:
     if it is None:
         return ()
     assert isinstance(it, ArrayAttr)
-    return tuple(a.value if isinstance(a, StrAttr) else str(a) for a in it.items)  # type: ignore[attr-defined]
+    return tuple(a.value if isinstance(a, StrAttr) else str(a) for a in it.items)

@@ -208,8 +208,17 @@ class Parser(AttrParser, OpSyntax, ResourceParser):
             i += count
         return op
 
-    def make_op(self, name: str, operands: list[Value], result_types: list[Type], **kw: object) -> Operation:
-        op = Operation(name, operands, [], **kw)  # type: ignore[arg-type]
+    def make_op(
+        self,
+        name: str,
+        operands: list[Value],
+        result_types: list[Type],
+        *,
+        attributes: dict[str, Attr] | None = None,
+        regions: list[Region] | None = None,
+    ) -> Operation:
+        attrs = attributes if attributes is not None else {}
+        op = Operation(name, operands, [], attrs, regions if regions is not None else [])
         op.results = [Value("", t, op, i) for i, t in enumerate(result_types)]
         return op
 

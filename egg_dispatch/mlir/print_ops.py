@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from egg_dispatch.mlir.flow_ops import FLOW_SLICE, print_flow_slice
-from egg_dispatch.mlir.ir import DenseAttr, DictAttr, Operation, Region, TensorType
+from egg_dispatch.mlir.ir import (
+    ArrayAttr,
+    DenseAttr,
+    DictAttr,
+    IntAttr,
+    Operation,
+    Region,
+    StrAttr,
+    SymbolRefAttr,
+    TensorType,
+    TypeAttr,
+)
 from egg_dispatch.mlir.ops import (
     CAST_OPS,
     CONTRACTION_OPS,
     DIM_SEGMENTS,
     RETURN_OPS,
     WORKLOAD,
+    attr,
     base_operands,
     dim_group,
     dim_groups,
+    function_type,
     outs,
+    sym_name,
     workgroups_arguments,
     workload,
 )
@@ -85,39 +99,40 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
     if n == FLOW_SLICE:
         return print_flow_slice(p, op)
     if n in ("func.func", "util.func"):
-        ft = a["function_type"].type  # type: ignore[attr-defined]
-        vis = f" {a['sym_visibility'].value}" if "sym_visibility" in a else ""  # type: ignore[attr-defined]
+        ft = function_type(op)
+        vis = f" {attr(op, 'sym_visibility', StrAttr).value}" if "sym_visibility" in a else ""
         entry = op.regions[0].entry if op.regions else None
-        arg_attrs = a.get("arg_attrs")
+        # one DictAttr per argument
+        arg_attrs = cast("tuple[DictAttr, ...] | None", getattr(a.get("arg_attrs"), "items", None))
         args = []
         for i, t in enumerate(ft.inputs):
             name = f"%{entry.args[i].name}" if entry else f"%arg{i}"
             extra = ""
-            if arg_attrs is not None and arg_attrs.items[i].items:  # type: ignore[attr-defined]
-                extra = " " + p.attr(arg_attrs.items[i])  # type: ignore[attr-defined]
+            if arg_attrs is not None and arg_attrs[i].items:
+                extra = " " + p.attr(arg_attrs[i])
             args.append(f"{name}: {p.type(t)}{extra}")
         res = f" -> {p.results(list(ft.results))}" if ft.results else ""
         if len(ft.results) == 1 and isinstance(ft.results[0], TensorType):
             res = f" -> {p.type(ft.results[0])}"
-        extra = _extra(p, op, {"sym_name", "function_type", "sym_visibility", "arg_attrs"})
-        attrs = f" attributes {p.dict(list(extra.items()))}" if extra else ""
+        rest = _extra(p, op, {"sym_name", "function_type", "sym_visibility", "arg_attrs"})
+        attrs = f" attributes {p.dict(list(rest.items()))}" if rest else ""
         body = f" {p.region(op.regions[0], indent)}" if op.regions else ""
-        return f"{vis} {symbol(a['sym_name'].value)}({', '.join(args)}){res}{attrs}{body}"  # type: ignore[attr-defined]
+        return f"{vis} {symbol(sym_name(op))}({', '.join(args)}){res}{attrs}{body}"
     if n in _RETURNS:
         if not op.operands:
             return ""
         return f" {p.values(op.operands)} : {p.types([v.type for v in op.operands])}"
     if n == "arith.constant":
-        v = a["value"]
+        cst = a["value"]
         extra = _attr_dict(p, _extra(p, op, {"value"}))
-        if isinstance(v, DenseAttr):
-            return f"{extra} {p.attr(v)}"
-        return f"{extra} {p.attr(v)}"
+        if isinstance(cst, DenseAttr):
+            return f"{extra} {p.attr(cst)}"
+        return f"{extra} {p.attr(cst)}"
     dialect, _, short = n.partition(".")
     if dialect in ("arith", "math"):
-        pred = f" {a['predicate'].value}," if "predicate" in a else ""  # type: ignore[attr-defined]
-        fm = f" fastmath<{a['fastmath'].value}>" if "fastmath" in a else ""  # type: ignore[attr-defined]
-        fm += f" overflow<{a['overflow'].value}>" if "overflow" in a else ""  # type: ignore[attr-defined]
+        pred = f" {attr(op, 'predicate', StrAttr).value}," if "predicate" in a else ""
+        fm = f" fastmath<{attr(op, 'fastmath', StrAttr).value}>" if "fastmath" in a else ""
+        fm += f" overflow<{attr(op, 'overflow', StrAttr).value}>" if "overflow" in a else ""
         extra = _attr_dict(p, _extra(p, op, {"predicate", "fastmath", "overflow"}))
         ops_ = p.values(op.operands)
         if short in _CAST:
@@ -160,7 +175,7 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
     if n == "tensor.dim":
         return f" {p.values(op.operands)} : {p.type(op.operands[0].type)}"
     if n == "linalg.index":
-        return f" {a['dim'].value} : {p.type(op.result.type)}"  # type: ignore[attr-defined]
+        return f" {attr(op, 'dim', IntAttr).value} : {p.type(op.result.type)}"
     if n in ("linalg.pack", "linalg.unpack"):
         src, dest = op.operands[0], op.operands[1]
         pad = ""
@@ -186,7 +201,7 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
     if n in ("hal.tensor.import", "hal.tensor.export"):
         src = op.operands[0]
         wait = f" wait({p.value(op.operands[1])}) =>" if "wait" in a else ""
-        name = f' "{a["name"].value}"' if "name" in a else ""  # type: ignore[attr-defined]
+        name = f' "{attr(op, "name", StrAttr).value}"' if "name" in a else ""
         extra = _attr_dict(p, _extra(p, op, {"name", "wait"}))
         dims = _dims(p, dim_group(op, 0))
         if n == "hal.tensor.import":
@@ -199,18 +214,18 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
     if n == "hal.buffer_view.dim":
         view = op.operands[0]
         extra = _attr_dict(p, _extra(p, op, {"index"}))
-        index = a["index"].value  # type: ignore[attr-defined]
+        index = attr(op, "index", IntAttr).value
         return f"<{p.value(view)} : {p.type(view.type)}>[{index}]{extra} : {p.type(op.result.type)}"
     if n == "iree_tensor_ext.dispatch.workload.ordinal":
         extra = _attr_dict(p, _extra(p, op, {"ordinal"}))
-        return f" {p.value(op.operands[0])}, {a['ordinal'].value}{extra} : {p.type(op.result.type)}"  # type: ignore[attr-defined]
+        return f" {p.value(op.operands[0])}, {attr(op, 'ordinal', IntAttr).value}{extra} : {p.type(op.result.type)}"
     if n == "util.assume.int":
         parts = []
-        for v, rows in zip(op.operands, a["assumptions"].items, strict=True):  # type: ignore[attr-defined]
+        for v, rows in zip(op.operands, attr(op, "assumptions", ArrayAttr).items, strict=True):
             if isinstance(rows, DictAttr):
                 parts.append(p.value(v) + _assumption(rows))
-            else:
-                parts.append(p.value(v) + "[" + ", ".join(_assumption(r) for r in rows.items) + "]")  # type: ignore[attr-defined]
+            else:  # one row per call site
+                parts.append(p.value(v) + "[" + ", ".join(_assumption(r) for r in cast(ArrayAttr, rows).items) + "]")
         extra = _attr_dict(p, _extra(p, op, {"assumptions"}))
         return f" {', '.join(parts)}{extra} : {p.types([r.type for r in op.results])}"
     if n == "hal.tensor.barrier":
@@ -224,8 +239,8 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
         extra = _attr_dict(p, _extra(p, op, {"value"}))
         return f"{extra} {p.attr(a['value'])} : {p.type(op.result.type)}"
     if n == "flow.dispatch.region":
-        extra = _extra(p, op, set())
-        attrs = f" attributes {p.dict(list(extra.items()))}" if extra else ""
+        rest = _extra(p, op, set())
+        attrs = f" attributes {p.dict(list(rest.items()))}" if rest else ""
         wl = f"[{p.values(workload(op))}]" if WORKLOAD in a else ""
         groups = dim_groups(op) or [[] for _ in op.results]
         results = ", ".join(p.type(r.type) + _dims(p, d) for r, d in zip(op.results, groups, strict=True))
@@ -234,17 +249,17 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
             s += _count(p, op.regions[1], indent)
         return s
     if n == "flow.dispatch.workgroups":
-        args = workgroups_arguments(op)
-        groups = dim_groups(op) or [[] for _ in [*args, *op.results]]
-        ins_t = ", ".join(p.type(v.type) + _dims(p, d) for v, d in zip(args, groups, strict=False))
-        res = [p.type(r.type) + _dims(p, d) for r, d in zip(op.results, groups[len(args) :], strict=True)]
-        res_t = res[0] if len(res) == 1 else "(" + ", ".join(res) + ")"
+        captured = workgroups_arguments(op)
+        groups = dim_groups(op) or [[] for _ in [*captured, *op.results]]
+        ins_t = ", ".join(p.type(v.type) + _dims(p, d) for v, d in zip(captured, groups, strict=False))
+        res_ts = [p.type(r.type) + _dims(p, d) for r, d in zip(op.results, groups[len(captured) :], strict=True)]
+        res_t = res_ts[0] if len(res_ts) == 1 else "(" + ", ".join(res_ts) + ")"
         entry = op.regions[0].entry
         bindings = ", ".join(f"%{v.name}: {p.type(v.type)}" for v in entry.args)
-        extra = _extra(p, op, set())
-        attrs = f" attributes {p.dict(list(extra.items()))}" if extra else ""
+        rest = _extra(p, op, set())
+        attrs = f" attributes {p.dict(list(rest.items()))}" if rest else ""
         wl = f"[{p.values(workload(op))}]" if WORKLOAD in a else ""
-        s = (f"{wl}({p.values(args)}) : ({ins_t}) -> {res_t}{attrs} =\n"
+        s = (f"{wl}({p.values(captured)}) : ({ins_t}) -> {res_t}{attrs} =\n"
              f"{indent}    ({bindings}) {p.region(op.regions[0], indent)}")  # fmt: skip
         if len(op.regions) > 1:
             s += _count(p, op.regions[1], indent)
@@ -259,10 +274,10 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
             return f" {p.values(fixed)}, {sl} : {p.type(fixed[0].type)} -> {p.type(fixed[1].type)}{dims}"
         return f" {p.values(fixed)}, {sl} : {p.type(fixed[0].type)}{dims} -> {p.type(op.result.type)}"
     if n == "util.global":
-        vis = f" {a['sym_visibility'].value}" if "sym_visibility" in a else ""  # type: ignore[attr-defined]
+        vis = f" {attr(op, 'sym_visibility', StrAttr).value}" if "sym_visibility" in a else ""
         mut = " mutable" if "is_mutable" in a else ""
         extra = _attr_dict(p, _extra(p, op, {"sym_visibility", "is_mutable", "sym_name", "type", "initial_value"}))
-        typ = a["type"].type  # type: ignore[attr-defined]
+        typ = attr(op, "type", TypeAttr).type
         init = a.get("initial_value")
         if init is None:
             tail = f" : {p.type(typ)}"
@@ -270,17 +285,17 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
             tail = f" = {p.attr(init)}"
         else:
             tail = f" = {p.attr(init)} : {p.type(typ)}"
-        return f"{vis}{mut} {symbol(a['sym_name'].value)}{extra}{tail}"  # type: ignore[attr-defined]
+        return f"{vis}{mut} {symbol(sym_name(op))}{extra}{tail}"
     if n == "util.initializer":
         attrs = f" attributes {p.dict(list(a.items()))}" if a else ""
         return f"{attrs} {p.region(op.regions[0], indent)}"
     if n == "util.global.load":
         imm = " immutable" if "is_immutable" in a else ""
         extra = _attr_dict(p, _extra(p, op, {"is_immutable", "global"}))
-        return f"{imm} {symbol(a['global'].name)}{extra} : {p.type(op.result.type)}"  # type: ignore[attr-defined]
+        return f"{imm} {symbol(attr(op, 'global', SymbolRefAttr).name)}{extra} : {p.type(op.result.type)}"
     if n == "util.global.store":
         v = op.operands[0]
-        return f" {p.value(v)}, {symbol(a['global'].name)} : {p.type(v.type)}"  # type: ignore[attr-defined]
+        return f" {p.value(v)}, {symbol(attr(op, 'global', SymbolRefAttr).name)} : {p.type(v.type)}"
     if n in ("tensor.concat", "tensor.pad", "linalg.softmax", "cf.assert"):
         return _tensor_op(p, op, indent)
     if "operandSegmentSizes" in a and n.startswith(("linalg.", "iree_linalg_ext.")):
@@ -294,7 +309,8 @@ def _tensor_op(p: Printer, op: Operation, indent: str) -> str:
     if n == "tensor.concat":
         extra = _attr_dict(p, _extra(p, op, {"dim"}))
         ts = p.types([v.type for v in op.operands])
-        return f" dim({a['dim'].value}) {p.values(op.operands)}{extra} : ({ts}) -> {p.type(op.result.type)}"  # type: ignore[attr-defined]
+        dim = attr(op, "dim", IntAttr).value
+        return f" dim({dim}) {p.values(op.operands)}{extra} : ({ts}) -> {p.type(op.result.type)}"
     if n == "tensor.pad":
         src, dyn = op.operands[0], list(op.operands[1:])
         nofold = " nofold" if "nofold" in a else ""
@@ -307,11 +323,11 @@ def _tensor_op(p: Printer, op: Operation, indent: str) -> str:
         extra = _attr_dict(p, _extra(p, op, {"dimension"}))
         x, init = op.operands[0], op.operands[1]
         return (
-            f"{extra} dimension({a['dimension'].value}) ins({p.value(x)} : {p.type(x.type)}) "  # type: ignore[attr-defined]
+            f"{extra} dimension({attr(op, 'dimension', IntAttr).value}) ins({p.value(x)} : {p.type(x.type)}) "
             f"outs({p.value(init)} : {p.type(init.type)}) -> {p.type(op.result.type)}"
         )
     extra = _attr_dict(p, _extra(p, op, {"msg"}))
-    return f" {p.value(op.operands[0])}, {string_literal(a['msg'].value)}{extra}"  # type: ignore[attr-defined]
+    return f" {p.value(op.operands[0])}, {string_literal(attr(op, 'msg', StrAttr).value)}{extra}"
 
 
 def _assumption(row: object) -> str:

@@ -302,7 +302,7 @@ def _affine(e: tuple) -> str:
     )
 
 
-def float_str(v: float) -> str:
+def float_str(v: float | np.floating) -> str:
     """A finite float as MLIR writes it (``1.250000e+00`` style, shortest exact digits)."""
     if np.isnan(v) or np.isinf(v):
         return repr(float(v))
@@ -332,15 +332,16 @@ def _float_attr(a: FloatAttr, p: Printer) -> str:
     return body if a.type is None else f"{body} : {p.type(a.type)}"
 
 
-def _scalar(v: object, elem: ScalarType) -> str:
+def _scalar(v: float | np.number | np.bool_, elem: ScalarType) -> str:
+    """One element (a Python or NumPy scalar) of a dense attribute of ``elem``."""
     if elem.name == "i1":
         return "true" if bool(v) else "false"
     if elem.is_float:
-        f = float(v)  # type: ignore[arg-type]
+        f = float(v)
         if np.isnan(f) or np.isinf(f):
             return float_bits(f, elem.name)
-        return float_str(np.float32(f) if elem.name == "f32" else f)  # type: ignore[arg-type]
-    return str(int(v))  # type: ignore[call-overload]
+        return float_str(np.float32(f) if elem.name == "f32" else f)
+    return str(int(v))
 
 
 def _nested(arr: np.ndarray, elem: ScalarType) -> str:

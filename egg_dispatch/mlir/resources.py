@@ -23,7 +23,7 @@ def elided_fill(key: str, typ: TensorType) -> np.ndarray:
     """Deterministic stand-in data for a resource without a blob: floats uniform in [-1, 1) (rounded to
     the element type), signed integers in [-7, 7], unsigned in [0, 7], i1 alternating by sign."""
     rng = np.random.default_rng(ELIDED_SEED + sum(map(ord, key)))
-    data = rng.uniform(-1.0, 1.0, typ.shape)
+    data = rng.uniform(-1.0, 1.0, typ.static_shape)
     dtype = numpy_dtype(typ.element)
     name = typ.element.name
     if typ.element.is_float:

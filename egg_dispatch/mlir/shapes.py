@@ -23,9 +23,11 @@ import itertools
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 from egg_dispatch.mlir.abi import argument_tensor_types
 from egg_dispatch.mlir.ir import (
+    ArrayAttr,
     Block,
     DictAttr,
     DispatchTensorType,
@@ -38,12 +40,14 @@ from egg_dispatch.mlir.ir import (
 )
 from egg_dispatch.mlir.ops import (
     DYNAMIC,
+    attr,
     base_operands,
     dim_group,
     dim_groups,
     int_list,
     outs,
     static_slice,
+    tensor_type,
     workgroups_arguments,
     workload,
 )
@@ -77,6 +81,12 @@ class Atom:
     arg: Dim | None = None
     k: int = 0
 
+    @property
+    def operand(self) -> Dim:
+        """The ``arg`` of a ``floordiv`` / ``ceildiv`` / ``mod`` atom (which always has one)."""
+        assert self.arg is not None, f"a {self.kind} atom without an operand"
+        return self.arg
+
     def __str__(self) -> str:
         if self.kind == "sym":
             return self.name
@@ -84,7 +94,7 @@ class Atom:
         return f"({'(' + arg + ')' if ' ' in arg else arg} {self.kind} {self.k})"
 
     def symbols(self) -> set[str]:
-        return {self.name} if self.kind == "sym" else self.arg.symbols()  # type: ignore[union-attr]
+        return {self.name} if self.kind == "sym" else self.operand.symbols()
 
 
 @dataclass(frozen=True, order=True)
@@ -214,7 +224,7 @@ class Dim:
 def _atom_value(a: Atom, env: Mapping[str, int]) -> int:
     if a.kind == "sym":
         return env[a.name]
-    v = a.arg.evaluate(env)  # type: ignore[union-attr]
+    v = a.operand.evaluate(env)
     if a.kind == "floordiv":
         return v // a.k
     if a.kind == "ceildiv":
@@ -345,7 +355,7 @@ def _atom_divisor(a: Atom, domains: Mapping[str, Domain]) -> int:
     if a.kind == "sym":
         return _domain(domains, a.name).divisor
     if a.kind in ("floordiv", "ceildiv"):
-        inner = _divisor(a.arg, domains)  # type: ignore[arg-type]
+        inner = _divisor(a.operand, domains)
         return inner // a.k if inner % a.k == 0 else 1
     return 1
 
@@ -395,7 +405,7 @@ def _atom_bound(a: Atom, domains: Mapping[str, Domain], upper: bool) -> int | No
         return d.upper if upper else max(d.lower, 0)
     if a.kind == "mod":
         return a.k - 1 if upper else 0
-    b = _bound(a.arg, domains, upper)  # type: ignore[arg-type]
+    b = _bound(a.operand, domains, upper)
     if b is None:
         return None
     b = max(b, 0)
@@ -554,7 +564,7 @@ class _Walker:
             self.same(rs[0], op.operands[1])
         elif n == "tensor.collapse_shape":
             src = out.shape(op.operands[0])
-            groups = [int_list(g) for g in op.attributes["reassociation"].items]  # type: ignore[attr-defined]
+            groups = [int_list(g) for g in attr(op, "reassociation", ArrayAttr).items]
             self.set_shape(rs[0], tuple(_product(src[i] for i in g) for g in groups))
         elif n == "tensor.expand_shape":
             static = int_list(op.attributes.get("static_output_shape"))
@@ -563,7 +573,7 @@ class _Walker:
         elif n == "tensor.pad":
             self.pad(op)
         elif n == "tensor.concat":
-            dim = op.attributes["dim"].value  # type: ignore[attr-defined]
+            dim = attr(op, "dim", IntAttr).value
             shapes = [out.shape(v) for v in op.operands]
             first = list(shapes[0])
             first[dim] = _sum(s[dim] for s in shapes)
@@ -584,7 +594,7 @@ class _Walker:
         elif rs and all(isinstance(r.type, TensorType) for r in rs):
             tensors = [v for v in op.operands if isinstance(v.type, TensorType)]
             for r in rs:
-                if tensors and tensors[0].type.rank == r.type.rank:  # type: ignore[union-attr]
+                if tensors and tensor_type(tensors[0]).rank == tensor_type(r).rank:
                     self.same(r, tensors[0])  # elementwise arith/math on tensors
                 else:
                     out.shape(r)
@@ -648,18 +658,20 @@ class _Walker:
             self.set_shape(r, _static_or(r.type, self.dims_of(dims)))
 
     def assume(self, op: Operation) -> None:
-        rows_per = op.attributes["assumptions"].items  # type: ignore[attr-defined]
-        for v, r, rows in zip(op.operands, op.results, rows_per, strict=True):
+        rows_per = attr(op, "assumptions", ArrayAttr).items
+        for v, r, per_operand in zip(op.operands, op.results, rows_per, strict=True):
             d = self.out.scalar(v)
             self.out.scalars[r] = d
-            rows = [rows] if isinstance(rows, DictAttr) else list(rows.items)
+            rows = [per_operand] if isinstance(per_operand, DictAttr) else list(cast(ArrayAttr, per_operand).items)
             dom = _union_rows(rows)
             _constrain(self.out.domains, d, dom)
 
 
 def _union_rows(rows: list) -> Domain:
     """Several rows (one per call site): any of them may hold, so only what all allow is known."""
-    lo, hi, div = None, 0, 0
+    lo: int | None = None
+    hi: int | None = 0
+    div = 0
     for row in rows:
         get = row.get if isinstance(row, DictAttr) else (lambda k: None)
         umin, umax, udiv = (getattr(get(k), "value", None) for k in ("umin", "umax", "udiv"))
@@ -752,7 +764,7 @@ def _buffer_view_dim(w: _Walker, op: Operation) -> Dim:
     k = w.arg_numbers.get(view)
     if k is None:
         raise KeyError("not a function argument")
-    index = op.attributes["index"].value  # type: ignore[attr-defined]
+    index = attr(op, "index", IntAttr).value
     name = arg_symbol(k, index)
     w.out.arguments[name] = (k, index)
     return Dim.sym(name)
@@ -812,7 +824,7 @@ def function_shapes(func: Operation, module_ops: list[Operation] | None = None) 
 def assumption_rows(op: Operation) -> list[list[Domain]]:
     """Per operand of a ``util.assume.int``, its rows as domains (any one of them holds)."""
     out = []
-    for rows in op.attributes["assumptions"].items:  # type: ignore[attr-defined]
-        rows = [rows] if isinstance(rows, DictAttr) else list(rows.items)  # type: ignore[attr-defined]
+    for per_operand in attr(op, "assumptions", ArrayAttr).items:
+        rows = [per_operand] if isinstance(per_operand, DictAttr) else list(cast(ArrayAttr, per_operand).items)
         out.append([_union_rows([r]) for r in rows])
     return out

@@ -100,7 +100,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         attrs["sym_name"] = StrAttr(symbol_name(lex, sym))
         lex.expect("(")
         args: list[tuple[str, Type, int]] = []
-        arg_attrs: list[Attr] = []
+        arg_attrs: list[DictAttr] = []
         while not lex.at(")"):
             t = lex.expect_kind("value", "a function argument (%name: type)")
             lex.expect(":")
@@ -112,7 +112,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         results: list[Type] = []
         if lex.accept("->"):
             results = self.parse_result_types()
-        if any(a.items for a in arg_attrs):  # type: ignore[attr-defined]
+        if any(a.items for a in arg_attrs):
             attrs["arg_attrs"] = ArrayAttr(tuple(arg_attrs))
         attrs["function_type"] = TypeAttr(FunctionType(tuple(t for _, t, _ in args), tuple(results)))
         if lex.accept("attributes"):
