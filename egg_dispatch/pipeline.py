@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from egg_dispatch.cost.measured import MeasuredTimes
 from egg_dispatch.cost.model import conflicts_of, cost_table, default_lambda
@@ -37,7 +38,7 @@ from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.egraph.rules import FAMILIES, Budget, saturate
 from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.emitter import Emitter
-from egg_dispatch.extract import exact_ilp, greedy_dag, k_best
+from egg_dispatch.extract import ExtractionResult, exact_ilp, greedy_dag, k_best
 from egg_dispatch.iree.dispatch_creation import (
     IREE_PLAN,
     count_printed,
@@ -140,13 +141,13 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
             text, name = str(source), "<string>"
         else:
             name = str(path)
-    form = input_form(text) if text is not None else file_form(path)  # type: ignore[arg-type]
+    form = input_form(text) if text is not None else file_form(cast(Path, path))  # no text: a file
     info = InputInfo(form, form)
 
     def as_given() -> Module:
         if parsed is not None:
             return parsed
-        return parse_mlir(text, name) if text is not None else parse_file(path)  # type: ignore[arg-type]
+        return parse_mlir(text, name) if text is not None else parse_file(cast(Path, path))  # no text: a file
 
     if form in PAST_GLOBAL_OPTIMIZATION or (start == "input" and form != "torch"):
         if start == "input" and form != "torch":
@@ -170,7 +171,7 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
         )
         return as_given(), info
     warnings: list[str] = []
-    src = path if path is not None else text
+    src: str | Path = path if path is not None else cast(str, text)  # no file: the text
     named = name  # the input as the commands shown run it
     if form != "torch":
         given = as_given()
@@ -185,8 +186,9 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
         parsed = None  # IREE reads the file itself; ours is re-read only if IREE fails
     size = src.stat().st_size if isinstance(src, Path) else len(src or "")
     if start == "set-encoding" or (start == "auto" and size <= START_STATE_MAX_BYTES):
+        assert target is not None  # start is not "input": checked above
         try:
-            state = start_state(src, target, name=named)  # type: ignore[arg-type]
+            state = start_state(src, target, name=named)
         except IreeError as e:
             first = first_error_line(e.stderr) if e.stderr else str(e).splitlines()[0]
             if form == "torch" or start == "set-encoding":
@@ -208,7 +210,7 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
         )
     phase = "input" if start == "input" else "global-optimization"
     try:
-        lowered = lower(src, phase, target, name=named)  # type: ignore[arg-type]
+        lowered = lower(src, phase, target, name=named)
     except IreeError as e:
         first = first_error_line(e.stderr) if e.stderr else str(e).splitlines()[0]
         if form == "torch" or start == "global-optimization":
@@ -274,17 +276,17 @@ def explore(
         costs.conflicts = tuple(sorted({*costs.conflicts, *conflicts_of(data, tgt, imported)}))
     timings["cost_table"] = time.perf_counter() - t1
 
-    def extract(weight: float):
+    def extract(weight: float) -> ExtractionResult:
         greedy = greedy_dag(data, costs, weight)
         if extractor == "greedy":
             return greedy
         return exact_ilp(data, costs, weight, time_limit=time_limit, warm_start=greedy)
 
-    def candidate(label: str, choice: dict[str, str], result: object | None = None) -> Candidate:
+    def candidate(label: str, choice: dict[str, str], result: ExtractionResult | None = None) -> Candidate:
         spelled = normalize_choice(data, choice, False)  # report and emit at the encoding level
         plan = plan_at_sizes(data, imported, sizes, lambda g: build_plan(g, spelled, imported, tgt, lam, measured))
         emitter = Emitter(imported)
-        mlir = emitter.emit(build_term(data, spelled))  # type: ignore[arg-type]
+        mlir = emitter.emit(build_term(data, spelled))
         return Candidate(label, choice, plan, mlir, result, tuple(emitter.dispatch_order))
 
     t2 = time.perf_counter()
