@@ -7,9 +7,10 @@ packs with zero padding, contractions on packed operands run the mmt4d kernel, `
 unpacks; so a wrong layout, a wrong slice of a packed tensor or a wrong rewrite gives wrong numbers.
 
 Modules: ``values`` (PackedTensor, EvaluationError, casts), ``scalar`` (arith/math), ``structured``
-(generic, contractions, attention, gather on arrays), ``encoding`` (layouts, packed ops), ``core``
-(the interpreter), ``ops_tensor``/``ops_linalg``/``ops_export``/``ops_flow`` (op handlers; ``ops_export``:
-concat, pad, softmax, cf.assert; ``ops_flow``: flow.tensor.slice between dispatches), ``index_ranges``
+(generic, contractions, attention, gather on arrays), ``encoding`` (layouts, packed ops), ``registry``
+(the op-handler table and ``handles``), ``core`` (the interpreter), ``ops_tensor``/``ops_linalg``/
+``ops_export``/``ops_flow``/``dynamic`` (op handlers; ``ops_export``: concat, pad, softmax, cf.assert;
+``ops_flow``: flow.tensor.slice between dispatches; ``dynamic``: run-time sizes), ``index_ranges``
 (which integer inputs are indices, for valid random inputs),
 ``check`` (seeded inputs, tolerances, plain vs physical).
 """
@@ -20,6 +21,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+# The handler modules register their ops into ``registry.HANDLERS`` as they are imported, here, where
+# the package is assembled; neither they nor ``core`` import each other.
+from egg_dispatch.evaluate import dynamic, ops_export, ops_flow, ops_linalg, ops_tensor  # noqa: F401
 from egg_dispatch.evaluate.core import Interpreter, function_input_types
 from egg_dispatch.evaluate.encoding import encoding_layout
 from egg_dispatch.evaluate.parameters import Parameters

@@ -1,19 +1,25 @@
-"""The interpreter: frames of SSA values, the op-handler table, functions, globals and initializers.
+"""The interpreter: running ops through the op-handler table, functions, globals and initializers.
 
-Handlers live in ``ops_tensor`` (arith/math, tensor, encodings, flow, hal, util) and ``ops_linalg``
-(linalg and iree_linalg_ext); each takes ``(interpreter, op, frame)`` and returns the op's result
-values. Any error raised while running an op is re-raised as an :class:`EvaluationError` carrying
-that op's name and ``file:line:col`` (the innermost op, for errors inside a region).
+The table, the frame of SSA values and ``handles`` live in ``registry``; the handlers in
+``ops_tensor`` (arith/math, tensor, encodings, flow, hal, util), ``ops_linalg`` (linalg and
+iree_linalg_ext), ``ops_export``, ``ops_flow`` and ``dynamic`` register there when the package
+``__init__`` imports them; of the handler modules this one imports only ``dynamic``, for its size
+helpers, and none imports this one but for types. Each handler takes ``(interpreter, op, frame)``
+and returns the op's result values. Any error raised while running an op is re-raised as an
+:class:`EvaluationError` carrying that op's name and ``file:line:col`` (the innermost op, for errors
+inside a region).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
+from egg_dispatch.evaluate import dynamic
 from egg_dispatch.evaluate.encoding import encode, logical
 from egg_dispatch.evaluate.parameters import ParameterError, Parameters
+from egg_dispatch.evaluate.registry import HANDLERS, Frame, handles
 from egg_dispatch.evaluate.structured import LoopSpace
 from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, dtype_of, to_type
 from egg_dispatch.mlir.abi import declared_input_types
@@ -39,6 +45,7 @@ from egg_dispatch.mlir.printer import Printer
 from egg_dispatch.target.profile import Target
 
 __all__ = ["HANDLERS", "Frame", "Interpreter", "function_input_types", "handles", "type_str"]
+# ``HANDLERS``, ``Frame`` and ``handles`` are ``registry``'s, named here too for code that imports them from ``core``.
 
 TERMINATORS = frozenset(
     {"func.return", "return", "util.return", "flow.return", "linalg.yield", "iree_linalg_ext.yield", "tensor.yield"}
@@ -50,56 +57,10 @@ def type_str(t: Type) -> str:
     return Printer(use_aliases=False).type(t)
 
 
-class Frame:
-    """SSA values of one region (chained to the enclosing one unless the region is isolated).
-
-    ``space`` is the loop space of the innermost structured op body, for ``linalg.index``.
-    """
-
-    __slots__ = ("parent", "space", "values")
-
-    def __init__(self, parent: Frame | None = None, space: LoopSpace | None = None) -> None:
-        self.parent = parent
-        self.space = space
-        self.values: dict[Value, object] = {}
-
-    def get(self, v: Value) -> object:
-        """The value bound to ``v`` here or in an enclosing frame."""
-        f: Frame | None = self
-        while f is not None:
-            if v in f.values:
-                return f.values[v]
-            f = f.parent
-        raise EvaluationError(f"%{v.name} has no value here (defined by an op that was not evaluated?)")
-
-    def loop_space(self) -> LoopSpace:
-        """The innermost structured op's loop space (for ``linalg.index``)."""
-        f: Frame | None = self
-        while f is not None:
-            if f.space is not None:
-                return f.space
-            f = f.parent
-        raise EvaluationError("linalg.index outside a structured op body")
-
-
-Handler = Callable[["Interpreter", Operation, Frame], list[object]]
 _OP_ERRORS = (ValueError, TypeError, LookupError, ArithmeticError, AttributeError, AssertionError,
               NotImplementedError, StopIteration)  # fmt: skip
 """What a handler raises on an op it cannot run (bad attributes, shapes, indices): re-raised as an
 ``EvaluationError`` naming the op and its location, never a crash."""
-HANDLERS: dict[str, Handler] = {}
-"""Op name -> handler; filled by the ``ops_*`` modules."""
-
-
-def handles(*names: str) -> Callable[[Handler], Handler]:
-    """Decorator: register a handler for the named ops."""
-
-    def register(fn: Handler) -> Handler:
-        for n in names:
-            HANDLERS[n] = fn
-        return fn
-
-    return register
 
 
 def is_fence(t: Type) -> bool:
@@ -271,7 +232,3 @@ def function_type(func: Operation) -> FunctionType:
     t = func.attributes["function_type"]
     assert isinstance(t, TypeAttr) and isinstance(t.type, FunctionType)
     return t.type
-
-
-# The handler modules fill HANDLERS.
-from egg_dispatch.evaluate import dynamic, ops_export, ops_flow, ops_linalg, ops_tensor  # noqa: E402, F401

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, cast, overload
 
 import numpy as np
 
-from egg_dispatch.evaluate.core import Frame, Interpreter, handles
+from egg_dispatch.evaluate.registry import Frame, handles
 from egg_dispatch.evaluate.values import EvaluationError, PackedTensor
 from egg_dispatch.mlir.ir import (
     ArrayAttr,
@@ -46,6 +46,8 @@ from egg_dispatch.mlir.shapes import function_shapes
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
+
+    from egg_dispatch.evaluate.core import Interpreter
 
 __all__ = ["SizeError", "concrete_type", "dim_name", "is_dynamic", "runtime_shape", "shape_fits", "specialize"]
 

@@ -7,13 +7,18 @@ IREE never encodes.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from egg_dispatch.evaluate.core import Frame, Interpreter, handles
 from egg_dispatch.evaluate.loop_space import LoopSpace
+from egg_dispatch.evaluate.registry import Frame, handles
 from egg_dispatch.evaluate.values import EvaluationError, element_type, to_type
 from egg_dispatch.mlir.ir import IntAttr, Operation, StrAttr
 from egg_dispatch.mlir.ops import DYNAMIC, attr, int_list, tensor_type
+
+if TYPE_CHECKING:
+    from egg_dispatch.evaluate.core import Interpreter
 
 __all__: list[str] = []
 

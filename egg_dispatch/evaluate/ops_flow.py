@@ -10,13 +10,18 @@ its layout.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from egg_dispatch.evaluate.core import Frame, Interpreter, handles
+from egg_dispatch.evaluate.registry import Frame, handles
 from egg_dispatch.evaluate.values import EvaluationError, PackedTensor
 from egg_dispatch.mlir.flow_ops import FLOW_SLICE, slice_operands
 from egg_dispatch.mlir.ir import Operation
 from egg_dispatch.mlir.ops import tensor_type
+
+if TYPE_CHECKING:
+    from egg_dispatch.evaluate.core import Interpreter
 
 __all__: list[str] = []
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from egg_dispatch.evaluate import kernels
-from egg_dispatch.evaluate.core import Frame, Interpreter, handles
 from egg_dispatch.evaluate.encoding import contract_packed, zeros
+from egg_dispatch.evaluate.registry import Frame, handles
 from egg_dispatch.evaluate.scalar import apply_elementwise
 from egg_dispatch.evaluate.structured import (
     Fold,
@@ -25,6 +25,9 @@ from egg_dispatch.evaluate.structured import (
 from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, element_type, to_type
 from egg_dispatch.mlir.ir import AffineMapAttr, ArrayAttr, Block, IntAttr, Operation, ScalarType, Value
 from egg_dispatch.mlir.ops import attr, ins, int_list, iterator_types, outs, tensor_type
+
+if TYPE_CHECKING:
+    from egg_dispatch.evaluate.core import Interpreter
 
 __all__ = ["NAMED_CONTRACTIONS", "PackedGeneric"]
 

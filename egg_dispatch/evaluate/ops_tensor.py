@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from egg_dispatch.evaluate.core import Frame, Interpreter, handles
 from egg_dispatch.evaluate.dynamic import concrete_type, runtime_shape
 from egg_dispatch.evaluate.encoding import encode, logical, slice_packed, zeros
+from egg_dispatch.evaluate.registry import Frame, handles
 from egg_dispatch.evaluate.scalar import ELEMENTWISE, apply_elementwise
 from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, element_type, to_type
 from egg_dispatch.mlir.ir import (
@@ -24,6 +25,9 @@ from egg_dispatch.mlir.ir import (
     Value,
 )
 from egg_dispatch.mlir.ops import DYNAMIC, base_operands, static_slice, tensor_type, workgroups_arguments
+
+if TYPE_CHECKING:
+    from egg_dispatch.evaluate.core import Interpreter
 
 __all__: list[str] = []
 
