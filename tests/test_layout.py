@@ -4,6 +4,10 @@ Every import in every module of the package is read with ``ast`` (at module leve
 and under ``if TYPE_CHECKING:`` alike) and resolved to the stage it names. A module may import its own
 stage and earlier ones; an import of a later stage, of the top-level package from inside a stage, or
 a dynamic import fails the test, so the layout cannot decay silently.
+
+Inside a stage, the imports that run when a module is loaded (module level, not inside a function nor
+under ``if TYPE_CHECKING:``) form no cycle between modules: a cycle makes the module that loads first
+see a half-initialized other, and hides which one is the foundation.
 """
 
 from __future__ import annotations
@@ -109,6 +113,71 @@ def stage_graph(sources: Mapping[str, str]) -> nx.DiGraph:
     return g
 
 
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _run_at_import(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of ``body`` that run when the module is loaded: into ``if`` (but not the body
+    of ``if TYPE_CHECKING:``), ``try``, ``with`` and class bodies; never into a function."""
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        if isinstance(node, ast.If):
+            if not _is_type_checking(node.test):
+                yield from _run_at_import(node.body)
+            yield from _run_at_import(node.orelse)
+        elif isinstance(node, ast.Try):
+            for part in (node.body, *(h.body for h in node.handlers), node.orelse, node.finalbody):
+                yield from _run_at_import(part)
+        elif isinstance(node, ast.With | ast.ClassDef):
+            yield from _run_at_import(node.body)
+        else:
+            yield node
+
+
+def module_level_imports(source: str, module: str, is_package: bool, modules: frozenset[str]) -> Iterator[str]:
+    """The modules of ``modules`` that ``source`` imports when it is loaded. ``from P import n`` names
+    ``P.n`` when that is a module, else ``P`` (its ``__init__``); the parent packages Python
+    initializes first are not counted (they are being imported already)."""
+    package = module if is_package else module.rpartition(".")[0]
+    for node in _run_at_import(ast.parse(source).body):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                if f"{target}.{alias.name}" in modules:
+                    yield f"{target}.{alias.name}"
+                elif target in modules:
+                    yield target
+
+
+def module_import_graph(sources: Mapping[str, str]) -> nx.DiGraph:
+    """Module -> module it imports at load time, over every module of the package."""
+    modules = frozenset(module_name(Path(rel)) for rel in sources)
+    g = nx.DiGraph()
+    g.add_nodes_from(modules)
+    for rel, text in sources.items():
+        module = module_name(Path(rel))
+        for target in module_level_imports(text, module, rel.endswith("__init__.py"), modules):
+            if target != module:
+                g.add_edge(module, target)
+    return g
+
+
+def module_cycles(sources: Mapping[str, str]) -> list[list[str]]:
+    """Every cycle, in import order, each starting at its first module by name."""
+    cycles = [c[c.index(min(c)) :] + c[: c.index(min(c))] for c in nx.simple_cycles(module_import_graph(sources))]
+    return sorted(cycles)
+
+
 def test_every_import_follows_the_stage_order() -> None:
     found = violations(package_sources(), egg_dispatch.STAGES)
     assert not found, "imports against the stage order (egg_dispatch.STAGES):\n" + "\n".join(found)
@@ -168,3 +237,29 @@ def test_a_backwards_import_makes_a_cycle_between_stages() -> None:
     sources = package_sources()
     sources["mlir/ir.py"] += "\nfrom egg_dispatch.evaluate import evaluate\n"
     assert any("mlir" in c and "evaluate" in c for c in nx.simple_cycles(stage_graph(sources)))
+
+
+def test_no_module_level_import_cycle_inside_a_package() -> None:
+    """E.g. ``evaluate``: the handler modules register into ``registry`` and the package ``__init__``
+    imports them; ``core`` (the interpreter) and the handlers never import each other at load."""
+    cycles = module_cycles(package_sources())
+    assert not cycles, "module-level import cycles:\n" + "\n".join(" -> ".join([*c, c[0]]) for c in cycles)
+
+
+@pytest.mark.parametrize(
+    ("path", "line", "cycle"),
+    [
+        ("evaluate/registry.py", "from egg_dispatch.evaluate.core import Interpreter", True),
+        ("evaluate/registry.py", "if TYPE_CHECKING:\n    from egg_dispatch.evaluate.core import Interpreter", False),
+        ("evaluate/registry.py", "def f():\n    from egg_dispatch.evaluate.core import Interpreter", False),
+        ("evaluate/registry.py", "try:\n    from . import core\nexcept ImportError:\n    pass", True),
+        ("evaluate/dynamic.py", "from egg_dispatch.evaluate import evaluate", True),
+        ("evaluate/check.py", "from egg_dispatch.evaluate import evaluate", False),
+    ],
+)
+def test_the_checker_finds_a_module_level_cycle(path: str, line: str, cycle: bool) -> None:
+    """An import added by hand that closes a loop at load time is reported; one under
+    ``if TYPE_CHECKING:`` or inside a function is not, nor one that closes no loop."""
+    sources = package_sources()
+    sources[path] += "\n" + line + "\n"
+    assert bool(module_cycles(sources)) == cycle, module_cycles(sources)
