@@ -740,6 +740,29 @@ def test_relative_error_treats_matching_nan_and_inf_as_equal() -> None:
     assert relative_error(np.zeros(3), want) == math.inf  # another shape
 
 
+def test_the_one_relative_error_is_nan_and_inf_aware_for_check_tune_and_bench() -> None:
+    """``evaluate.check.relative_error`` is the only one: ``measure.tune`` and ``measure.bench`` use it
+    (their own versions gave 0 for a NaN in one result only, and bench's gave 0 for any error once the
+    reference held an inf, which it scaled by). Values by hand."""
+    from egg_dispatch.evaluate.check import relative_error
+    from egg_dispatch.measure import bench, tune
+
+    assert tune.relative_error is relative_error and bench.relative_error is relative_error
+    assert not hasattr(tune, "_rel_error") and not hasattr(bench, "_rel_error")
+    want = np.array([2.0, np.nan, np.inf, -np.inf, -4.0])
+    # |2.5 - 2| over the largest finite |want| (4); the NaN and the infinities agree
+    assert relative_error(np.array([2.5, np.nan, np.inf, -np.inf, -4.0]), want) == 0.125
+    assert relative_error(np.array([2.0, np.nan, -np.inf, -np.inf, -4.0]), want) == math.inf  # inf of the other sign
+    assert relative_error(np.array([2.0, 1.0, np.inf, -np.inf, -4.0]), want) == math.inf  # NaN in want only
+    assert relative_error(np.array([2.0, np.nan, np.inf, 7.0, -4.0]), want) == math.inf  # -inf in want only
+    assert relative_error(np.array([np.nan, 1.0]), np.array([1.0, 1.0])) == math.inf  # NaN in got only
+    assert relative_error(np.array([np.inf, 1.0]), np.array([1.0, 1.0])) == math.inf  # inf in got only
+    assert relative_error(np.float32([1.0, 3.0]), np.float32([1.0, 4.0])) == 0.25  # f32: in float64
+    assert relative_error(np.zeros((0, 3)), np.zeros((0, 3))) == 0.0  # nothing to differ
+    # an all-zero want: divided by float64's smallest normal, not by zero
+    assert relative_error(np.array([0.0, 1e-300]), np.zeros(2)) == pytest.approx(1e-300 / 2.2250738585072014e-308)
+
+
 def test_dispatch_region_count_uses_values_from_above() -> None:
     """IREE prints ``count() -> (index, index, index) { flow.return %c1, %c1, %c1 }`` with ``%c1``
     defined outside: a flow.dispatch.region's count region is not isolated (a workgroups' one is)."""

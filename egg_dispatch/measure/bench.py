@@ -27,7 +27,7 @@ import numpy as np
 
 from egg_dispatch.emit.iree.module import emit_iree, needs_materialization, runnable_here
 from egg_dispatch.evaluate import evaluate, select_function
-from egg_dispatch.evaluate.check import function_inputs
+from egg_dispatch.evaluate.check import function_inputs, relative_error
 from egg_dispatch.iree.dispatch_creation import first_error_line, iree_compile_flags
 from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, benchmark_module, compile_module, run_module
 from egg_dispatch.pipeline import explore, for_iree, iree_plan
@@ -153,17 +153,6 @@ def separated_pairs(predicted: Sequence[float], rounds: Sequence[Sequence[float]
     return pairs, agree
 
 
-def _rel_error(got: Sequence[np.ndarray], ref: Sequence[np.ndarray]) -> float:
-    worst = 0.0
-    for a, b in zip(got, ref, strict=True):
-        b64 = np.asarray(b, dtype=np.float64)
-        if b64.size == 0:
-            continue
-        scale = max(float(np.max(np.abs(b64))), 1e-30)
-        worst = max(worst, float(np.max(np.abs(np.asarray(a, dtype=np.float64) - b64))) / scale)
-    return worst
-
-
 def bench(
     source: str | Path,
     target: str | Target = "x86_64-avx2",
@@ -215,7 +204,8 @@ def bench(
     timed = [p for p in plans if p.vmfb is not None]
     for p in timed:
         assert p.vmfb is not None  # timed: the compiled plans
-        p.max_rel_error = _rel_error(run_module(p.vmfb, fname, inputs), reference)
+        got = run_module(p.vmfb, fname, inputs)
+        p.max_rel_error = max((relative_error(a, b) for a, b in zip(got, reference, strict=True)), default=0.0)
     with tempfile.TemporaryDirectory(prefix="egg_dispatch_bench_") as tmp:
         paths = []
         for i, x in enumerate(inputs):

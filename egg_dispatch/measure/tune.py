@@ -43,7 +43,7 @@ from egg_dispatch.cost.measured import MeasuredTimes
 from egg_dispatch.emit.iree.abi import abi_shell
 from egg_dispatch.emit.iree.module import emit_iree, runnable_here
 from egg_dispatch.evaluate import evaluate, select_function
-from egg_dispatch.evaluate.check import function_inputs
+from egg_dispatch.evaluate.check import function_inputs, relative_error
 from egg_dispatch.evaluate.parameters import Parameters
 from egg_dispatch.iree.dispatch_creation import first_error_line, iree_compile_flags
 from egg_dispatch.iree.profiling import DispatchTimes, profile_module
@@ -209,22 +209,6 @@ def attribute_dispatch_times(candidate: Candidate, dispatch_seconds: dict[str, f
     return out
 
 
-def _rel_error(got: Sequence[np.ndarray], ref: Sequence[np.ndarray]) -> float:
-    worst = 0.0
-    for a, b in zip(got, ref, strict=True):
-        b64 = np.asarray(b, dtype=np.float64)
-        if b64.size == 0:
-            continue
-        a64 = np.asarray(a, dtype=np.float64)
-        if a64.shape != b64.shape:
-            return float("inf")
-        same = (np.isnan(a64) & np.isnan(b64)) | (a64 == b64)
-        scale = max(float(np.max(np.abs(np.where(np.isfinite(b64), b64, 0.0)))), 1e-30)
-        diff = np.where(same, 0.0, np.abs(a64 - b64))
-        worst = max(worst, float(np.max(diff)) / scale)
-    return worst
-
-
 def _tolerance(ex: Exploration) -> float:
     """1e-5 of the largest result for f32 programs; f16 / bf16 arithmetic gets 1e-2 (their epsilon is ~1e-3)."""
     text = " ".join(str(v.type) for op in ex.module.walk() for v in op.results)
@@ -350,7 +334,7 @@ def tune(
         except IreeError as e:
             tc.error = f"failed to run: {first_error_line(e.stderr) if e.stderr else str(e).splitlines()[0]}"
             continue
-        tc.max_rel_error = _rel_error(got, reference)
+        tc.max_rel_error = max((relative_error(a, b) for a, b in zip(got, reference, strict=True)), default=0.0)
         if not tc.max_rel_error <= report.tolerance:
             tc.error = f"computes other numbers (max relative error {tc.max_rel_error:.1e} > {report.tolerance:g})"
     timed = [c for c in cands if c.vmfb is not None and c.error is None]
