@@ -41,7 +41,6 @@ __all__ = [
     "NodeCost",
     "gated_charges",
     "gated_paid",
-    "objective_weights",
     "once_charges",
     "once_seconds",
     "pair_charges",
@@ -64,11 +63,6 @@ class NodeCost:
 
     def weighted(self, lam: float, at_run_time: bool = True) -> float:
         return (self.run_seconds if at_run_time else 0.0) + lam * self.memory_bytes
-
-
-def objective_weights(lam: float) -> tuple[float, float]:
-    """(weight of seconds, weight of bytes) in the objective."""
-    return 1.0, lam
 
 
 class CostTable(dict):

@@ -8,14 +8,10 @@ from dataclasses import dataclass, field
 from egg_dispatch.mlir.ir import DenseAttr, EncodingAttr, Operation, ParameterAttr, TensorType, Type, Value
 from egg_dispatch.mlir.shapes import Dim, Domain
 
-__all__ = ["SIZE_CODE_BASE", "ImportError_", "ImportedProgram", "Parameter", "is_size_code"]
+__all__ = ["SIZE_CODE_BASE", "ImportError_", "ImportedProgram", "Parameter"]
 
 SIZE_CODE_BASE = -1000
 """Size codes are ``SIZE_CODE_BASE - i`` (far from IREE's ``-1`` for ``?`` in encodings)."""
-
-
-def is_size_code(v: int) -> bool:
-    return v <= SIZE_CODE_BASE
 
 
 _LET = re.compile(r"\$v[0-9]+")

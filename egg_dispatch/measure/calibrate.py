@@ -1285,7 +1285,3 @@ def write_profile(data: dict, path: Path) -> None:
     with atomic_write(path) as f:  # util/files.py: every file the tool writes goes through it
         json.dump(data, f, indent=2)
         f.write("\n")
-
-
-def replace_kernels(target: Target, kernels: KernelCosts) -> Target:
-    return dataclasses.replace(target, kernels=kernels)

@@ -819,12 +819,3 @@ def function_shapes(func: Operation, module_ops: list[Operation] | None = None) 
             w.out.scalars[arg] = Dim.sym(f"arg{k}")
     w.block(entry)
     return w.out
-
-
-def assumption_rows(op: Operation) -> list[list[Domain]]:
-    """Per operand of a ``util.assume.int``, its rows as domains (any one of them holds)."""
-    out = []
-    for per_operand in attr(op, "assumptions", ArrayAttr).items:
-        rows = [per_operand] if isinstance(per_operand, DictAttr) else list(cast(ArrayAttr, per_operand).items)
-        out.append([_union_rows([r]) for r in rows])
-    return out

@@ -415,11 +415,3 @@ def _full_slice_dyn(t: TensorType, dims: list[Value]) -> tuple[dict, list[Value]
     if dims:
         attrs["dim_segments"] = make_int_list([len(dims)])
     return attrs, dyn
-
-
-def _full_slice(t: TensorType) -> dict:
-    return {
-        "static_offsets": make_int_list([0] * t.rank),
-        "static_sizes": make_int_list(t.static_shape),
-        "static_strides": make_int_list([1] * t.rank),
-    }
