@@ -66,6 +66,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_run_takes_any_size(tmp_path: Path) -> None:
     path = MODELS / "mlp_dyn" / "input.mlir"
     for s in (2, 7):
@@ -76,6 +77,7 @@ def test_run_takes_any_size(tmp_path: Path) -> None:
         assert np.load(tmp_path / "y.npy").shape == (1, s, 32)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("shape", "fragment"),
     [
@@ -145,3 +147,16 @@ def test_slices_are_bounds_checked_at_the_run_size() -> None:
         EvaluationError, match="slice out of bounds in dim 0: offset 5, size 2, stride 1 on a dimension of 6"
     ):
         evaluate(m, [x[:6], np.asarray(5)])
+
+
+def test_indices_into_a_dynamic_extent_are_seeded_inside_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """``explore --check`` on a gather from a table of '?' rows: its index input is seeded inside every
+    size the check runs at, and every plan computes the input's numbers (exit 0, no internal error)."""
+    from egg_dispatch.cli import main
+
+    path = Path(__file__).parent / "fixtures" / "dynamic" / "gather_dynamic_table.mlir"
+    argv = ["explore", str(path), "--from", "input", "--baseline", "modelled", "--check", "--target", "x86_64-avx2"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    report = captured.out + captured.err
+    assert report.count("check ok") == 2 and "internal error" not in report, report

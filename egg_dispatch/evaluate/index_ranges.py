@@ -75,7 +75,10 @@ class _Flow:
         if args and _is_integer(v):
             self.origin.setdefault(v, set()).update(args)
 
-    def bound(self, v: Value, size: int) -> None:
+    def bound(self, v: Value, size: int | None) -> None:
+        """Indices reaching ``v`` stay below ``size``; a dynamic size (``None``, known only at run time)
+        keeps them at 0, the one index every non-empty extent has."""
+        size = 1 if size is None else size
         for a in self.origin.get(v, ()):
             self.bounds[a] = min(self.bounds.get(a, size), size)
 
@@ -94,7 +97,7 @@ class _Flow:
             size, stride = sizes[d], strides[d]
             if DYNAMIC not in (size, stride):
                 extent = sliced.type.shape[d]
-                self.bound(v, extent - max(size - 1, 0) * stride)  # type: ignore[operator]  # '?' is None: a known crash
+                self.bound(v, None if extent is None else extent - max(size - 1, 0) * stride)
 
     def block(self, block: Block) -> list[Value]:
         """Process a block in order; returns its terminator's operands."""
@@ -121,7 +124,7 @@ class _Flow:
             table = op.operands[0].type
             if isinstance(table, TensorType):
                 for d, v in enumerate(op.operands[1:]):
-                    self.bound(v, table.shape[d])  # type: ignore[arg-type]  # '?' is None: a known crash
+                    self.bound(v, table.shape[d])
             self.mark(op.result, self.of(op.operands[:1]))  # an element of an index tensor is an index
         elif n == "iree_linalg_ext.gather" and len(ins(op)) == 2:
             source, indices = ins(op)
@@ -129,7 +132,8 @@ class _Flow:
                 dims = int_list(op.attributes.get("dimension_map"))
                 if dims:
                     extents = [source.type.shape[d] for d in dims]
-                    self.bound(indices, min(extents))  # type: ignore[arg-type, type-var]  # '?' is None: a known crash
+                    static = [e for e in extents if e is not None]
+                    self.bound(indices, min(static) if len(static) == len(extents) else None)
         elif n == "linalg.generic" and op.regions:
             body = op.regions[0].entry
             operands = [*ins(op), *outs(op)]

@@ -37,9 +37,12 @@ class TensorSyntax(ParserBase):
         if isinstance(res, TensorType) and len(tensors) == len(types):
             if not 0 <= dim < res.rank or any(t.rank != res.rank for t in tensors):
                 raise lex.error(f"tensor.concat dim({dim}) of rank-{res.rank} tensors of different ranks", start)
-            total = sum(t.shape[dim] for t in tensors)  # type: ignore[misc]  # '?' is None: a known crash
+            sizes = [t.shape[dim] for t in tensors]
+            known = [s for s in sizes if s is not None]
+            # a dynamic size ('?') is checked at run time, as MLIR's verifier leaves it
+            total = sum(known) if len(known) == len(sizes) and res.shape[dim] is not None else res.shape[dim]
             others = {t.shape[:dim] + t.shape[dim + 1 :] for t in tensors}
-            if others != {res.shape[:dim] + res.shape[dim + 1 :]} or total != res.shape[dim]:
+            if not _compatible(others, res.shape[:dim] + res.shape[dim + 1 :]) or total != res.shape[dim]:
                 raise lex.error(
                     f"tensor.concat dim({dim}): operand shapes do not add up to {self.type_str(res)}", start
                 )
@@ -71,7 +74,9 @@ class TensorSyntax(ParserBase):
                     f"tensor.pad of a rank-{src_t.rank} tensor needs {src_t.rank} low and high sizes", start
                 )
             for d, (lo, hi, s, r) in enumerate(zip(low, high, src_t.shape, res.shape, strict=True)):
-                if DYNAMIC not in (lo, hi) and (lo < 0 or hi < 0 or lo + s + hi != r):  # type: ignore[operator]  # '?' is None: a known crash
+                if DYNAMIC in (lo, hi):
+                    continue
+                if lo < 0 or hi < 0 or (s is not None and r is not None and lo + s + hi != r):
                     raise lex.error(f"tensor.pad: dim {d} of size {s} padded by {lo}, {hi} is not {r}", start)
             entry = region.entry
             if len(entry.args) != src_t.rank or any(a.type != ScalarType("index") for a in entry.args):
@@ -122,3 +127,11 @@ class TensorSyntax(ParserBase):
         self._opt_attr_dict(attrs)
         self.check_types([cond], [ScalarType("i1")], start)
         return self.make_op(name, [cond], [], attributes=attrs)
+
+
+def _compatible(shapes: set[tuple[int | None, ...]], want: tuple[int | None, ...]) -> bool:
+    """Whether every shape in ``shapes`` can equal ``want``: equal sizes, or either one dynamic (``None``)."""
+    return all(
+        len(s) == len(want) and all(a is None or b is None or a == b for a, b in zip(s, want, strict=True))
+        for s in shapes
+    )
