@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import shutil
@@ -44,6 +45,7 @@ __all__ = [
     "find_tool",
     "iree_available",
     "iree_opt_parses",
+    "iree_opt_parses_each",
     "parameter_flags",
     "run_module",
 ]
@@ -201,6 +203,12 @@ def _compiled(
         else:
             src, stdin = "-", str(source).encode()
         cmd = [str(tool), src, *flags, "-o", str(out)]
+        cached = _compile_cache_entry(tool, source, flags, stderr_file)
+        if cached is not None and cached.is_dir():
+            for f in cached.iterdir():
+                shutil.copyfile(f, out.with_suffix(f.suffix))
+            yield out
+            return
         if stderr_file:
             with open(out.with_suffix(".stderr"), "wb") as err_f:
                 try:
@@ -210,13 +218,46 @@ def _compiled(
             if proc.returncode != 0 or not out.is_file():
                 err = out.with_suffix(".stderr").read_text(errors="replace")[-20000:]
                 raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
-            yield out
-            return
-        proc = _run(cmd, stdin=stdin, timeout=timeout)
-        if proc.returncode != 0 or not out.is_file():
-            err = proc.stderr.decode(errors="replace")
-            raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
+        else:
+            proc = _run(cmd, stdin=stdin, timeout=timeout)
+            if proc.returncode != 0 or not out.is_file():
+                err = proc.stderr.decode(errors="replace")
+                raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
+        _store(cached, out, stderr_file)
         yield out
+
+
+def _store(entry: Path | None, out: Path, stderr_file: bool) -> None:
+    """Copy a successful compile's output (and stderr file) into the cache ``entry``, if any: into a
+    private directory first, renamed into place, so a reader never sees half an entry."""
+    if entry is None:
+        return
+    partial = entry.with_name(f"{entry.name}.{os.getpid()}.partial")
+    partial.mkdir(parents=True, exist_ok=True)
+    for f in (out, out.with_suffix(".stderr")) if stderr_file else (out,):
+        shutil.copyfile(f, partial / f.name)
+    with contextlib.suppress(OSError):  # another process stored the same entry first: same bytes
+        partial.rename(entry)
+    shutil.rmtree(partial, ignore_errors=True)
+
+
+def _compile_cache_entry(tool: Path, source: str | os.PathLike[str], flags: list[str], stderr: bool) -> Path | None:
+    """The cache directory for one ``iree-compile`` run when ``EGG_DISPATCH_IREE_CACHE_DIR`` is set.
+
+    Opt-in, for runs that compile the same programs again and again (the test suite, a notebook): the
+    key is the tool's identity (path, size, mtime), the flags and the source's bytes, so a new IREE or
+    an edited source is a new entry; files that flags name (parameter archives) are keyed by name only.
+    Only successful runs are stored.
+    """
+    root = os.environ.get("EGG_DISPATCH_IREE_CACHE_DIR")
+    if not root:
+        return None
+    digest = hashlib.sha256()
+    st = tool.stat()
+    digest.update(f"{tool.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{int(stderr)}\0".encode())
+    digest.update("\0".join(flags).encode())
+    digest.update(Path(source).read_bytes() if _is_path(source) else str(source).encode())
+    return Path(root) / digest.hexdigest()
 
 
 def iree_opt_parses(text: str, *, timeout: float = DEFAULT_COMPILE_TIMEOUT) -> tuple[bool, str]:
@@ -225,6 +266,23 @@ def iree_opt_parses(text: str, *, timeout: float = DEFAULT_COMPILE_TIMEOUT) -> t
     cmd = [str(tool), "-", "-o", os.devnull]
     proc = _run(cmd, stdin=text.encode(), timeout=timeout)
     return proc.returncode == 0, proc.stderr.decode(errors="replace")
+
+
+def iree_opt_parses_each(texts: Sequence[str], *, timeout: float = DEFAULT_COMPILE_TIMEOUT) -> list[tuple[bool, str]]:
+    """:func:`iree_opt_parses` of each text, in one ``iree-opt --split-input-file`` run when all parse.
+
+    Starting ``iree-opt`` costs more than reading a small module, so a batch is read in one process
+    (chunks separated by ``// -----``); only when that run fails is each text read alone, so that
+    every result names its own text's diagnostics.
+    """
+    tool = _require_tool("iree-opt")
+    if any("// -----" in t for t in texts):
+        return [iree_opt_parses(t, timeout=timeout) for t in texts]
+    joined = "\n// -----\n".join(texts)
+    proc = _run([str(tool), "--split-input-file", "-", "-o", os.devnull], stdin=joined.encode(), timeout=timeout)
+    if proc.returncode == 0:
+        return [(True, "")] * len(texts)
+    return [iree_opt_parses(t, timeout=timeout) for t in texts]
 
 
 @functools.cache
