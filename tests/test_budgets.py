@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from egg_dispatch.cli import main
 from egg_dispatch.iree.lowering import iree_compiler_available
 from egg_dispatch.mlir.forms import file_form
+from tests.hypothesis_profiles import examples
 
 FIXTURES = Path(__file__).parent / "fixtures"
 INPUTS: list[str | None] = [None, *sorted(str(p) for p in FIXTURES.glob("*.mlir"))]
@@ -71,6 +72,7 @@ def assert_stopped_as_reported(report: dict, err: str, spec: str) -> None:
 CASES = [(p, spec) for p in INPUTS for spec in MINIMAL]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("path", "spec"), CASES, ids=[f"{Path(p).stem if p else 'builtin'}-{s}" for p, s in CASES])
 def test_minimal_budgets_give_the_start_state(path: str | None, spec: str, capsys: pytest.CaptureFixture[str]) -> None:
     if not _usable(path):
@@ -91,12 +93,10 @@ def test_the_issue_invocation(capsys: pytest.CaptureFixture[str]) -> None:
     assert any("keeps forms legality refuses" in w for w in report["warnings"])
 
 
+@pytest.mark.slow
 @settings(
-    max_examples=150,
-    deadline=None,
-    derandomize=True,
+    max_examples=examples(150),
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    print_blob=False,
 )
 @given(
     path=st.sampled_from([p for p in INPUTS if _usable(p)]),

@@ -13,8 +13,8 @@ sometimes not, so that IREE's paths are fuzzed too. Commands that compile and ti
 (``bench``, ``iree-baseline``, and any command added later) are fuzzed at the parse level only:
 ``main`` up to argument parsing, then the handler is not called.
 
-Deterministic: four shards with fixed seeds, 500 examples in all by default;
-``EGG_DISPATCH_FUZZ_EXAMPLES=5000 pytest tests/test_cli_fuzz.py`` runs more. An example that fails is
+Deterministic under the ``ci`` and ``dev`` profiles (tests/hypothesis_profiles.py; ``ci`` runs 500
+examples); ``EGG_DISPATCH_FUZZ_EXAMPLES=5000 pytest tests/test_cli_fuzz.py`` runs more. An example that fails is
 printed as the command line to rerun by hand.
 """
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import io
-import math
 import os
 import shutil
 import sys
@@ -32,17 +31,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, given, note, seed, settings
+from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 from egg_dispatch.cli import build_parser, main
 from egg_dispatch.cli.args import MALFORMED, builtin_example_text
 from egg_dispatch.egraph.rules import FAMILIES
 from egg_dispatch.target.profile import builtin_target_names
+from tests.hypothesis_profiles import examples
 
 FIXTURES = Path(__file__).parent / "fixtures"
-EXAMPLES = int(os.environ.get("EGG_DISPATCH_FUZZ_EXAMPLES", "500"))
-SHARDS = 4
+EXAMPLES = int(os.environ.get("EGG_DISPATCH_FUZZ_EXAMPLES", "0"))
+"""Examples to run when set; otherwise the hypothesis profile's count (``ci``: 500)."""
 RUN_IN_PROCESS = {"explore", "opt", "run", "check"}
 """Commands whose handler runs; the others (compiling and timing for real) are fuzzed up to parsing."""
 
@@ -249,32 +249,18 @@ def _check(argv: list[str], stdin: str | None, capsys: pytest.CaptureFixture[str
     assert "Traceback" not in err and "internal error" not in err, err[-2000:]
 
 
-SETTINGS = settings(
-    max_examples=math.ceil(EXAMPLES / SHARDS),
-    deadline=None,
-    derandomize=False,  # fixed seeds per shard instead (below): deterministic, and four different streams
+@pytest.mark.slow
+@settings(
+    max_examples=EXAMPLES or examples(500),
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
-    print_blob=False,
 )
-
-
-def _shard(k: int):
-    @seed(20260613 + k)
-    @SETTINGS
-    @given(case=invocation())
-    def test(
-        case: tuple[list[str], str | None], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.delenv("EGG_DISPATCH_DEBUG", raising=False)
-        _check(*case, capsys)
-
-    test.__name__ = test.__qualname__ = f"test_fuzz_shard_{k}"
-    return test
-
-
-for _k in range(SHARDS):
-    globals()[f"test_fuzz_shard_{_k}"] = _shard(_k)
+@given(case=invocation())
+def test_fuzz(
+    case: tuple[list[str], str | None], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("EGG_DISPATCH_DEBUG", raising=False)
+    _check(*case, capsys)
 
 
 def test_the_fuzzer_covers_every_command_and_flag() -> None:

@@ -18,13 +18,13 @@ Most programs are explored as given (``--from input``: our reader, e-graph, plan
 exactly these ops); a smaller set goes through IREE's own global optimization first (the default
 ``--from auto``), so that what IREE makes of them is read, explored and checked too.
 
-Shapes are tiny (dims up to 8), so a program takes about 30 ms as given and 0.3 s through IREE. The
-test runs 1,600 programs as given (four tests of 400, two of them with ``--pareto`` so that every
-frontier plan is checked too; four so that ``pytest -n 2`` spreads them) and 150 after IREE's global
-optimization (with IREE installed); about 65 s of CPU on two cores. For 200 more, the chosen plan is
-printed (``--emit mlir``) and ``egg-dispatch check`` must read it back and agree with itself packed and
-plain. Another test checks that ``iree-opt`` accepts what the generator writes: the programs are valid
-MLIR, so a non-zero exit is ours.
+Shapes are tiny (dims up to 8), so a program takes about 30 ms as given and 0.3 s through IREE. Under
+the ``ci`` profile (tests/hypothesis_profiles.py; the counts are the constants below), ``AS_GIVEN``
+programs are explored as given, half of them with ``--pareto`` so that every frontier plan is checked
+too, and ``AFTER_IREE`` after IREE's global optimization (with IREE installed). For ``EMITTED`` more,
+the chosen plan is printed (``--emit mlir``) and ``egg-dispatch check`` must read it back and agree
+with itself packed and plain. Another test checks that ``iree-opt`` accepts what the generator writes,
+``BATCH`` programs per ``iree-opt`` run: the programs are valid MLIR, so a non-zero exit is ours.
 ``REGRESSIONS`` keeps, reduced, the programs that found bugs.
 """
 
@@ -38,22 +38,27 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from egg_dispatch.cli import main
-from egg_dispatch.iree.tools import find_tool, iree_opt_parses
+from egg_dispatch.iree.tools import find_tool, iree_opt_parses_each
 from egg_dispatch.target.profile import builtin_target_names
+from tests.hypothesis_profiles import examples
 
 TARGETS = sorted(builtin_target_names())
 FLOATS = ("f32", "f32", "f32", "f16", "bf16")
 DIMS = (1, 2, 3, 4, 5, 8)
-SETTINGS = {
-    "deadline": None,
-    "derandomize": True,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
-    "print_blob": False,
-}
+# Examples per property under the ``ci`` profile (tests/hypothesis_profiles.py scales them).
+AS_GIVEN = 1600
+AFTER_IREE = 150
+DYNAMIC = 300
+EMITTED = 200
+EMITTED_DYNAMIC = 80
+VALID_MLIR = 60
+VALID_DYNAMIC_MLIR = 40
+BATCH = 10
+"""Programs per ``iree-opt`` run in the validity tests (one process reads a batch)."""
 TMP = Path(tempfile.mkdtemp(prefix="egg_dispatch_property_"))
 
 
@@ -880,45 +885,23 @@ def check_program(program: str, target: str, start: str = "input", *extra: str) 
         pytest.fail(f"explore --check exited {rc} ({kind}) on {target}:\n{err}\n{program}")
 
 
-@settings(max_examples=400, **SETTINGS)
-@given(programs(), st.sampled_from(TARGETS))
-def test_explore_check_as_given_a(program: str, target: str) -> None:
-    check_program(program, target)
-
-
-@settings(max_examples=400, **SETTINGS)
-@given(programs(), st.sampled_from(TARGETS))
-def test_explore_check_as_given_b(program: str, target: str) -> None:
-    check_program(program, target)
-
-
-@settings(max_examples=400, **SETTINGS)
-@given(programs(), st.sampled_from(TARGETS))
-def test_explore_check_as_given_c(program: str, target: str) -> None:
-    check_program(program, target, "input", "--pareto")
-
-
-@settings(max_examples=400, **SETTINGS)
-@given(programs(), st.sampled_from(TARGETS))
-def test_explore_check_as_given_d(program: str, target: str) -> None:
-    check_program(program, target, "input", "--pareto")
+@pytest.mark.slow
+@settings(max_examples=examples(AS_GIVEN))
+@given(programs(), st.sampled_from(TARGETS), st.booleans())
+def test_explore_check_as_given(program: str, target: str, pareto: bool) -> None:
+    check_program(program, target, "input", *(["--pareto"] if pareto else []))
 
 
 needs_iree = pytest.mark.skipif(find_tool("iree-compile") is None, reason="iree-compile not installed")
 
 
 @needs_iree
-@settings(max_examples=75, **SETTINGS)
-@given(programs(), st.sampled_from(TARGETS))
-def test_explore_check_after_iree_global_optimization_a(program: str, target: str) -> None:
-    check_program(program, target, "auto")
-
-
-@needs_iree
-@settings(max_examples=75, **SETTINGS)
-@given(programs(), st.sampled_from(TARGETS))
-def test_explore_check_after_iree_global_optimization_b(program: str, target: str) -> None:
-    check_program(program, target, "auto", "--pareto")
+@pytest.mark.slow
+@pytest.mark.iree
+@settings(max_examples=examples(AFTER_IREE))
+@given(programs(), st.sampled_from(TARGETS), st.booleans())
+def test_explore_check_after_iree_global_optimization(program: str, target: str, pareto: bool) -> None:
+    check_program(program, target, "auto", *(["--pareto"] if pareto else []))
 
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
@@ -928,7 +911,8 @@ def run_cli(argv: list[str]) -> tuple[int, str, str]:
     return rc, out.getvalue(), err.getvalue()
 
 
-@settings(max_examples=200, **SETTINGS)
+@pytest.mark.slow
+@settings(max_examples=examples(EMITTED))
 @given(programs(), st.sampled_from(TARGETS))
 def test_check_of_the_emitted_plan(program: str, target: str) -> None:
     """``explore --emit mlir`` prints the plan (encodings, hoisted globals, initializers, dispatch
@@ -943,12 +927,14 @@ def test_check_of_the_emitted_plan(program: str, target: str) -> None:
     assert rc == 0, f"check exited {rc} on {target}:\n{err}{report}\n{out}\nfrom\n{program}"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(find_tool("iree-opt") is None, reason="iree-opt not installed")
-@settings(max_examples=60, **SETTINGS)
-@given(programs())
-def test_generated_programs_are_valid_mlir(program: str) -> None:
-    ok, err = iree_opt_parses(program)
-    assert ok, f"{err}\n{program}"
+@pytest.mark.iree
+@settings(max_examples=examples(VALID_MLIR // BATCH))
+@given(st.lists(programs(), min_size=BATCH, max_size=BATCH))
+def test_generated_programs_are_valid_mlir(batch: list[str]) -> None:
+    for program, (ok, err) in zip(batch, iree_opt_parses_each(batch), strict=True):
+        assert ok, f"{err}\n{program}"
 
 
 # ------------------------------------------------------------------------------- regressions
@@ -1317,19 +1303,15 @@ def dynamic_programs(draw: st.DrawFn) -> str:
     return b.text(list({v.name: v for v in results}.values()))
 
 
-@settings(max_examples=150, **SETTINGS)
-@given(dynamic_programs(), st.sampled_from(TARGETS))
-def test_explore_check_dynamic_a(program: str, target: str) -> None:
-    check_program(program, target)
+@pytest.mark.slow
+@settings(max_examples=examples(DYNAMIC))
+@given(dynamic_programs(), st.sampled_from(TARGETS), st.booleans())
+def test_explore_check_dynamic(program: str, target: str, pareto: bool) -> None:
+    check_program(program, target, "input", *(["--pareto"] if pareto else []))
 
 
-@settings(max_examples=150, **SETTINGS)
-@given(dynamic_programs(), st.sampled_from(TARGETS))
-def test_explore_check_dynamic_b(program: str, target: str) -> None:
-    check_program(program, target, "input", "--pareto")
-
-
-@settings(max_examples=80, **SETTINGS)
+@pytest.mark.slow
+@settings(max_examples=examples(EMITTED_DYNAMIC))
 @given(dynamic_programs(), st.sampled_from(TARGETS))
 def test_check_of_the_emitted_dynamic_plan(program: str, target: str) -> None:
     """The printed dynamic plan ({%d} lists, tensor.empty(%d), dynamic slices, util.assume.int) reads back,
@@ -1346,8 +1328,9 @@ def test_check_of_the_emitted_dynamic_plan(program: str, target: str) -> None:
 
 
 @pytest.mark.skipif(find_tool("iree-opt") is None, reason="iree-opt not installed")
-@settings(max_examples=40, **SETTINGS)
-@given(dynamic_programs())
-def test_generated_dynamic_programs_are_valid_mlir(program: str) -> None:
-    ok, err = iree_opt_parses(program)
-    assert ok, f"{err}\n{program}"
+@pytest.mark.iree
+@settings(max_examples=examples(VALID_DYNAMIC_MLIR // BATCH))
+@given(st.lists(dynamic_programs(), min_size=BATCH, max_size=BATCH))
+def test_generated_dynamic_programs_are_valid_mlir(batch: list[str]) -> None:
+    for program, (ok, err) in zip(batch, iree_opt_parses_each(batch), strict=True):
+        assert ok, f"{err}\n{program}"

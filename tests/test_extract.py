@@ -17,7 +17,7 @@ from itertools import islice
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from egg_dispatch.cost.table import NodeCost
@@ -38,6 +38,7 @@ from egg_dispatch.extract.prune import _necessary, prune
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.start.initial_plan import initial_plan
 from egg_dispatch.target.profile import load_target
+from tests.hypothesis_profiles import examples
 
 TESTS = Path(__file__).parent
 
@@ -154,6 +155,7 @@ def op_costs(g: EGraphData, seed: int) -> dict[str, NodeCost]:
     return costs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("path", "chunk", "target"), REAL_CASES, ids=[f"{p}#{c}-{t}" for p, c, t in REAL_CASES])
 def test_ilp_equals_exhaustive_on_real_egraphs(path: str, chunk: int, target: str) -> None:
     g = real_egraph(path, chunk, target)
@@ -237,7 +239,8 @@ def synthetic(draw: st.DrawFn) -> tuple[EGraphData, dict[str, NodeCost], float]:
     return build(spec, "c0", leaves=("leaf",)), costs, lam
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.slow
+@settings(max_examples=examples(150))
 @given(synthetic())
 def test_ilp_equals_exhaustive_on_synthetic_egraphs(case: tuple[EGraphData, dict[str, NodeCost], float]) -> None:
     g, costs, lam = case
@@ -361,6 +364,7 @@ def layered(seed: int, layers: int, width: int) -> tuple[EGraphData, dict[str, N
     return build(spec, "L0_0"), costs
 
 
+@pytest.mark.slow
 def test_time_limit_never_returns_worse_than_greedy() -> None:
     g, costs = layered(3, 12, 14)
     greedy = greedy_dag(g, costs, 1e-10)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from egg_dispatch.evaluate.kernels import batch_mmt4d, default_acc_dtype, mmt4d, pack, unpack
 from egg_dispatch.target.layout import packed_outer_shape
+from tests.hypothesis_profiles import examples
 
 
 @st.composite
@@ -41,7 +42,8 @@ def reference_pack(src: np.ndarray, pos: tuple, tiles: tuple, perm: tuple | None
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@pytest.mark.slow
+@settings(max_examples=examples(300))
 @given(relayouts(), st.integers(0, 2**32 - 1))
 def test_pack_unpack_round_trip(spec: tuple, seed: int) -> None:
     shape, pos, tiles, perm = spec
@@ -57,7 +59,7 @@ def test_pack_unpack_round_trip(spec: tuple, seed: int) -> None:
     assert (full.size - src.size) == int(np.count_nonzero(full == 7.0)) - int(np.count_nonzero(src == 7.0))
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120))
 @given(relayouts(max_rank=3, max_dim=6, max_tile=4), st.sampled_from([0, -3]))
 def test_pack_matches_elementwise_definition(spec: tuple, pad: int) -> None:
     shape, pos, tiles, perm = spec
@@ -103,7 +105,7 @@ def _relayout_result(c: np.ndarray, m0: int, n0: int) -> np.ndarray:
 tile_dims = st.tuples(*[st.integers(1, 5)] * 6)  # M1, N1, K1, M0, N0, K0
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(tile_dims, st.booleans(), st.integers(0, 2**32 - 1))
 def test_mmt4d_f32_matches_matmul(dims: tuple, with_acc: bool, seed: int) -> None:
     m1, n1, k1, m0, n0, k0 = dims
@@ -121,7 +123,7 @@ def test_mmt4d_f32_matches_matmul(dims: tuple, with_acc: bool, seed: int) -> Non
     np.testing.assert_allclose(got, einsum + (0 if acc is None else acc), rtol=1e-5, atol=1e-5)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40))
 @given(tile_dims, st.sampled_from([None, np.float32, np.float16]), st.integers(0, 2**32 - 1))
 def test_mmt4d_f16_accumulates_in_f32(dims: tuple, acc_type: type | None, seed: int) -> None:
     m1, n1, k1, m0, n0, k0 = dims
@@ -138,7 +140,7 @@ def test_mmt4d_f16_accumulates_in_f32(dims: tuple, acc_type: type | None, seed: 
     np.testing.assert_allclose(got, want.astype(got.dtype), rtol=tol, atol=tol)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40))
 @given(tile_dims, st.booleans(), st.integers(0, 2**32 - 1))
 def test_mmt4d_i8_exact_i32(dims: tuple, with_acc: bool, seed: int) -> None:
     m1, n1, k1, m0, n0, k0 = dims
@@ -197,7 +199,7 @@ def test_mmt4d_results_do_not_alias_scratch_or_inputs() -> None:
     np.testing.assert_array_equal(lhs, lhs_copy)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30))
 @given(st.integers(1, 3), tile_dims, st.integers(0, 2**32 - 1))
 def test_batch_mmt4d_is_mmt4d_per_batch(b: int, dims: tuple, seed: int) -> None:
     m1, n1, k1, m0, n0, k0 = dims
@@ -212,7 +214,7 @@ def test_batch_mmt4d_is_mmt4d_per_batch(b: int, dims: tuple, seed: int) -> None:
         batch_mmt4d(lhs[0], rhs[0])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(
     st.tuples(st.integers(1, 37), st.integers(1, 37), st.integers(1, 37)),
     st.tuples(st.integers(1, 16), st.integers(1, 16), st.integers(1, 4)),

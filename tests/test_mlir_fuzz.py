@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from egg_dispatch.mlir.compare import ir_key
 from egg_dispatch.mlir.parser import MLIRSyntaxError, parse_bytes, parse_mlir
 from egg_dispatch.mlir.printer import print_mlir
+from tests.hypothesis_profiles import examples
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXAMPLE = Path(__file__).parent.parent / "egg_dispatch" / "examples" / "seed_reproducer.mlir"
@@ -48,8 +49,6 @@ VOCAB = [
     "\n", "\t", "\x00", "é", "\U0001f600", "\\", "'", "//", ";", "$", "&", "[" * 300, "(" * 300, "{" * 300,
 ]  # fmt: skip
 SETTINGS = {
-    "deadline": None,
-    "derandomize": True,
     "database": None,
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 }
@@ -158,19 +157,22 @@ def splices(draw: st.DrawFn) -> str:
     return a[: draw(st.integers(0, len(a)))] + b[draw(st.integers(0, len(b))) :]
 
 
-@settings(max_examples=1500, **SETTINGS)
+@pytest.mark.slow
+@settings(max_examples=examples(1500), **SETTINGS)
 @given(token_mutants())
 def test_token_mutants(mutant: str) -> None:
     check(mutant)
 
 
-@settings(max_examples=1000, **SETTINGS)
+@pytest.mark.slow
+@settings(max_examples=examples(1000), **SETTINGS)
 @given(char_mutants())
 def test_char_mutants(mutant: str) -> None:
     check(mutant)
 
 
-@settings(max_examples=600, **SETTINGS)
+@pytest.mark.slow
+@settings(max_examples=examples(600), **SETTINGS)
 @given(byte_mutants())
 @example(b"\x00" * 16)
 @example(b"func.func @f() {\n  return\n}\n\xc3\x28")
@@ -178,13 +180,14 @@ def test_byte_mutants(mutant: bytes) -> None:
     check(mutant)
 
 
-@settings(max_examples=400, **SETTINGS)
+@settings(max_examples=examples(400), **SETTINGS)
 @given(truncations())
 def test_truncations(mutant: str) -> None:
     check(mutant)
 
 
-@settings(max_examples=300, **SETTINGS)
+@pytest.mark.slow
+@settings(max_examples=examples(300), **SETTINGS)
 @given(splices())
 def test_splices(mutant: str) -> None:
     check(mutant)

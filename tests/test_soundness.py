@@ -18,7 +18,8 @@ import dataclasses
 from collections.abc import Iterator
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from egg_dispatch.egraph.data import EGraphData, build_term
@@ -32,7 +33,10 @@ from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.result.report import sunk, untiled
 from egg_dispatch.start.initial_plan import initial_plan
 from egg_dispatch.target.profile import load_target
+from tests.hypothesis_profiles import examples
 from tests.test_sink_unset import sink_variants
+
+pytestmark = pytest.mark.slow  # IREE builds, explorations at model size or long properties (docs/testing.md)
 
 TARGETS = [load_target("x86_64-avx2"), load_target("x86_64-avx512")]
 PLANS_PER_TARGET = 6
@@ -147,7 +151,7 @@ def untile_variants(g: EGraphData) -> Iterator[EGraphData]:
         yield dataclasses.replace(g, nodes=nodes)
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200))
 @given(programs())
 def test_every_enumerated_plan_computes_the_input(program: tuple[str, list[tuple[tuple[int, ...], str]]]) -> None:
     text, arg_shapes = program
@@ -343,7 +347,7 @@ def _enumerated(data: EGraphData) -> Iterator[tuple[EGraphData, dict[str, str]]]
             yield variant, choice
 
 
-@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80))
 @given(dynamic_programs())
 def test_every_enumerated_plan_computes_the_input_at_every_size(
     program: tuple[str, list[tuple[tuple[int | None, ...], str]], tuple[int, ...]],

@@ -25,6 +25,7 @@ from egg_dispatch.target.layout import (
     swaps_operands,
 )
 from egg_dispatch.target.profile import LHS, RESULT, RHS, TargetError, builtin_target_names, load_target
+from tests.hypothesis_profiles import examples
 
 MATMUL = ((0, 2), (2, 1), (0, 1))  # A[M,K] B[K,N] -> C[M,N]
 MATMUL_TB = ((0, 2), (1, 2), (0, 1))  # A[M,K] Bt[N,K] -> C[M,N] (ex matmul_transpose_b)
@@ -294,7 +295,7 @@ def _pack(x: np.ndarray, layout: Layout | None) -> np.ndarray:
     return x if layout is None else pack(x, layout.inner_dims_pos, layout.inner_tiles, layout.outer_dims_perm)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(
     st.sampled_from(BUILTINS),
     st.sampled_from(["f32", "i8"]),
