@@ -98,6 +98,7 @@ func.func @scale(%x: tensor<256x1024xf32>) -> tensor<256x1024xf32> {
 """
 
 
+@pytest.mark.slow
 def test_the_model_charges_a_result_buffer_its_allocation(tmp_path: Path) -> None:
     free = explore(ELEMENTWISE, synthetic_target(tmp_path, "free", alloc=Fit()))
     dear = explore(ELEMENTWISE, synthetic_target(tmp_path, "dear", alloc=Fit(gbps=10.0)))

@@ -84,6 +84,7 @@ def test_subcommand_help_documents_every_flag(command: str, capsys: pytest.Captu
     assert documented >= 1
 
 
+@pytest.mark.slow
 def test_python_m_help_subprocess() -> None:
     proc = subprocess.run([sys.executable, "-m", "egg_dispatch", "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "explore" in proc.stdout
@@ -109,6 +110,7 @@ def test_bad_flags_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -
     assert "usage: egg-dispatch" in err and "error:" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_explore_without_file_uses_builtin_example(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -126,6 +128,7 @@ def test_explore_without_file_uses_builtin_example(
     assert "resource '__auto.constant_16_8_torch.float32'" in err
 
 
+@pytest.mark.slow
 def test_explore_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     text = (FIXTURES / "seed_iree313.mlir").read_text()
     monkeypatch.setattr(sys, "stdin", io.StringIO(text))
@@ -147,6 +150,7 @@ def test_explore_stdin_json(capsys: pytest.CaptureFixture[str], monkeypatch: pyt
     assert "split_weight_matmuls" in json.dumps(json.loads(out))
 
 
+@pytest.mark.slow
 def test_explore_stdin_subprocess() -> None:
     text = (FIXTURES / "seed_iree313.mlir").read_text()
     proc = subprocess.run(

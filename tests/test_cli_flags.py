@@ -97,6 +97,7 @@ def test_every_value_flag_is_validated_where_parsed(command: str, action: argpar
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("command", "action"), FLAGS, ids=FLAG_IDS)
 def test_malformed_values_are_usage_errors(
     command: str, action: argparse.Action, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -117,6 +118,7 @@ def test_malformed_values_are_usage_errors(
         assert_one_error_line(err, action.option_strings, context)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("command", "action"), FLAGS, ids=FLAG_IDS)
 def test_generic_malformed_values_never_crash_the_parser(
     command: str, action: argparse.Action, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -151,6 +153,7 @@ def test_a_file_that_is_not_one(command: str, kind: str, tmp_path: Path, capsys:
     assert ("directory" if kind == "directory" else "no such file") in err
 
 
+@pytest.mark.slow
 def test_lambda_minus_5_is_a_usage_error_before_any_work() -> None:
     """The issue's second invocation, as a user runs it: exit 2 and one line, not 'internal error'."""
     start = time.perf_counter()

@@ -37,6 +37,8 @@ from egg_dispatch.result.exploration import Exploration
 from egg_dispatch.target.layout import resolve_layout
 from egg_dispatch.target.profile import load_target
 
+pytestmark = pytest.mark.slow  # IREE builds, explorations at model size or long properties (docs/testing.md)
+
 NO_SINK = tuple(f for f in FAMILIES if f not in ("sink_unset", "untile"))
 FIXTURES = Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))  # the probe's program builder

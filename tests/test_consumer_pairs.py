@@ -61,6 +61,7 @@ def test_the_plan_graph_prices_the_charge_as_the_extractor(tmp_path: Path, fixtu
         assert charged == pytest.approx(3e-6 * _generics_after_unset(ex.data, cand.choice), abs=1e-12)
 
 
+@pytest.mark.slow
 def test_a_large_charge_moves_the_bias_off_the_unpack(tmp_path: Path) -> None:
     ex = explore(FIXTURES / "transformer_block.mlir", _with_consumer(tmp_path, 1000.0), lam=0.0, start="input")
     blind = solve_ilp(ex.data, _without_pairs(ex.costs), 0.0)

@@ -42,6 +42,8 @@ from egg_dispatch.plan.sized import sizes_of
 from egg_dispatch.result.explain import explain
 from egg_dispatch.result.report import text as render_report
 
+pytestmark = pytest.mark.slow  # IREE builds, explorations at model size or long properties (docs/testing.md)
+
 MODELS = Path(__file__).parent / "fixtures" / "models"
 DYNAMIC = ("mlp_dyn", "attention_dyn", "mlp_sym")
 TARGET = "x86_64-avx2"

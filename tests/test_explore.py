@@ -103,6 +103,7 @@ def test_frontier_plans_are_distinct_and_non_dominated() -> None:
             assert not (b != a and b[0] <= a[0] and b[1] <= a[1]), f"{b} dominates {a}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture", ["seed_iree313", "qkv_const", "qkv_arg", "mlp2", "col_slices"])
 @pytest.mark.parametrize("target", ["x86_64-avx2", "x86_64-avx512"])
 def test_plan_evaluator_equals_the_extractor_objective(fixture: str, target: str) -> None:
@@ -187,6 +188,7 @@ def test_json_report_schema() -> None:
     json.dumps(data)  # serializable
 
 
+@pytest.mark.slow
 def test_emit_json_is_byte_identical_across_hash_seeds(tmp_path: Path) -> None:
     outputs = set()
     for seed in ("0", "1", "12345"):

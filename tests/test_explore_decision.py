@@ -27,6 +27,7 @@ def _explore(capsys: pytest.CaptureFixture[str], *flags: str) -> str:
     return capsys.readouterr().out
 
 
+@pytest.mark.slow
 @needs_iree
 def test_min_gain_above_any_gain_keeps_and_emits_iree_own_plan(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(_explore(capsys, "--emit", "json", "--min-gain", "1.0"))
@@ -39,6 +40,7 @@ def test_min_gain_above_any_gain_keeps_and_emits_iree_own_plan(capsys: pytest.Ca
     assert "recommendation: IREE's own plan is kept" in text
 
 
+@pytest.mark.slow
 @needs_iree
 def test_min_gain_zero_emits_ours_when_ours_is_not_slower(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(_explore(capsys, "--emit", "json", "--min-gain", "0"))

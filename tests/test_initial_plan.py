@@ -203,6 +203,7 @@ def test_output_reparses_to_the_same_ir(name: str) -> None:
     assert modules_equal(parse_mlir(print_mlir(planned)), planned)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(find_tool("iree-opt") is None, reason="iree-opt not installed (egg-dispatch[iree])")
 @pytest.mark.parametrize("name", LINALG + IREE_OUTPUT)
 def test_output_parses_with_iree_opt(name: str) -> None:

@@ -32,6 +32,8 @@ import egg_dispatch
 from egg_dispatch.cli import main
 from egg_dispatch.util.files import TEMP_PREFIX, atomic_write, write_text
 
+pytestmark = pytest.mark.slow  # IREE builds, explorations at model size or long properties (docs/testing.md)
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 PACKAGE = Path(egg_dispatch.__file__).parent

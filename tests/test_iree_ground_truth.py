@@ -43,7 +43,11 @@ from egg_dispatch.iree.tools import IreeError, compile_flags, compile_module, ir
 from egg_dispatch.mlir.parser import parse_file
 from egg_dispatch.target.profile import builtin_target_names
 
-pytestmark = pytest.mark.skipif(not iree_available(), reason="IREE not installed (egg-dispatch[iree])")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.iree,
+    pytest.mark.skipif(not iree_available(), reason="IREE not installed (egg-dispatch[iree])"),
+]
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXACT = [

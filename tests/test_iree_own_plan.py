@@ -81,7 +81,11 @@ from egg_dispatch.result.exploration import Exploration
 from egg_dispatch.target.layout import encoding_layout
 from egg_dispatch.target.profile import load_target
 
-pytestmark = pytest.mark.skipif(not iree_available(), reason="IREE not installed (egg-dispatch[iree])")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.iree,
+    pytest.mark.skipif(not iree_available(), reason="IREE not installed (egg-dispatch[iree])"),
+]
 
 ROOT = Path(__file__).parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"

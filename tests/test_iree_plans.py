@@ -40,7 +40,11 @@ from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.pipeline import explore
 from egg_dispatch.result.exploration import Candidate, Exploration
 
-pytestmark = pytest.mark.skipif(not iree_available(), reason="IREE not installed (egg-dispatch[iree])")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.iree,
+    pytest.mark.skipif(not iree_available(), reason="IREE not installed (egg-dispatch[iree])"),
+]
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS = [

@@ -37,6 +37,8 @@ from egg_dispatch.target.kernels import Fit
 from egg_dispatch.target.profile import Target, load_target
 from tests.test_measured_costs import _synthetic_calibration, synthetic_target
 
+pytestmark = pytest.mark.slow  # IREE builds, explorations at model size or long properties (docs/testing.md)
+
 FIXTURES = Path(__file__).parent / "fixtures"
 KNEE = 1 << 20
 IN_CACHE_G = 10.0  # G elements per second while the bytes fit

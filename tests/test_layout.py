@@ -183,6 +183,7 @@ def test_every_import_follows_the_stage_order() -> None:
     assert not found, "imports against the stage order (egg_dispatch.STAGES):\n" + "\n".join(found)
 
 
+@pytest.mark.slow
 def test_no_cycle_between_stages() -> None:
     cycles = list(nx.simple_cycles(stage_graph(package_sources())))
     assert not cycles, f"import cycles between subpackages: {cycles}"
@@ -210,6 +211,7 @@ def test_top_level_holds_only_stages_and_the_entry_points() -> None:
     assert all((PACKAGE / p / "__init__.py").is_file() for p in packages)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("path", "line", "ok"),
     [

@@ -151,6 +151,7 @@ def test_unique_encode_groups_never_put_two_encodes_of_one_shape_in_a_program() 
     assert len(unique_encode_groups(shapes, "matmul", "f32,f32,f32")) == 1  # no encodes: one program
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quick", [True, False])
 def test_every_calibration_measurement_can_be_told_apart(quick: bool) -> None:
     """Every pack / unpack case of every calibration program has an encode name of its own (IREE's names
@@ -332,6 +333,7 @@ def test_calibrate_and_tune_without_iree_say_which_extra_to_install(
         assert "egg-dispatch[iree]" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 @needs_iree
 def test_tune_on_a_small_fixture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out_file = tmp_path / "winner.mlir"
@@ -359,22 +361,25 @@ def test_tune_on_a_small_fixture(tmp_path: Path, capsys: pytest.CaptureFixture[s
     # the winner, compiled again by iree-compile, computes the input's numbers
     from egg_dispatch.evaluate import evaluate, select_function
     from egg_dispatch.evaluate.check import function_inputs
+    from egg_dispatch.iree.dispatch_creation import iree_compile_flags
     from egg_dispatch.iree.tools import compile_module, run_module
     from egg_dispatch.mlir.parser import parse_file
 
     module = parse_file(FIXTURES / "qkv_arg.mlir")
     fname = select_function(module, None).attributes["sym_name"].value
     inputs = function_inputs(select_function(module, fname), 1)
+    _, cpu, _ = iree_compile_flags(load_target(MEASURED))  # a CPU this host runs (MEASURED is runnable here)
     if chosen["is_iree"]:
-        vmfb = compile_module(FIXTURES / "qkv_arg.mlir", data_tiling=True, target_cpu="cascadelake")
+        vmfb = compile_module(FIXTURES / "qkv_arg.mlir", data_tiling=True, target_cpu=cpu)
     else:
-        vmfb = compile_module(out_file, data_tiling=False, target_cpu="cascadelake", compile_from="dispatch-creation")
+        vmfb = compile_module(out_file, data_tiling=False, target_cpu=cpu, compile_from="dispatch-creation")
     got = run_module(vmfb, fname, inputs)
     ref = evaluate(module, inputs, fname)
     for a, b in zip(got, ref, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * float(np.abs(b).max()))
 
 
+@pytest.mark.slow
 @needs_iree
 def test_calibrate_on_a_tiny_plan_writes_a_profile_the_reader_takes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -396,6 +401,7 @@ def test_calibrate_on_a_tiny_plan_writes_a_profile_the_reader_takes(
     assert t.provenance["base_profile"] == MEASURED and t.provenance["samples"]["mmt4d"] >= 2
 
 
+@pytest.mark.slow
 @needs_iree
 def test_tune_and_calibrate_budgets_stop_cleanly_with_what_was_measured(monkeypatch: pytest.MonkeyPatch) -> None:
     """A measuring budget stops the run, says so, and what was measured is still used (issue 13, point 1)."""

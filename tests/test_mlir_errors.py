@@ -385,6 +385,7 @@ def test_cli_missing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsy
     assert err == "missing.mlir: error: no such file\n"
 
 
+@pytest.mark.slow
 def test_cli_subprocess(tmp_path: Path) -> None:
     (tmp_path / "bad.mlir").write_text(BAD)
     proc = subprocess.run(

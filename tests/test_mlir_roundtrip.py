@@ -156,6 +156,7 @@ def iree_opt(path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(IREE_OPT), str(path), "-o", "/dev/null"], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(IREE_OPT is None, reason="iree-opt not installed (pip install egg-dispatch[iree])")
 @pytest.mark.parametrize("path", IREE_READABLE, **ids)
 def test_iree_opt_parses_printed_output(path: Path, tmp_path: Path) -> None:

@@ -34,6 +34,8 @@ from egg_dispatch.iree.lowering import iree_compiler_available
 from egg_dispatch.iree.tools import compile_module, run_module
 from egg_dispatch.pipeline import UnsupportedInput, explore
 
+pytestmark = pytest.mark.slow  # IREE builds, explorations at model size or long properties (docs/testing.md)
+
 MODELS = Path(__file__).parent / "fixtures" / "models"
 STATIC = ("gpt2_block", "bert_block", "llama_block", "tiny_lm", "int8_mlp", "f16_mlp")
 FORMS = ("torch.mlir", "input.mlir", "ext.torch.mlir", "ext.input.mlir")

@@ -35,6 +35,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # IREE builds, explorations at model size or long properties (docs/testing.md)
+
 MODELS = Path(__file__).parent / "fixtures" / "models"
 STATIC = ("gpt2_block", "bert_block", "llama_block", "tiny_lm", "int8_mlp", "f16_mlp")
 DYNAMIC = ("attention_dyn", "mlp_dyn")

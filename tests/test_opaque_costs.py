@@ -109,6 +109,7 @@ def _softmax_dispatch_seconds(target) -> float:
     return d.flops_seconds
 
 
+@pytest.mark.slow
 def test_a_softmax_dispatch_is_priced_by_the_softmax_fit_where_measured() -> None:
     target, cal = _with_opaque_samples()
     kernels, _ = fit_kernels(cal, target)

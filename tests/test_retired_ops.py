@@ -216,6 +216,7 @@ def test_the_command_shown_says_what_iree_was_given(monkeypatch: pytest.MonkeyPa
     assert plain_src == FIXTURES / "seed_iree313.mlir" and plain_name == str(plain_src)  # as written
 
 
+@pytest.mark.slow
 @pytest.mark.iree
 @pytest.mark.skipif(find_tool("iree-opt") is None, reason="IREE not installed")
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -33,6 +33,7 @@ def _run_line(path: Path) -> list[str]:
     return words[1:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", CASES, ids=[f"{p.parent.name}/{p.name}" for p in CASES])
 def test_rule_regression(path: Path) -> None:
     out = io.StringIO()

@@ -59,6 +59,7 @@ def _is_lhs(op: Operation) -> bool:
     return isinstance(t, TensorType) and getattr(t.encoding, "operand_index", None) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["x86_64-avx2", "aarch64-neon"])
 def test_one_packed_copy_of_the_whole_constant(target: str) -> None:
     """(b) one packed copy of the whole 16x8 constant, and tile-aligned slices of it (8-row tiles)."""

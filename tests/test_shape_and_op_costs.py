@@ -192,6 +192,7 @@ def test_a_malformed_weight_or_shape_residual_names_the_field(
         load_target(str(path))
 
 
+@pytest.mark.slow
 @needs_iree
 def test_every_measured_body_op_compiles_in_a_calibration_generic() -> None:
     """The ``elementwise_op`` micro-programs are valid input to IREE for every op calibrate measures."""

@@ -43,6 +43,8 @@ from egg_dispatch.result.report import differences, features, sunk, text, to_jso
 from egg_dispatch.start.initial_plan import initial_plan
 from egg_dispatch.target.profile import load_target
 
+pytestmark = pytest.mark.slow  # IREE builds, explorations at model size or long properties (docs/testing.md)
+
 HERE = Path(__file__).parent
 LIT = HERE / "rules" / "sink_unset"
 MLP2 = HERE / "fixtures" / "mlp2.mlir"

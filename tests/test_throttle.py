@@ -115,6 +115,7 @@ def _blind(costs: CostTable) -> CostTable:
     return CostTable(dict(costs), costs.exclusive, costs.conflicts, costs.once, costs.pairs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture", ["qkv_arg.mlir", "mlp2.mlir", "transformer_block.mlir"])
 def test_plans_pay_the_throttle_as_counted_by_hand_and_the_plan_graph_agrees(tmp_path: Path, fixture: str) -> None:
     target = synthetic_target(tmp_path, "throttle", throttle=0.5, throttle_us=0.0)

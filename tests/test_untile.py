@@ -215,6 +215,7 @@ def test_cli_explain(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
     assert "chosen data tiling dropped (plain linalg.matmul)" in out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not iree_available(), reason="IREE not installed (egg-dispatch[iree])")
 @pytest.mark.parametrize("program", ["tiny", "mixed"])
 @pytest.mark.parametrize("materialize", [False, True])

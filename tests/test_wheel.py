@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # IREE builds, explorations at model size or long properties (docs/testing.md)
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "egg_dispatch"
 RULES = ROOT / "rules"
