@@ -10,7 +10,7 @@ M, N, K for haswell (x86_64-avx2) and cascadelake (x86_64-avx512), with the resu
 next contraction's accumulator (``form = "acc"``, inner tiles M0 x N0), as an accumulator after a ReLU
 (``"acc_relu"``) and as an LHS (``"lhs"``, inner tiles M0 x 1). Each row records ``ok``, ``stack N``,
 ``vector N`` (IREE's message) or ``error: ...``; ``tests/fixtures/probes/plain_result_pack.json`` is its
-output, which ``tests/test_plain_result_pack.py`` holds the conflict model (``cost.conflicts``) to.
+output, which ``tests/test_codegen_conflicts.py`` holds the conflict model (``cost.conflicts``) to.
 
 Run: ``python scripts/probe_plain_result_pack.py -o tests/fixtures/probes/plain_result_pack.json [--jobs 2]``
 (about 5 minutes on 2 cores).
