@@ -43,6 +43,14 @@ def stage_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+def from_target(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module ``from X import ...`` reads, in a module of ``package`` (relative levels resolved)."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def imported_modules(source: str, module: str, is_package: bool) -> Iterator[tuple[int, str]]:
     """(line, absolute module) for every import in ``source``; ``from X import name`` yields ``X.name``
     when ``X`` is the top-level package (the name is then a stage, or the package's own API)."""
@@ -52,11 +60,7 @@ def imported_modules(source: str, module: str, is_package: bool) -> Iterator[tup
             for alias in node.names:
                 yield node.lineno, alias.name
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = from_target(node, package)
             if target == TOP:
                 for alias in node.names:
                     yield node.lineno, f"{TOP}.{alias.name}"
@@ -147,11 +151,7 @@ def module_level_imports(source: str, module: str, is_package: bool, modules: fr
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names if alias.name in modules)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = from_target(node, package)
             for alias in node.names:
                 if f"{target}.{alias.name}" in modules:
                     yield f"{target}.{alias.name}"
