@@ -6,20 +6,12 @@ suite's results depend on what the machine's user ran before. ``EGG_DISPATCH_CAC
 at a fresh temporary directory, so ``host`` is the built-in profile of this CPU's ISA and no node is
 priced by measurement unless the test records it.
 
-One ``iree-compile`` cache (``EGG_DISPATCH_IREE_CACHE_DIR``, egg_dispatch/iree/tools.py) is shared by
-the whole session, its xdist workers included: many tests compile the same fixture for the same target
-(IREE's start state and IREE's own plan of a model), and IREE's output for the same bytes and flags is
-the same. A test of compilation itself (a failure, a timeout) still runs IREE: failures are not stored.
-
 Importing ``tests.hypothesis_profiles`` loads the hypothesis profile ``HYPOTHESIS_PROFILE`` names
 (``ci`` unless set) before any test is collected.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,17 +24,6 @@ def _isolated_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     cache = tmp_path_factory.mktemp("egg-dispatch-cache")
     monkeypatch.setenv("EGG_DISPATCH_CACHE_DIR", str(cache))
     return cache
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """The controller makes the session's IREE cache; xdist workers, started after this, inherit it."""
-    if "EGG_DISPATCH_IREE_CACHE_DIR" in os.environ or "PYTEST_XDIST_WORKER" in os.environ:
-        return
-    cache = tempfile.mkdtemp(prefix="egg_dispatch_iree_cache_")
-    os.environ["EGG_DISPATCH_IREE_CACHE_DIR"] = cache
-    config.add_cleanup(
-        lambda: (shutil.rmtree(cache, ignore_errors=True), os.environ.pop("EGG_DISPATCH_IREE_CACHE_DIR"))
-    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -356,29 +356,3 @@ def test_iree_opt_parses_each_names_the_text_that_fails() -> None:
     verdicts = iree_opt_parses_each([good, bad, good])
     assert [ok for ok, _ in verdicts] == [True, False, True]
     assert "error" in verdicts[1][1] and verdicts[0][1] == ""
-
-
-def test_the_compile_cache_returns_irees_output_and_keys_on_flags_and_source(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """With ``EGG_DISPATCH_IREE_CACHE_DIR`` set, a second identical compile is served from the cache
-    (IREE is not run: its output is the stored one), other flags or another source are compiled anew,
-    and a failed compile is not stored."""
-    import egg_dispatch.iree.tools as tools
-
-    monkeypatch.setenv("EGG_DISPATCH_IREE_CACHE_DIR", str(tmp_path / "cache"))
-    text = "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n"
-    phase = ["--compile-to=input"]
-    first = tools.compile_text(text, data_tiling=False, target_cpu="generic", extra_flags=phase)
-    assert "func" in first and len(list((tmp_path / "cache").iterdir())) == 1
-    runs: list[list[str]] = []
-    real_run = tools._run
-    monkeypatch.setattr(tools, "_run", lambda cmd, **kw: runs.append(cmd) or real_run(cmd, **kw))
-    assert tools.compile_text(text, data_tiling=False, target_cpu="generic", extra_flags=phase) == first
-    assert runs == []
-    tools.compile_text(text, data_tiling=False, target_cpu="generic", extra_flags=["--compile-to=abi"])
-    tools.compile_text(text.replace("4x", "8x"), data_tiling=False, target_cpu="generic", extra_flags=phase)
-    assert len(runs) == 2 and len(list((tmp_path / "cache").iterdir())) == 3
-    with pytest.raises(IreeError):
-        tools.compile_text(text.replace("return %a", "return %b"), data_tiling=False, extra_flags=phase)
-    assert len(list((tmp_path / "cache").iterdir())) == 3

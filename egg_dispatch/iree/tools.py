@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import shutil
@@ -203,12 +202,6 @@ def _compiled(
         else:
             src, stdin = "-", str(source).encode()
         cmd = [str(tool), src, *flags, "-o", str(out)]
-        cached = _compile_cache_entry(tool, source, flags, stderr_file)
-        if cached is not None and cached.is_dir():
-            for f in cached.iterdir():
-                shutil.copyfile(f, out.with_suffix(f.suffix))
-            yield out
-            return
         if stderr_file:
             with open(out.with_suffix(".stderr"), "wb") as err_f:
                 try:
@@ -218,46 +211,13 @@ def _compiled(
             if proc.returncode != 0 or not out.is_file():
                 err = out.with_suffix(".stderr").read_text(errors="replace")[-20000:]
                 raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
-        else:
-            proc = _run(cmd, stdin=stdin, timeout=timeout)
-            if proc.returncode != 0 or not out.is_file():
-                err = proc.stderr.decode(errors="replace")
-                raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
-        _store(cached, out, stderr_file)
+            yield out
+            return
+        proc = _run(cmd, stdin=stdin, timeout=timeout)
+        if proc.returncode != 0 or not out.is_file():
+            err = proc.stderr.decode(errors="replace")
+            raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
         yield out
-
-
-def _store(entry: Path | None, out: Path, stderr_file: bool) -> None:
-    """Copy a successful compile's output (and stderr file) into the cache ``entry``, if any: into a
-    private directory first, renamed into place, so a reader never sees half an entry."""
-    if entry is None:
-        return
-    partial = entry.with_name(f"{entry.name}.{os.getpid()}.partial")
-    partial.mkdir(parents=True, exist_ok=True)
-    for f in (out, out.with_suffix(".stderr")) if stderr_file else (out,):
-        shutil.copyfile(f, partial / f.name)
-    with contextlib.suppress(OSError):  # another process stored the same entry first: same bytes
-        partial.rename(entry)
-    shutil.rmtree(partial, ignore_errors=True)
-
-
-def _compile_cache_entry(tool: Path, source: str | os.PathLike[str], flags: list[str], stderr: bool) -> Path | None:
-    """The cache directory for one ``iree-compile`` run when ``EGG_DISPATCH_IREE_CACHE_DIR`` is set.
-
-    Opt-in, for runs that compile the same programs again and again (the test suite, a notebook): the
-    key is the tool's identity (path, size, mtime), the flags and the source's bytes, so a new IREE or
-    an edited source is a new entry; files that flags name (parameter archives) are keyed by name only.
-    Only successful runs are stored.
-    """
-    root = os.environ.get("EGG_DISPATCH_IREE_CACHE_DIR")
-    if not root:
-        return None
-    digest = hashlib.sha256()
-    st = tool.stat()
-    digest.update(f"{tool.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{int(stderr)}\0".encode())
-    digest.update("\0".join(flags).encode())
-    digest.update(Path(source).read_bytes() if _is_path(source) else str(source).encode())
-    return Path(root) / digest.hexdigest()
 
 
 def iree_opt_parses(text: str, *, timeout: float = DEFAULT_COMPILE_TIMEOUT) -> tuple[bool, str]:
