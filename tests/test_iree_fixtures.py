@@ -19,7 +19,9 @@ Skips cleanly when IREE is not installed (``pip install egg-dispatch[iree]``; th
 from __future__ import annotations
 
 import math
+import os
 import platform
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -332,6 +334,26 @@ def test_builtin_example_is_the_reported_spelling() -> None:
     assert ok, err
     with pytest.raises(IreeError, match="resource data missing"):
         compile_module(respelled, data_tiling=True)
+
+
+def test_console_script_wrappers_resolve_to_the_binaries_they_exec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pip's ``bin/iree-opt`` is a Python wrapper (an interpreter start per call); ``find_tool`` returns
+    the ELF binary IREE's package ships, and a script that is no IREE wrapper is returned as found."""
+    wrapper = Path(sys.executable).parent / "iree-opt"
+    if not wrapper.is_file() or not wrapper.read_bytes().startswith(b"#!"):
+        pytest.skip("iree-opt next to the interpreter is not a console script")
+    for name in ("iree-opt", "iree-compile", "iree-benchmark-module"):
+        found = find_tool(name)
+        assert found is not None, name
+        assert found.read_bytes()[:4] == b"\x7fELF", (name, found)
+        assert found.name == name
+    other = tmp_path / "iree-fake-tool"
+    other.write_text("#!/bin/sh\necho hi\n")
+    other.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    assert find_tool("iree-fake-tool") == other
 
 
 def test_harness_errors(compiled: Callable[[str, bool], bytes]) -> None:
