@@ -14,6 +14,7 @@ partial file.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -50,10 +51,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    """One parser per process: building it costs more than a small exploration's import (callers in
+    one process, such as notebooks and tests, run ``main`` many times); parsing never changes it."""
+    return build_parser()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command line; returns the exit code (module docstring), also for --help and bad flags."""
     try:
-        args = build_parser().parse_args(argv)  # a bad flag value: one error line, exit 2
+        args = _parser().parse_args(argv)  # a bad flag value: one error line, exit 2
     except SystemExit as e:  # argparse's own exits: --help (0), usage errors (2)
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     except KeyboardInterrupt:
