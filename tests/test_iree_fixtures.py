@@ -340,7 +340,8 @@ def test_console_script_wrappers_resolve_to_the_binaries_they_exec(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """pip's ``bin/iree-opt`` is a Python wrapper (an interpreter start per call); ``find_tool`` returns
-    the ELF binary IREE's package ships, and a script that is no IREE wrapper is returned as found."""
+    the ELF binary IREE's package ships; a script that is no IREE wrapper, or another environment's
+    wrapper, is returned as found."""
     wrapper = Path(sys.executable).parent / "iree-opt"
     if not wrapper.is_file() or not wrapper.read_bytes().startswith(b"#!"):
         pytest.skip("iree-opt next to the interpreter is not a console script")
@@ -354,6 +355,12 @@ def test_console_script_wrappers_resolve_to_the_binaries_they_exec(
     other.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
     assert find_tool("iree-fake-tool") == other
+    # Another environment's wrapper (found on PATH, not next to this interpreter): its binary is not ours.
+    foreign = tmp_path / "iree-compile"
+    foreign.write_text("#!/elsewhere/bin/python\nfrom iree.compiler.tools.scripts.iree_compile.__main__ import main\n")
+    foreign.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-venv" / "python"))
+    assert find_tool("iree-compile") == foreign
 
 
 def test_harness_errors(compiled: Callable[[str, bool], bytes]) -> None:

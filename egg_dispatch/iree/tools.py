@@ -91,13 +91,19 @@ def find_tool(name: str) -> Path | None:
 
 
 def _is_console_script(path: Path) -> bool:
-    """Whether ``path`` is the Python wrapper pip writes for one of IREE's packaged tools."""
+    """Whether ``path`` is the Python wrapper pip wrote for one of IREE's packaged tools, in this
+    interpreter's environment."""
     try:
         with open(path, "rb") as f:
             head = f.read(1024)
     except OSError:
         return False
-    return head.startswith(b"#!") and (b"iree.compiler.tools.scripts" in head or b"iree._runtime.scripts" in head)
+    wraps_iree = b"iree.compiler.tools.scripts" in head or b"iree._runtime.scripts" in head
+    if not head.startswith(b"#!") or not wraps_iree:
+        return False
+    # Only a wrapper of this environment: the binary resolved is then the one the wrapper would exec.
+    interpreter = head[2:].split(b"\n", 1)[0].strip().split(b" ", 1)[0].decode(errors="replace")
+    return Path(interpreter).parent == Path(sys.executable).parent
 
 
 @functools.cache
