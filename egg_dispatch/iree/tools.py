@@ -72,9 +72,9 @@ def find_tool(name: str) -> Path | None:
     """Path of the executable ``name``: next to ``sys.executable`` first, then on ``PATH``.
 
     pip installs IREE's tools as console scripts: Python wrappers that start an interpreter, import
-    IREE's package and only then exec the binary it ships (about 0.15 s per call, where ``iree-opt`` on
-    a small module takes 0.02 s). A wrapper found here is resolved to that binary, as the wrapper itself
-    would resolve it; anything else is returned as found.
+    IREE's package and only then exec the binary it ships: an interpreter start per call, several times
+    what ``iree-opt`` takes on a small module (docs/testing.md). A wrapper of this environment is
+    resolved to that binary, as the wrapper itself would resolve it; anything else is returned as found.
     """
     here = Path(sys.executable).parent
     found: Path | None = None
