@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from egg_dispatch.iree.tools import find_tool
+from egg_dispatch.iree.tools import compile_flags, find_tool
 from egg_dispatch.target.host import host_cpu
 from egg_dispatch.util.table import table_lines
 
@@ -50,10 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         (
             "iree-compile",
             [
-                "--iree-hal-target-backends=llvm-cpu",
-                "--iree-llvmcpu-target-cpu=haswell",
-                "--iree-dispatch-creation-data-tiling",
-                "--compile-to=dispatch-creation",
+                *compile_flags(data_tiling=True, target_cpu="haswell", extra_flags=["--compile-to=dispatch-creation"]),
                 "-o",
                 "/dev/null",
             ],
