@@ -271,6 +271,7 @@ def explore(
     say(f"saturated: {report.enodes} e-nodes, {report.stop_reason}")
     t1 = time.perf_counter()
     data = EGraphData.from_serialized(graph.serialized(), keep_refused=True)  # the start state is always a plan
+    graph.release()  # everything later reads the serialized data
     costs = cost_at_sizes(data, imported, sizes, lambda g: cost_table(g, imported, tgt, measured))
     if imported.dynamic:  # what no allowed size may compile to, not only the priced ones
         costs.conflicts = tuple(sorted({*costs.conflicts, *conflicts_of(data, tgt, imported)}))

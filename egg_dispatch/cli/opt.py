@@ -84,6 +84,7 @@ def plans_for_function(module: Module, function: str, args: argparse.Namespace, 
     # Saturated, a class legality emptied means "no legal plan" (what rule tests check); stopped early by
     # the budget, the start state's own forms stand in until an alternative is derived.
     data = EGraphData.from_serialized(graph.serialized(), keep_refused=not report.saturated)
+    graph.release()
     if data.kept_refused:
         report.stop_reason += "; plans keep forms legality refuses (no alternative derived yet)"
     materialized = args.materialize or "materialize" in families

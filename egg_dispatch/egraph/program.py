@@ -2,12 +2,21 @@
 
 Uses egglog's low-level bindings and sends text (one program per import): egglog 14 parses a whole
 program at once without the memory blow-up of 13.x (docs/egglog.md §1.4-1.5).
+
+Declaring the schema and the rule files costs more than importing a small program, and it is the same
+for every program with the same rules. So a process keeps declared e-graphs (bases) in a pool: a
+``ProgramGraph`` takes one, ``push``-es, adds its program, and ``release`` pops back to the declared
+state and returns the base. A pop restores the e-graph's tables and e-class ids, but not egglog's
+interning of primitive values (strings, vectors, large integers), so ``serialized`` renames primitive
+leaves by their content: the JSON is the same whatever the process explored before (docs/testing.md).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from egglog import bindings
@@ -15,7 +24,61 @@ from egglog import bindings
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.terms import SCHEMA
 
-__all__ = ["EGraphSize", "ProgramGraph"]
+__all__ = ["EGraphSize", "ProgramGraph", "canonical_primitives", "drop_bases", "fresh_bases"]
+
+POOL_KEYS = 8
+"""Distinct rule texts whose declared bases the pool keeps (most recently used first)."""
+POOL_PER_KEY = 2
+"""Idle bases kept per rule text: enough for the graphs a caller holds at once (tests compare two)."""
+
+_pool: dict[str, list[bindings.EGraph]] = {}
+_pool_lock = threading.Lock()
+_reuse = True
+
+
+def drop_bases() -> None:
+    """Forget every idle base: the next graph declares its own, and then reuses that one."""
+    with _pool_lock:
+        _pool.clear()
+
+
+@contextlib.contextmanager
+def fresh_bases() -> Iterator[None]:
+    """Within, every graph declares a base of its own and drops it (the pool is set aside, not
+    emptied): the reference the pool is tested and benchmarked against."""
+    global _reuse
+    with _pool_lock:
+        saved, _reuse = _reuse, False
+    try:
+        yield
+    finally:
+        with _pool_lock:
+            _reuse = saved
+
+
+def _declared(extra: str) -> bindings.EGraph:
+    """A base with the schema and ``extra`` declared: from the pool, or built."""
+    with _pool_lock:
+        idle = _pool.get(extra) if _reuse else None
+        if idle:
+            return idle.pop()
+    egraph = bindings.EGraph()
+    egraph.parse_and_run_program(SCHEMA)
+    if extra:
+        egraph.parse_and_run_program(extra)
+    return egraph
+
+
+def _return(extra: str, egraph: bindings.EGraph) -> None:
+    with _pool_lock:
+        if not _reuse:
+            return
+        idle = _pool.pop(extra, [])
+        if len(idle) < POOL_PER_KEY:
+            idle.append(egraph)
+        _pool[extra] = idle  # most recently used last
+        while len(_pool) > POOL_KEYS:
+            del _pool[next(iter(_pool))]
 
 
 @dataclass(frozen=True)
@@ -27,18 +90,42 @@ class EGraphSize:
 
 
 class ProgramGraph:
-    """An e-graph holding the schema and one imported function (its roots are ``$root``)."""
+    """An e-graph holding the schema, the rules ``extra`` declares and one imported function (its roots
+    are ``$root``). ``release`` hands the declared base back to the pool; a graph never released keeps
+    it, which is always safe."""
 
     def __init__(self, imported: ImportedProgram, extra: str = ""):
         self.imported = imported
-        self.egraph = bindings.EGraph()
-        self.egraph.parse_and_run_program(SCHEMA)
-        if extra:
-            self.egraph.parse_and_run_program(extra)
-        self.egraph.parse_and_run_program(imported.text())
+        self._extra = extra
+        self.egraph: bindings.EGraph | None = _declared(extra)
+        self._depth = 0
+        self.push()
+        self.run(imported.text())
 
     def run(self, program: str) -> Sequence[object]:
+        if self.egraph is None:
+            raise RuntimeError("this e-graph was released")
         return self.egraph.parse_and_run_program(program)
+
+    def push(self) -> None:
+        """Snapshot the e-graph (egglog's ``push``); ``pop`` returns to it."""
+        self.run("(push)")
+        self._depth += 1
+
+    def pop(self) -> None:
+        if self._depth <= 1:
+            raise RuntimeError("pop without a matching push")
+        self.run("(pop)")
+        self._depth -= 1
+
+    def release(self) -> None:
+        """Pop back to the declared base and return it to the pool; the graph is unusable after."""
+        if self.egraph is None:
+            return
+        egraph, self.egraph = self.egraph, None
+        egraph.parse_and_run_program("(pop)\n" * self._depth)
+        self._depth = 0
+        _return(self._extra, egraph)
 
     def _print_size(self) -> list[tuple[str, int]]:
         """Rows per function table, as egglog's ``(print-size)`` gives them."""
@@ -47,8 +134,11 @@ class ProgramGraph:
         return out.sizes
 
     def serialized(self) -> dict:
-        """egraph-serialize JSON (node ids are byte-identical across processes in egglog 14)."""
-        return json.loads(self.egraph.serialize([]).to_json())
+        """egraph-serialize JSON, with primitive leaves named by content (``canonical_primitives``):
+        the same for the same program in any process, after any other program."""
+        if self.egraph is None:
+            raise RuntimeError("this e-graph was released")
+        return canonical_primitives(json.loads(self.egraph.serialize([]).to_json()))
 
     def enodes(self) -> int:
         """E-node rows only (cheap: no serialization); what the saturation budget checks."""
@@ -59,3 +149,52 @@ class ProgramGraph:
         data = self.serialized()
         classes = {n["eclass"] for n in data["nodes"].values()}
         return EGraphSize(sum(n for _, n in sizes), len(classes), sizes)
+
+
+def canonical_primitives(data: dict) -> dict:
+    """Rename primitive nodes (``primitive-String-7``) and their e-classes (``String-7``) by content.
+
+    egglog numbers a primitive by where it sits in its interning tables, which depends on every value
+    the process interned before. Here each sort's primitives are numbered in the order of their content
+    (the literal, then the children's new names), so the names depend on the e-graph alone.
+    Function nodes and their e-classes are untouched.
+    """
+    nodes: dict[str, dict] = data["nodes"]
+    class_data: dict[str, dict] = data.get("class_data", {})
+    prims = {nid: n for nid, n in nodes.items() if nid.startswith("primitive-")}
+    if not prims:
+        return data
+    key: dict[str, tuple] = {}
+
+    def content(nid: str) -> tuple:
+        if nid not in key:
+            n = prims[nid]
+            key[nid] = (n["op"], tuple(content(c) if c in prims else (c,) for c in n["children"]))
+        return key[nid]
+
+    by_sort: dict[str, list[str]] = {}
+    for nid, n in prims.items():
+        sort = class_data.get(n["eclass"], {}).get("type") or n["eclass"].rsplit("-", 1)[0]
+        by_sort.setdefault(sort, []).append(nid)
+    node_name: dict[str, str] = {}
+    class_name: dict[str, str] = {}
+    for sort, ids in by_sort.items():
+        for i, nid in enumerate(sorted(ids, key=content)):
+            node_name[nid] = f"primitive-{sort}-{i}"
+            class_name[prims[nid]["eclass"]] = f"{sort}-{i}"
+
+    def cls(c: str) -> str:
+        return class_name.get(c, c)
+
+    out_nodes = {}
+    for nid, n in nodes.items():
+        m = dict(n)
+        m["eclass"] = cls(n["eclass"])
+        m["children"] = [node_name.get(c, c) for c in n["children"]]
+        out_nodes[node_name.get(nid, nid)] = m
+    out = dict(data)
+    out["nodes"] = out_nodes
+    out["class_data"] = {cls(c): d for c, d in class_data.items()}
+    if "root_eclasses" in data:
+        out["root_eclasses"] = [cls(c) for c in data["root_eclasses"]]
+    return out

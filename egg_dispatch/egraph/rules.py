@@ -134,14 +134,14 @@ def saturate(
         # one stays in memory: take one only before an iteration that may overshoot (SNAPSHOT_FROM).
         snapshot = enodes * growth > budget.enodes
         if snapshot:
-            graph.run("(push)")
+            graph.push()
         changed = _accumulate(report, graph.run(f"(run-schedule {step})"))
         before, enodes = enodes, graph.enodes()
         seen = 2.0 * enodes / max(before, 1)
         growth = min(float(SNAPSHOT_FROM), max(growth, seen) if report.iterations else seen)
         if enodes > budget.enodes:
             if snapshot:
-                graph.run("(pop)")
+                graph.pop()
                 report.stop_reason = "e-node limit"
                 if report.iterations == 0 and graph.enodes() > budget.enodes:
                     report.stop_reason += f" (the start state alone has {graph.enodes()} e-nodes)"
