@@ -30,8 +30,12 @@ POOL_KEYS = 8
 """Distinct rule texts whose declared bases the pool keeps (most recently used first)."""
 POOL_PER_KEY = 2
 """Idle bases kept per rule text: enough for the graphs a caller holds at once (tests compare two)."""
+POOL_USES = 16
+"""Programs a base carries before it is dropped: egglog keeps every run's report across a pop, so a
+base's push and pop grow slower with each program it has carried (docs/testing.md)."""
 
-_pool: dict[str, list[bindings.EGraph]] = {}
+_pool: dict[str, list[tuple[bindings.EGraph, int]]] = {}
+"""Rule text -> idle bases, each with the number of programs it has carried."""
 _pool_lock = threading.Lock()
 _reuse = True
 
@@ -56,8 +60,9 @@ def fresh_bases() -> Iterator[None]:
             _reuse = saved
 
 
-def _declared(extra: str) -> bindings.EGraph:
-    """A base with the schema and ``extra`` declared: from the pool, or built."""
+def _declared(extra: str) -> tuple[bindings.EGraph, int]:
+    """A base with the schema and ``extra`` declared, and the programs it has carried: from the pool,
+    or built."""
     with _pool_lock:
         idle = _pool.get(extra) if _reuse else None
         if idle:
@@ -66,16 +71,16 @@ def _declared(extra: str) -> bindings.EGraph:
     egraph.parse_and_run_program(SCHEMA)
     if extra:
         egraph.parse_and_run_program(extra)
-    return egraph
+    return egraph, 0
 
 
-def _return(extra: str, egraph: bindings.EGraph) -> None:
+def _return(extra: str, egraph: bindings.EGraph, uses: int) -> None:
     with _pool_lock:
-        if not _reuse:
+        if not _reuse or uses >= POOL_USES:
             return
         idle = _pool.pop(extra, [])
         if len(idle) < POOL_PER_KEY:
-            idle.append(egraph)
+            idle.append((egraph, uses))
         _pool[extra] = idle  # most recently used last
         while len(_pool) > POOL_KEYS:
             del _pool[next(iter(_pool))]
@@ -97,7 +102,8 @@ class ProgramGraph:
     def __init__(self, imported: ImportedProgram, extra: str = ""):
         self.imported = imported
         self._extra = extra
-        self.egraph: bindings.EGraph | None = _declared(extra)
+        egraph, self._uses = _declared(extra)
+        self.egraph: bindings.EGraph | None = egraph
         self._depth = 0
         self.push()
         self.run(imported.text())
@@ -125,7 +131,7 @@ class ProgramGraph:
         egraph, self.egraph = self.egraph, None
         egraph.parse_and_run_program("(pop)\n" * self._depth)
         self._depth = 0
-        _return(self._extra, egraph)
+        _return(self._extra, egraph, self._uses + 1)
 
     def _print_size(self) -> list[tuple[str, int]]:
         """Rows per function table, as egglog's ``(print-size)`` gives them."""
