@@ -67,6 +67,22 @@ _OBJECTIVE_SCALE = 1000.0
 _banner_silenced = False
 
 
+def _run_interruptibly(h: highspy.Highs) -> None:
+    """``h.run()`` in HiGHS's own solver thread, waited on from this one. Python delivers Ctrl-C to the
+    main thread between bytecodes only, so during a plain ``run`` it waited for the solve to end (up to
+    the time limit); here it cancels the solve at HiGHS's next interrupt check and is raised at once."""
+    h.HandleUserInterrupt = True
+    h.startSolve()
+    try:
+        while not h.wait(0.1)[0]:
+            pass
+    except KeyboardInterrupt:
+        h.cancelSolve()
+        while not h.wait(0.1)[0]:
+            pass
+        raise
+
+
 def _highs() -> highspy.Highs:
     """A Highs object; the first one in a process prints a banner on C++ stdout, which would corrupt
     ``--emit json`` output, so that one construction runs with fd 1 pointed at /dev/null."""
@@ -389,7 +405,7 @@ def solve_ilp(
     solution.value_valid = True
     h.setSolution(solution)
     solve_start = time.perf_counter()
-    h.run()
+    _run_interruptibly(h)
     stats["solver_seconds"] = time.perf_counter() - solve_start
     status = h.getModelStatus()
     info = h.getInfo()
