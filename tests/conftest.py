@@ -26,12 +26,23 @@ def _isolated_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     return cache
 
 
+def _run_order(item: pytest.Item) -> int:
+    """Slow hypothesis properties first (the longest single tests), then other ``slow`` tests, then the
+    fast lane: with ``--dist worksteal`` (``pyproject.toml``) no worker is left running a long test
+    while the other has finished everything else."""
+    if item.get_closest_marker("slow") is None:
+        return 2
+    return 0 if getattr(getattr(item, "obj", None), "is_hypothesis_test", False) else 1
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``iree`` every test that skips itself without IREE's tools (a ``skipif`` whose reason names
-    IREE, one of its tools or its runtime), so that ``-m "not iree"`` and ``-m iree`` select by what a test needs."""
+    IREE, one of its tools or its runtime), so that ``-m "not iree"`` and ``-m iree`` select by what a test
+    needs; then order the run (``_run_order``; a stable sort, the same on every worker)."""
     for item in items:
         for mark in item.iter_markers("skipif"):
             reason = str(mark.kwargs.get("reason", ""))
             if "IREE" in reason or "iree-" in reason or "iree.runtime" in reason:
                 item.add_marker(pytest.mark.iree)
                 break
+    items.sort(key=_run_order)
