@@ -12,13 +12,16 @@ below it, so the condition is checked against the compiler, not only against its
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import egg_dispatch.cost.model as cost_model
+import egg_dispatch.pipeline as pipeline
 from egg_dispatch.cost.conflicts import (
     codegen_conflicts,
     is_result_layout,
@@ -31,11 +34,12 @@ from egg_dispatch.egraph.data import Node
 from egg_dispatch.egraph.rules import FAMILIES
 from egg_dispatch.emit.iree.module import emit_iree
 from egg_dispatch.iree.dispatch_creation import first_error_line, iree_compile_flags
+from egg_dispatch.iree.lowering import StartState
 from egg_dispatch.iree.tools import IreeError, compile_module, find_tool
 from egg_dispatch.pipeline import explore
 from egg_dispatch.result.exploration import Exploration
 from egg_dispatch.target.layout import resolve_layout
-from egg_dispatch.target.profile import load_target
+from egg_dispatch.target.profile import Target, load_target
 
 pytestmark = pytest.mark.slow  # IREE builds, explorations at model size or long properties (docs/testing.md)
 
@@ -44,14 +48,48 @@ FIXTURES = Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))  # the probe's program builder
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_start_state_per_program() -> Iterator[None]:
+    """explore's IREE start state (``iree-compile --compile-to=dispatch-creation``) run once per program,
+    name and compile flags in this module, not once per explore: many tests explore one program for one
+    target with other families, extractors or options, and that run (its inputs: the source and the
+    flags ``start_state`` derives from the target) is deterministic, so its output is shared. A failed
+    run is not cached."""
+    real = pipeline.start_state
+    cache: dict[tuple[object, ...], StartState] = {}
+
+    def shared(source: str | os.PathLike[str], target: Target, *, name: str | None = None) -> StartState:
+        data_tiling, cpu, others = iree_compile_flags(target)
+        key = (source, name, data_tiling, cpu, tuple(others))
+        if key not in cache:
+            cache[key] = real(source, target, name=name)
+        return cache[key]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pipeline, "start_state", shared)
+        yield
+
+
 def plain_chain(ex: Exploration, choice: dict[str, str]) -> bool:
     """The plan has the dispatch the conflicts describe, at any size (found again, with a limit of 0)."""
     found = unset_generic_set_conflicts(ex.data, 0, cost_model._Facts(ex.data).info)
     return bool(violated_conflicts(CostTable(conflicts=tuple(found)), choice))
 
 
+def hex_elements(values: np.ndarray, dtype: str) -> str:
+    """``values`` as an MLIR hex dense body (``0x`` + their little-endian bytes in ``dtype``): exact only
+    for values ``dtype`` holds exactly, which the callers' eighths are."""
+    data = values.astype(dtype)
+    assert np.array_equal(data, values), "the values are not exact in " + dtype
+    return "0x" + data.tobytes().hex().upper()
+
+
 def mlp(m: int, d: int, f: int) -> str:
-    """x [m, d] -> matmul W1 [d, f] + b1, ReLU -> matmul W2 [f, d] + b2 (constant weights, eighths)."""
+    """x [m, d] -> matmul W1 [d, f] + b1, ReLU -> matmul W2 [f, d] + b2 (constant weights, eighths).
+
+    The constants are spelled as hex (``dense<"0x...">``, little-endian f32): the same DenseElementsAttr
+    as the decimal list (eighths are exact in f32), which our parser and IREE's read far faster at the
+    model sizes compiled below."""
     rng = np.random.default_rng(m * 1000 + f)
 
     def t(*shape: int) -> str:
@@ -59,7 +97,7 @@ def mlp(m: int, d: int, f: int) -> str:
 
     def const(name: str, *shape: int) -> str:
         values = rng.integers(-8, 9, shape) / 8
-        return f"  %{name} = arith.constant dense<{json.dumps(values.tolist())}> : {t(*shape)}\n"
+        return f'  %{name} = arith.constant dense<"{hex_elements(values, "<f4")}"> : {t(*shape)}\n'
 
     def bias(out: str, x: str, b: str, rows: int, cols: int, relu: bool) -> str:
         maps = "[affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>]"
@@ -145,8 +183,9 @@ needs_iree = pytest.mark.skipif(find_tool("iree-compile") is None, reason="IREE 
 @pytest.mark.parametrize(("m", "d", "f"), [(16, 32, 256), (24, 32, 160), (128, 512, 2048)])
 @pytest.mark.parametrize("target", ["x86_64-avx512", "x86_64-avx2"])
 def test_chosen_plans_compile(m: int, d: int, f: int, target: str) -> None:
+    program = mlp(m, d, f)
     for families in (NO_SINK, FAMILIES):
-        ex = explore(mlp(m, d, f), target, baseline=False, lam=0.0, families=families)
+        ex = explore(program, target, baseline=False, lam=0.0, families=families)
         assert _compiles(ex.best.mlir, target) == "ok", families
 
 
@@ -164,7 +203,8 @@ def test_the_condition_is_iree_s(monkeypatch: pytest.MonkeyPatch, m: int, f: int
 
 
 def f16_linear(m: int, d: int, f: int) -> str:
-    """x [m, d] f16 times a constant f16 weight [d, f] into f32: a contraction written as a generic."""
+    """x [m, d] f16 times a constant f16 weight [d, f] into f32: a contraction written as a generic (the
+    weight in hex, as in ``mlp``: eighths are exact in f16)."""
     w = np.random.default_rng(f).integers(-8, 9, (d, f)) / 8
     maps = (
         "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
@@ -172,7 +212,7 @@ def f16_linear(m: int, d: int, f: int) -> str:
     )
     return (
         f"func.func @f16_linear(%x: tensor<{m}x{d}xf16>) -> tensor<{m}x{f}xf32> {{\n"
-        f"  %w = arith.constant dense<{json.dumps(w.tolist())}> : tensor<{d}x{f}xf16>\n"
+        f'  %w = arith.constant dense<"{hex_elements(w, "<f2")}"> : tensor<{d}x{f}xf16>\n'
         "  %zero = arith.constant 0.0 : f32\n"
         f"  %e = tensor.empty() : tensor<{m}x{f}xf32>\n"
         f"  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<{m}x{f}xf32>) -> tensor<{m}x{f}xf32>\n"
@@ -292,12 +332,20 @@ def test_the_plain_result_pack_condition_is_not_vacuous() -> None:
     assert all(r["iree"] == "ok" for r in rows if r["form"] == "lhs" or r["m"] == 1)
 
 
-def test_the_gpt2_block_holds_plain_result_packs_and_no_plan_chooses_one() -> None:
+@pytest.fixture(scope="module")
+def gpt2_zen5() -> Exploration:
+    """The GPT-2 block explored under the Zen 5 profile with the λ sweep and the best 4: its ``best`` is
+    what ``explore(GPT2, target, baseline=False)`` returns (explore extracts it before either sweep),
+    so the tests of the e-graph and of the best plan's compiling share one exploration."""
+    return explore(GPT2, load_target(str(ZEN5)), baseline=False, pareto=True, top_k=4)
+
+
+def test_the_gpt2_block_holds_plain_result_packs_and_no_plan_chooses_one(gpt2_zen5: Exploration) -> None:
     """The GPT-2 block's e-graph holds {plain out-projection, pack of its result} dispatches (the
     ``untile`` family's plain contraction in the class a residual add on the tiles reads encoded); on
     AVX-512 they are conflicts, on AVX2 (nothing failed in the probe) they are not; no plan explore
     reports chooses one."""
-    ex = explore(GPT2, load_target(str(ZEN5)), baseline=False, pareto=True, top_k=4)
+    ex = gpt2_zen5
     g = ex.data
     facts = cost_model._Facts(g)
 
@@ -328,13 +376,14 @@ def test_recorded_plain_result_pack_outcomes_still_hold(m: int, n: int, k: int) 
 
 
 @needs_iree
-def test_gpt2_best_plan_compiles_and_needed_the_conflict(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gpt2_best_plan_compiles_and_needed_the_conflict(
+    monkeypatch: pytest.MonkeyPatch, gpt2_zen5: Exploration
+) -> None:
     """Under the Zen 5 profile explore's best GPT-2 plan compiles for AVX-512; with the plain-result
     condition switched off the best plan is one IREE rejects ('large vector sizes'), so the test can
     fail and the conflict is what keeps the plan out."""
     target = load_target(str(ZEN5))
-    ex = explore(GPT2, target, baseline=False)
-    assert _compiles(ex.best.mlir, str(ZEN5)) == "ok"
+    assert _compiles(gpt2_zen5.best.mlir, str(ZEN5)) == "ok"
     monkeypatch.setattr(
         cost_model, "codegen_conflicts", lambda g, limit, info, *a, **k: codegen_conflicts(g, limit, info)
     )
