@@ -62,7 +62,9 @@ from egg_dispatch.cost.measured import MeasuredTimes
 from egg_dispatch.cost.table import CostTable, NodeCost
 from egg_dispatch.egraph.data import EGraphData, Node, Term
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
+from egg_dispatch.egraph.terms import BOUNDARY
 from egg_dispatch.mlir.ir import Operation, ScalarType, element_nbytes
+from egg_dispatch.mlir.ops import RESHAPE_OPS
 from egg_dispatch.target.kernels import ROLES, KernelCosts, attention_flops
 from egg_dispatch.target.layout import Layout
 from egg_dispatch.target.profile import Target
@@ -483,13 +485,10 @@ def _mmt4d_flops(operands: Sequence[TensorInfo]) -> int:
     return 2 * lhs[0] * lhs[2] * rhs[0] * rhs[2] * lhs[1] * lhs[3]
 
 
-_BOUNDARY = frozenset({"Arg", "Const", "Scalar", "Size", "Dispatch", "ConstEval"})
-
-
 def _is_boundary(g: EGraphData, c: str) -> bool:
     """Class c is read from outside the dispatch (every node of it a boundary)."""
     nodes = g.choices(c)
-    return bool(nodes) and all(n.op in _BOUNDARY for n in nodes)
+    return bool(nodes) and all(n.op in BOUNDARY for n in nodes)
 
 
 def _fused_pack(g: EGraphData, c: str, facts: _Facts) -> tuple[TensorInfo, TensorInfo, int | None] | None:
@@ -523,7 +522,7 @@ def _producer_in_dispatch(g: EGraphData, c: str, imported: ImportedProgram) -> s
             return "reshape"
     nodes = g.choices(c)
     unsets = [n for n in nodes if n.op in ("UnsetEncoding", "Unpack")]
-    if unsets and not any(n.op in _BOUNDARY for n in nodes) and not any(_is_boundary(g, n.children[0]) for n in unsets):
+    if unsets and not any(n.op in BOUNDARY for n in nodes) and not any(_is_boundary(g, n.children[0]) for n in unsets):
         return "contraction"
     return None
 
@@ -860,10 +859,6 @@ def _node_cost(
         return NodeCost(memory_bytes=out.stored_bytes)
     seconds = node_seconds(g, c, op, kids, facts, imported, target, measured)
     return NodeCost(run_seconds=seconds, load_seconds=seconds)
-
-
-RESHAPE_OPS = frozenset({"tensor.collapse_shape", "tensor.expand_shape", "flow.tensor.reshape"})
-"""Reshapes: views of their input's bytes (``flow.tensor.reshape`` is what IREE prints between dispatches)."""
 
 
 def is_reshape(g: EGraphData, imported: ImportedProgram, c: str) -> bool:

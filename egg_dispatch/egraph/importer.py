@@ -17,7 +17,7 @@ from typing import cast
 
 from egg_dispatch.egraph.import_util import _captures, _digest, _head, _is_constant, encoding_key, maps_key
 from egg_dispatch.egraph.imported import ImportedProgram, ImportError_, Parameter
-from egg_dispatch.egraph.terms import ivec, quote, tlist
+from egg_dispatch.egraph.terms import BOUNDARY, ivec, quote, tlist
 from egg_dispatch.mlir.abi import argument_tensor_types
 from egg_dispatch.mlir.flow_ops import FLOW_SLICE, slice_operands
 from egg_dispatch.mlir.ir import (
@@ -54,7 +54,6 @@ from egg_dispatch.mlir.shapes import function_shapes
 
 __all__ = ["encoding_key", "import_function", "maps_key"]
 
-_BOUNDARY_HEADS = {"Arg", "Const", "Scalar", "Size", "Dispatch", "ConstEval"}
 _PLACED = {
     "flow.dispatch.region",
     "flow.dispatch.workgroups",
@@ -163,7 +162,7 @@ class _Importer:
             term = self.terms[v]
         except KeyError:
             raise ImportError_(f"%{v.name} is used before it is defined (or comes from an unsupported op)") from None
-        if self.in_region and v in self.top_level and _head(self.out.lets.get(term, "")) not in _BOUNDARY_HEADS:
+        if self.in_region and v in self.top_level and _head(self.out.lets.get(term, "")) not in BOUNDARY:
             # Computed between dispatches (a transpose, a reshape): IREE runs it on its own, before
             # the dispatch that reads it, so here it is a dispatch input.
             if v not in self.outside:

@@ -49,8 +49,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 __all__ = [
+    "BOUNDARY",
     "CONSTRUCTORS",
+    "PLACEMENTS",
     "SCHEMA",
+    "STORED",
     "enc",
     "ivec",
     "quote",
@@ -97,7 +100,16 @@ CONSTRUCTORS = (
 )  # fmt: skip
 """Every ``Tensor`` constructor, in declaration order."""
 
-PLACEMENTS = ("Dispatch", "ConstEval")
+PLACEMENTS = frozenset({"Dispatch", "ConstEval"})
+"""Placement heads: the value is computed by a dispatch of its own (``Dispatch``) or once at module
+load into a global (``ConstEval``), and stored."""
+
+STORED = frozenset({"Arg", "Const"}) | PLACEMENTS
+"""Heads whose value a dispatch reads from a buffer: arguments, constants and placed values."""
+
+BOUNDARY = STORED | {"Scalar", "Size"}
+"""Heads a dispatch reads as inputs, ``rules/analysis.egg``'s ``boundary`` relation: stored values,
+scalars and dynamic sizes. Everything else is computed inside the dispatch that consumes it."""
 
 
 def quote(s: str) -> str:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import cast
 
-from egg_dispatch.cost.model import RESHAPE_OPS
 from egg_dispatch.egraph.data import Term
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
+from egg_dispatch.egraph.terms import PLACEMENTS, STORED
 from egg_dispatch.egraph.terms import enc as enc_text
 from egg_dispatch.emit.clone import EmitError, _clone_region, _inline_captured_constants, _rename, _rename_uses
 from egg_dispatch.emit.dims import SizeValues, dynamic_type
@@ -40,13 +40,11 @@ from egg_dispatch.mlir.ir import (
     UnitAttr,
     Value,
 )
-from egg_dispatch.mlir.ops import DYNAMIC, attr, make_int_list, set_dims, tensor_type
+from egg_dispatch.mlir.ops import DYNAMIC, RESHAPE_OPS, attr, make_int_list, set_dims, tensor_type
 from egg_dispatch.target.layout import Layout
 from egg_dispatch.util.deep import allow_deep_recursion
 
 __all__ = ["EmitError", "Emitter"]
-
-BOUNDARY_OPS = frozenset({"Arg", "Const", "Dispatch", "ConstEval"})
 
 
 @dataclass
@@ -127,7 +125,7 @@ class Emitter:
             if src.encoding is None:  # a packed (materialized) tensor: slice its outer dims
                 return dynamic_type(self._packed_slice(a[0], a[1], a[2])[1], src.element)
             return dynamic_type(a[2], src.element, src.encoding)
-        if op in ("Dispatch", "ConstEval"):
+        if op in PLACEMENTS:
             return self.type_of(a[0])
         raise EmitError(f"cannot type term {op}")
 
@@ -147,7 +145,7 @@ class Emitter:
             arg_t = self.type_of(t)
             assert isinstance(arg_t, TensorType), f"argument {a[0]} is not a tensor"
             return arg_t.static_shape  # a dynamic argument has its arg_dims
-        if op in ("Fill", "SetEncoding", "Dispatch", "ConstEval"):
+        if op in {"Fill", "SetEncoding"} | PLACEMENTS:
             return self.shape_of(a[1] if op == "Fill" else a[0])
         if op in ("Contract", "Mmt4d", "InsertSlice"):
             return self.shape_of(a[-1] if op != "InsertSlice" else a[1])
@@ -268,7 +266,7 @@ class Emitter:
         if key in ctx.cache:
             return ctx.cache[key]
         op, a = t.op, t.args
-        boundary = op in BOUNDARY_OPS
+        boundary = op in STORED
         if ctx.in_dispatch and boundary:
             v = self.value(t, self.top)  # a dispatch input: computed outside, captured
         elif op == "Arg":
@@ -300,7 +298,7 @@ class Emitter:
             return self.value(inner, ctx)
         if inner.op == "Op" and self.imp.ops[inner.args[0]].name in RESHAPE_OPS:
             return self.value(inner, self.top)  # a reshape between dispatches: metadata, no dispatch
-        if inner.op == "SetEncoding" and inner.args[0].op in BOUNDARY_OPS and inner.args[0].op != "Const":
+        if inner.op == "SetEncoding" and inner.args[0].op in STORED and inner.args[0].op != "Const":
             src = self.value(inner.args[0], self.top)
             dims = self.dim_values(inner)
             attrs: dict[str, Attr] = {}
@@ -463,9 +461,9 @@ class Emitter:
     def _packed_slice(self, src: Term, offsets: tuple, sizes: tuple) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """Offsets/sizes on a packed tensor for a tile-aligned slice of its logical tensor (size codes
         for what is dynamic: exact quotients, since the slice is tile-aligned for every size)."""
-        assert src.op == "Pack" or src.op in ("Dispatch", "ConstEval")
+        assert src.op == "Pack" or src.op in PLACEMENTS
         pack = src
-        while pack.op in ("Dispatch", "ConstEval"):
+        while pack.op in PLACEMENTS:
             pack = pack.args[0]
         layout = _layout(pack.args[1])
         logical = self.type_of(pack.args[0])
@@ -523,7 +521,7 @@ def _packed_layout(t: Term) -> Layout | None:
         return _packed_layout(a[1])
     if op == "Generic":
         return _packed_layout(a[2][0]) if a[2] else None
-    if op in ("Dispatch", "ConstEval", "EncodedSlice"):
+    if op in PLACEMENTS | {"EncodedSlice"}:
         return _packed_layout(a[0])
     return None
 

@@ -94,7 +94,9 @@ __all__ = [
     "DIM_SEGMENTS",
     "DYNAMIC",
     "ELEMENTWISE_DIALECTS",
+    "RESHAPE_OPS",
     "RETURN_OPS",
+    "TENSOR_RESHAPE_OPS",
     "WORKLOAD",
     "attr",
     "base_operands",
@@ -126,6 +128,13 @@ CONTRACTION_OPS = frozenset(
 """Named ops of the matmul family that IREE's SetEncoding encodes (docs/iree-data-tiling.md §1.1)."""
 
 ELEMENTWISE_DIALECTS = ("arith", "math")
+
+TENSOR_RESHAPE_OPS = frozenset({"tensor.collapse_shape", "tensor.expand_shape"})
+"""``tensor`` ops that only reinterpret a tensor's shape (the row-major data unchanged)."""
+
+RESHAPE_OPS = TENSOR_RESHAPE_OPS | {"flow.tensor.reshape"}
+"""Every reshape, ``flow.tensor.reshape`` being what IREE prints between dispatches: views of their
+input's bytes."""
 
 CAST_OPS = frozenset({
     "extf", "truncf", "sitofp", "uitofp", "fptosi", "fptoui", "extsi", "extui", "trunci",

@@ -22,6 +22,7 @@ from egg_dispatch.mlir.ops import (
     CONTRACTION_OPS,
     DIM_SEGMENTS,
     RETURN_OPS,
+    TENSOR_RESHAPE_OPS,
     WORKLOAD,
     attr,
     base_operands,
@@ -162,7 +163,7 @@ def print_op_body(p: Printer, op: Operation, indent: str) -> str:
         if n == "tensor.extract_slice":
             return f"{head}{sl}{extra} : {p.type(src.type)} to {p.type(op.result.type)}"
         return f"{head}{sl}{extra} : {p.type(src.type)} into {p.type(op.result.type)}"
-    if n in ("tensor.collapse_shape", "tensor.expand_shape"):
+    if n in TENSOR_RESHAPE_OPS:
         reassoc = p.attr(a["reassociation"])
         shape = ""
         if n == "tensor.expand_shape":

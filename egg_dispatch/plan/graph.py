@@ -38,6 +38,7 @@ from egg_dispatch.cost.model import (
 )
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.imported import ImportedProgram
+from egg_dispatch.egraph.terms import STORED
 from egg_dispatch.extract.common import plan_contexts
 from egg_dispatch.target.profile import Target
 from egg_dispatch.util.deep import allow_deep_recursion
@@ -177,7 +178,7 @@ def build_plan(
         """Walk the computation fused at c (down to boundaries), charging each class once."""
         nonlocal load_seconds, top_seconds
         node = g.nodes[choice[c]]
-        if node.op in ("Arg", "Const", "Dispatch", "ConstEval"):
+        if node.op in STORED:
             visit(c, at_load)
             boundary_reads.append((producer(c), facts.info(c).stored_bytes))
             return

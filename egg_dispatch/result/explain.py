@@ -26,7 +26,7 @@ from egg_dispatch.egraph.facts import (
 )
 from egg_dispatch.egraph.sink_facts import sink_sites
 from egg_dispatch.egraph.size_facts import const_eval_refusal, mappable
-from egg_dispatch.egraph.terms import ivec
+from egg_dispatch.egraph.terms import STORED, ivec
 from egg_dispatch.mlir.ir import TensorType, element_nbytes
 from egg_dispatch.plan.graph import PlanMetrics, build_plan
 from egg_dispatch.plan.sized import plan_at_sizes
@@ -75,7 +75,7 @@ def _const_expr_reason(e: Exploration, let: str) -> str | None:
 def _hoist_reason(e: Exploration, let: str) -> str | None:
     term = e.imported.lets[let]
     head = term[1:].split(" ", 1)[0]
-    if head in ("Arg", "Const", "Dispatch", "ConstEval", "Scalar"):
+    if head in STORED | {"Scalar"}:
         return None
     m = _SLICE.match(term)
     if m:

@@ -17,6 +17,7 @@ from egg_dispatch.mlir.ir import (
 )
 from egg_dispatch.mlir.ops import (
     DYNAMIC,
+    TENSOR_RESHAPE_OPS,
     WORKLOAD,
     attr,
     dim_group,
@@ -37,7 +38,6 @@ _KEEP_TOP = frozenset(
 )  # fmt: skip
 """Top-level ops kept as they are (``flow.tensor.reshape``: IREE's own reshape between dispatches, in a plan
 imported from IREE's output)."""
-_RESHAPES = frozenset({"tensor.expand_shape", "tensor.collapse_shape"})
 _SIZE_OPS = frozenset(
     {"tensor.dim", "util.assume.int", "hal.buffer_view.dim", "arith.muli", "arith.addi", "arith.subi",
      "arith.divui", "arith.divsi", "arith.ceildivui", "arith.remui", "arith.remsi", "arith.index_cast"}
@@ -182,7 +182,7 @@ class DispatchConverter:
                 mapping[op.result] = b.add("flow.tensor.encode", operands, [op.result.type], attrs).result
             elif n == "tensor.extract_slice" and (folded := fold_constant_slice(op)) is not None:
                 mapping[op.result] = b.add("arith.constant", [], [op.result.type], {"value": folded}).result
-            elif n in _RESHAPES:
+            elif n in TENSOR_RESHAPE_OPS:
                 self.reshape(op, b, mapping)
             elif n in _KEEP_TOP or n in ("util.return",):
                 b.clone(op, mapping)
@@ -228,7 +228,7 @@ class DispatchConverter:
             if isinstance(owner, Operation) and (
                 owner.name == "tensor.empty"
                 or (owner.name == "arith.constant" and not isinstance(v.type, TensorType))
-                or (owner.name in _RESHAPES and v not in self.boxed and owner not in body_ops)
+                or (owner.name in TENSOR_RESHAPE_OPS and v not in self.boxed and owner not in body_ops)
             ):
                 if owner not in prelude:
                     prelude.insert(0, owner)
