@@ -34,7 +34,7 @@ from egg_dispatch.extract import (
     plan_contexts,
     plan_objective,
 )
-from egg_dispatch.extract.prune import _necessary, prune
+from egg_dispatch.extract.prune import necessary_classes, prune
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.start.initial_plan import initial_plan
 from egg_dispatch.target.profile import load_target
@@ -456,10 +456,10 @@ def test_necessary_classes_follow_every_alternative() -> None:
     }
     order = ["B", "C", "E", "D", "A", "T", "R"]
     g = build(spec, "R")
-    needed, at_run = _necessary(g, prune(g, {n: NodeCost(run_seconds=1.0) for n in g.nodes}), order)
+    needed, at_run = necessary_classes(g, prune(g, {n: NodeCost(run_seconds=1.0) for n in g.nodes}), order)
     assert (needed, at_run) == ({"R", "A", "T", "B", "E"}, {"R", "A", "T", "B"})
     # D = h2(A) closes a cycle; only acyclic plans could still infer B, and the fixpoint does not
     # reason about acyclicity: conservative (B dropped), never wrong.
     g = build({**spec, "D": [("h", "h", ["B"]), ("h2", "h2", ["A"])]}, "R")
-    needed, _ = _necessary(g, prune(g, {n: NodeCost(run_seconds=1.0) for n in g.nodes}), order)
+    needed, _ = necessary_classes(g, prune(g, {n: NodeCost(run_seconds=1.0) for n in g.nodes}), order)
     assert needed == {"R", "A", "T", "E"}

@@ -10,10 +10,11 @@ from egg_dispatch.egraph.terms import enc
 from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, Operation, Value
 from egg_dispatch.mlir.printer import Printer
 
-__all__ = ["encoding_key", "maps_key"]
+__all__ = ["captured_values", "digest_key", "encoding_key", "is_arith_constant", "maps_key", "term_head"]
 
 
-def _head(term: str) -> str:
+def term_head(term: str) -> str:
+    """The head of a term's text (``(Slice ...)`` -> ``Slice``); "" for a name."""
     return term[1:].split(" ", 1)[0].rstrip(")") if term.startswith("(") else ""
 
 
@@ -43,11 +44,12 @@ def encoding_key(e: EncodingAttr) -> str:
     )
 
 
-def _digest(*parts: object) -> str:
+def digest_key(*parts: object) -> str:
+    """A short stable digest of ``parts``: keys ops and constants by content."""
     return hashlib.sha1("\x1f".join(map(str, parts)).encode()).hexdigest()[:10]
 
 
-def _captures(op: Operation) -> list[Value]:
+def captured_values(op: Operation) -> list[Value]:
     """Values an op's regions use but do not define (a body reading a scalar from outside)."""
     inner: set[Value] = set()
     uses: list[Value] = []
@@ -68,5 +70,6 @@ def _captures(op: Operation) -> list[Value]:
     return out
 
 
-def _is_constant(v: Value) -> bool:
+def is_arith_constant(v: Value) -> bool:
+    """v is the result of an ``arith.constant``."""
     return isinstance(v.owner, Operation) and v.owner.name == "arith.constant"

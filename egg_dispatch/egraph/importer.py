@@ -15,7 +15,14 @@ from __future__ import annotations
 import re
 from typing import cast
 
-from egg_dispatch.egraph.import_util import _captures, _digest, _head, _is_constant, encoding_key, maps_key
+from egg_dispatch.egraph.import_util import (
+    captured_values,
+    digest_key,
+    encoding_key,
+    is_arith_constant,
+    maps_key,
+    term_head,
+)
 from egg_dispatch.egraph.imported import ImportedProgram, ImportError_, Parameter
 from egg_dispatch.egraph.terms import BOUNDARY, ivec, quote, tlist
 from egg_dispatch.mlir.abi import argument_tensor_types
@@ -162,7 +169,7 @@ class _Importer:
             term = self.terms[v]
         except KeyError:
             raise ImportError_(f"%{v.name} is used before it is defined (or comes from an unsupported op)") from None
-        if self.in_region and v in self.top_level and _head(self.out.lets.get(term, "")) not in BOUNDARY:
+        if self.in_region and v in self.top_level and term_head(self.out.lets.get(term, "")) not in BOUNDARY:
             # Computed between dispatches (a transpose, a reshape): IREE runs it on its own, before
             # the dispatch that reads it, so here it is a dispatch input.
             if v not in self.outside:
@@ -207,7 +214,7 @@ class _Importer:
         dims = [self.dims(r, r.type) if isinstance(r.type, TensorType) else () for r in op.results]
         dynamic = [d for d in dims if any(v < 0 for v in d)]
         parts = [op.name, attrs, body, types, op.opaque_text, where, *([dynamic] if dynamic else [])]
-        key = f"{op.name}#{_digest(*parts)}"
+        key = f"{op.name}#{digest_key(*parts)}"
         self.out.ops[key] = op
         if dynamic:
             self.out.op_dims[key] = dims  # the sizes of its results (an op's key says which expression)
@@ -299,7 +306,7 @@ class _Importer:
             lhs, rhs = ins(op)
             self.let(op.result, f"(Mmt4d {self.t(lhs)} {self.t(rhs)} {self.t(outs(op)[0])})", op.result.type)
             return
-        if n == "linalg.generic" and len(op.results) == 1 and not any(not _is_constant(v) for v in _captures(op)):
+        if n == "linalg.generic" and len(op.results) == 1 and all(is_arith_constant(v) for v in captured_values(op)):
             key = self.op_key(op, unique=False)
             i_terms = tlist([self.t(v) for v in ins(op)])
             o_terms = tlist([self.t(v) for v in outs(op)])
@@ -419,7 +426,7 @@ class _Importer:
 
     def generic_op(self, op: Operation, unique: bool) -> None:
         key = self.op_key(op, unique)
-        captured = [v for v in _captures(op) if not _is_constant(v)]
+        captured = [v for v in captured_values(op) if not is_arith_constant(v)]
         if captured:
             self.out.captures[key] = captured
         inputs = tlist([self.t(v) for v in [*op.operands, *captured]])

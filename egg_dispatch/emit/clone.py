@@ -6,14 +6,14 @@ import re
 
 from egg_dispatch.mlir.ir import Block, Module, Operation, Region, Value
 
-__all__ = ["EmitError"]
+__all__ = ["EmitError", "clone_region", "inline_captured_constants", "rename_uses", "rename_values"]
 
 
 class EmitError(Exception):
     pass
 
 
-def _inline_captured_constants(proto: Operation, op: Operation, mapping: dict[Value, Value]) -> None:
+def inline_captured_constants(proto: Operation, op: Operation, mapping: dict[Value, Value]) -> None:
     """A body that uses a value from outside (``%zero`` in a relu) gets its own copy of that
     constant, so the op stays valid wherever the plan puts it."""
     inner = {v for r in proto.regions for b in r.blocks for v in b.args}
@@ -41,7 +41,8 @@ def _inline_captured_constants(proto: Operation, op: Operation, mapping: dict[Va
             o.operands = [added.get(x, x) for x in o.operands]
 
 
-def _clone_region(r: Region, mapping: dict[Value, Value]) -> Region:
+def clone_region(r: Region, mapping: dict[Value, Value]) -> Region:
+    """A deep copy of region r; ``mapping`` maps old values to new and learns the copied ones."""
     out = Region()
     for b in r.blocks:
         nb = Block(label=b.label)
@@ -56,19 +57,19 @@ def _clone_region(r: Region, mapping: dict[Value, Value]) -> Region:
             no.results = [Value(x.name, x.type, no, x.index) for x in o.results]
             for x, y in zip(o.results, no.results, strict=True):
                 mapping[x] = y
-            no.regions = [_clone_region(rr, mapping) for rr in o.regions]
+            no.regions = [clone_region(rr, mapping) for rr in o.regions]
             nb.ops.append(no)
         out.blocks.append(nb)
     return out
 
 
-def _rename_uses(text: str, old: list[str], new: list[str]) -> str:
+def rename_uses(text: str, old: list[str], new: list[str]) -> str:
     """Rewrite ``%old`` uses in an opaque op's kept text to the operands' new names."""
     table = dict(zip(old, new, strict=True))
     return re.sub(r"%([A-Za-z0-9_$.\-]+)", lambda m: "%" + table.get(m.group(1), m.group(1)), text)
 
 
-def _rename(module: Module) -> None:
+def rename_values(module: Module) -> None:
     """Fresh, unique SSA names: %argN for function arguments, %N for everything else."""
     n = 0
     for top in module.ops:

@@ -16,7 +16,7 @@ from egg_dispatch.egraph.data import Term
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
 from egg_dispatch.egraph.terms import PLACEMENTS, STORED
 from egg_dispatch.egraph.terms import enc as enc_text
-from egg_dispatch.emit.clone import EmitError, _clone_region, _inline_captured_constants, _rename, _rename_uses
+from egg_dispatch.emit.clone import EmitError, clone_region, inline_captured_constants, rename_uses, rename_values
 from egg_dispatch.emit.dims import SizeValues, dynamic_type
 from egg_dispatch.emit.packed import PackedGenericError, packed_generic_maps
 from egg_dispatch.mlir.ir import (
@@ -240,9 +240,9 @@ class Emitter:
             regions=[Region([func_block])],
         )
         self.module.ops.append(func)
-        _rename(self.module)
+        rename_values(self.module)
         for op, names in self.opaque:
-            op.opaque_text = _rename_uses(op.opaque_text or "", names, [v.name for v in op.operands])
+            op.opaque_text = rename_uses(op.opaque_text or "", names, [v.name for v in op.operands])
         return self.module
 
     def add(
@@ -488,8 +488,8 @@ class Emitter:
         if proto.opaque_text is not None:
             self.opaque.append((op, [v.name for v in proto.operands]))
         op.results = [Value("", t, op, i) for i, t in enumerate(types)]
-        op.regions = [_clone_region(r, mapping) for r in proto.regions]
-        _inline_captured_constants(proto, op, mapping)
+        op.regions = [clone_region(r, mapping) for r in proto.regions]
+        inline_captured_constants(proto, op, mapping)
         ctx.block.ops.append(op)
         return op.results[0]
 

@@ -10,7 +10,7 @@ import numpy as np
 from egg_dispatch.evaluate.values import EvaluationError
 from egg_dispatch.mlir.ir import AffineMapAttr
 
-__all__ = ["LoopSpace", "identity_map", "loop_sizes", "perm_map", "to_output", "view"]
+__all__ = ["LoopSpace", "identity_map", "loop_expr", "loop_sizes", "perm_map", "to_output", "view"]
 
 
 def perm_map(num_dims: int, dims: Sequence[int]) -> AffineMapAttr:
@@ -76,7 +76,8 @@ def loop_sizes(maps: Sequence[AffineMapAttr], shapes: Sequence[tuple[int, ...]])
     return tuple(s for s in sizes if s is not None)
 
 
-def _expr(e: tuple, grids: Callable[[int], np.ndarray]) -> np.ndarray | int:
+def loop_expr(e: tuple, grids: Callable[[int], np.ndarray]) -> np.ndarray | int:
+    """The value of one affine result expression (``("d", j)``, ``("c", k)``, or a binary op) over the loop grids."""
     kind = e[0]
     if kind == "d":
         return grids(e[1])
@@ -84,7 +85,7 @@ def _expr(e: tuple, grids: Callable[[int], np.ndarray]) -> np.ndarray | int:
         return int(e[1])
     if kind == "s":
         raise EvaluationError("affine maps with symbols are not supported")
-    a, b = _expr(e[1], grids), _expr(e[2], grids)
+    a, b = loop_expr(e[1], grids), loop_expr(e[2], grids)
     if kind == "+":
         return a + b
     if kind == "-":
@@ -114,7 +115,7 @@ def view(arr: np.ndarray, amap: AffineMapAttr, space: LoopSpace) -> np.ndarray:
         if any(d in fixed for d in pos):
             v = v[tuple(slice(fixed[d], fixed[d] + 1) if d in fixed and d in pos else slice(None) for d in space.dims)]
         return v
-    idx = tuple(_expr(r, space.index) for r in amap.results)
+    idx = tuple(loop_expr(r, space.index) for r in amap.results)
     for axis, (ix, n) in enumerate(zip(idx, arr.shape, strict=True)):
         if np.any(np.asarray(ix) < 0) or np.any(np.asarray(ix) >= n):
             raise EvaluationError(f"indexing map reads out of bounds in dim {axis} (size {n})")
@@ -156,7 +157,7 @@ def to_output(val: np.ndarray, amap: AffineMapAttr, space: LoopSpace, init: np.n
     val = np.broadcast_to(val, np.broadcast_shapes(val.shape, tuple(full)))
     vals = val[tuple(slice(None) if d in used else -1 for d in space.dims)]  # axes: the used loops
     sub = LoopSpace(space.sizes, tuple(used))
-    idx = tuple(np.broadcast_to(np.asarray(_expr(r, sub.index), np.int64), vals.shape) for r in amap.results)
+    idx = tuple(np.broadcast_to(np.asarray(loop_expr(r, sub.index), np.int64), vals.shape) for r in amap.results)
     for axis, (i, n) in enumerate(zip(idx, init.shape, strict=True)):
         if np.any(i < 0) or np.any(i >= n):
             raise EvaluationError(f"output indexing map writes out of bounds in dim {axis} (size {n})")

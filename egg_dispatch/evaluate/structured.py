@@ -33,7 +33,6 @@ import numpy as np
 # Attention and gather live in linalg_ext.py, loop spaces and views in loop_space.py; re-exported here.
 from egg_dispatch.evaluate.linalg_ext import attention, gather
 from egg_dispatch.evaluate.loop_space import LoopSpace, identity_map, loop_sizes, perm_map, to_output, view
-from egg_dispatch.evaluate.loop_space import _expr as _expr
 from egg_dispatch.mlir.ir import AffineMapAttr, Block, Operation, Value
 
 __all__ = [

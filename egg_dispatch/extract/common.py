@@ -13,9 +13,11 @@ from egg_dispatch.egraph.data import EGraphData
 __all__ = [
     "LOAD",
     "RUN",
+    "ZERO_COST",
     "ExtractionResult",
     "check_costs",
     "derivable_classes",
+    "extraction_result",
     "no_plan_error",
     "plan_contexts",
     "plan_objective",
@@ -23,7 +25,7 @@ __all__ = [
 
 RUN, LOAD = 0, 1
 """Evaluation contexts: needed by every call, or only by a load-time initializer (under ``ConstEval``)."""
-_ZERO = NodeCost()
+ZERO_COST = NodeCost()
 
 
 @dataclass
@@ -52,11 +54,6 @@ class ExtractionResult:
 # --- the reference objective -------------------------------------------------------------------
 
 
-def _term_kids(g: EGraphData, nid: str) -> tuple[str, ...]:
-    """Distinct term child classes of a node, in argument order (leaf classes are not decisions)."""
-    return g.term_kids(nid)
-
-
 def plan_contexts(g: EGraphData, choice: Mapping[str, str]) -> tuple[set[str], set[str]]:
     """(nodes needed at run time, nodes evaluated at module load) of a plan; a node may be in both.
 
@@ -81,7 +78,7 @@ def plan_contexts(g: EGraphData, choice: Mapping[str, str]) -> tuple[set[str], s
             if node is None or node.eclass != c or node.subsumed or c in node.children:
                 raise ValueError(f"node {nid} is not an extractable node of class {c}")
             colour[c] = 1
-        kids = _term_kids(g, choice[c])
+        kids = g.term_kids(choice[c])
         if i < len(kids):
             stack.append((c, i + 1))
             d = kids[i]
@@ -101,7 +98,7 @@ def plan_contexts(g: EGraphData, choice: Mapping[str, str]) -> tuple[set[str], s
         nid = choice[c]
         (run if ctx == RUN else load).add(nid)
         kid_ctx = LOAD if g.nodes[nid].op in LOAD_BOUNDARY_OPS else ctx
-        for d in _term_kids(g, nid):
+        for d in g.term_kids(nid):
             if (d, kid_ctx) not in seen:
                 seen.add((d, kid_ctx))
                 todo.append((d, kid_ctx))
@@ -129,16 +126,16 @@ def _totals(
     run_s = math.fsum(
         [
             *(
-                costs.get(n, _ZERO).run_seconds * uses.get(g.nodes[n].eclass, 1)
+                costs.get(n, ZERO_COST).run_seconds * uses.get(g.nodes[n].eclass, 1)
                 if n in exclusive
-                else costs.get(n, _ZERO).run_seconds
+                else costs.get(n, ZERO_COST).run_seconds
                 for n in run
             ),
             *pairs,
         ]
     ) + once_seconds(costs, run)
-    mem = math.fsum(costs.get(n, _ZERO).memory_bytes for n in run | load)
-    load_s = math.fsum(costs.get(n, _ZERO).load_seconds for n in load)
+    mem = math.fsum(costs.get(n, ZERO_COST).memory_bytes for n in run | load)
+    load_s = math.fsum(costs.get(n, ZERO_COST).load_seconds for n in load)
     return run_s + lam * mem, run_s, mem, load_s
 
 
@@ -148,7 +145,7 @@ def _uses(g: EGraphData, choice: Mapping[str, str], run: set[str]) -> dict[str, 
     for n in run:
         if g.nodes[n].op in LOAD_BOUNDARY_OPS:
             continue
-        for d in set(_term_kids(g, n)):
+        for d in set(g.term_kids(n)):
             out[d] = out.get(d, 0) + 1
     return out
 
@@ -183,11 +180,11 @@ def _reachable(g: EGraphData, choice: Mapping[str, str]) -> dict[str, str]:
         if c not in choice:
             raise ValueError(f"class {c} is reachable but has no choice")
         out[c] = choice[c]
-        todo.extend(d for d in _term_kids(g, choice[c]) if d not in out)
+        todo.extend(d for d in g.term_kids(choice[c]) if d not in out)
     return dict(sorted(out.items()))
 
 
-def _result(
+def extraction_result(
     g: EGraphData,
     choice: Mapping[str, str],
     costs: Mapping[str, NodeCost],
@@ -198,6 +195,7 @@ def _result(
     gap: float | None = None,
     stats: dict[str, object] | None = None,
 ) -> ExtractionResult:
+    """The result of a choice: its reachable classes only, with objective, run time, memory and load time totalled."""
     choice = _reachable(g, choice)
     obj, run_s, mem, load_s = _totals(g, choice, costs, lam)
     return ExtractionResult(
@@ -233,7 +231,7 @@ def no_plan_error(g: EGraphData) -> ValueError:
     seen, todo = {g.root}, [g.root]
     while todo:
         for node in g.choices(todo.pop()):
-            kids[node.id] = _term_kids(g, node.id)
+            kids[node.id] = g.term_kids(node.id)
             todo.extend(d for d in kids[node.id] if d not in seen)
             seen.update(kids[node.id])
     derivable = derivable_classes(g, kids)

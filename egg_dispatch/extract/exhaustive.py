@@ -10,8 +10,8 @@ from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.enumerate import enumerate_plans
 from egg_dispatch.extract.common import (
     ExtractionResult,
-    _result,
     check_costs,
+    extraction_result,
     no_plan_error,
     plan_contexts,
     plan_objective,
@@ -61,6 +61,6 @@ def exhaustive_many(
     for found, (costs, lam) in zip(best, objectives, strict=True):
         if found is None:
             raise no_plan_error(g)
-        results.append(_result(g, found[1], costs, lam, "exhaustive", start, optimal=True, gap=0.0,
+        results.append(extraction_result(g, found[1], costs, lam, "exhaustive", start, optimal=True, gap=0.0,
                                stats={"plans": count}))  # fmt: skip
     return results

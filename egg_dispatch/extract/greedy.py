@@ -12,13 +12,12 @@ import numpy as np
 from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, CostTable, NodeCost, violated_conflicts
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.extract.common import (
-    _ZERO,
     LOAD,
     RUN,
+    ZERO_COST,
     ExtractionResult,
-    _result,
-    _term_kids,
     check_costs,
+    extraction_result,
     no_plan_error,
 )
 
@@ -69,7 +68,7 @@ class _Greedy:
                 self.parents.setdefault(d, []).append(n)
         self.weights = np.zeros(2 * len(self.pos) + 8)  # padded: unpackbits yields whole bytes
         for n, i in self.pos.items():
-            cost = costs.get(n, _ZERO)
+            cost = costs.get(n, ZERO_COST)
             self.weights[2 * i], self.weights[2 * i + 1] = lam * cost.memory_bytes, cost.run_seconds
         self.wlist: list[float] = self.weights.tolist()
 
@@ -77,7 +76,7 @@ class _Greedy:
         self.nodes[c] = [n.id for n in self.g.choices(c)]
         order: dict[str, None] = {}
         for n in self.nodes[c]:
-            self.kids[n] = _term_kids(self.g, n)
+            self.kids[n] = self.g.term_kids(n)
             order.update(dict.fromkeys(self.kids[n]))
         stack.append((c, list(reversed(order))))
 
@@ -204,7 +203,7 @@ def greedy_dag(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, rounds:
         priced.update({n: NodeCost(_BANNED, 0.0, 0.0) for n in banned if n not in priced})
         repaired = _greedy_dag(g, priced, lam, rounds)
         stats = {**repaired.stats, "banned": len(banned)}
-        result = _result(g, repaired.choice, costs, lam, "greedy-dag", start, stats=stats)
+        result = extraction_result(g, repaired.choice, costs, lam, "greedy-dag", start, stats=stats)
     return result
 
 
@@ -247,4 +246,4 @@ def _greedy_dag(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, rounds
             break
         best = (obj, f"sunk-{k + 1}", choice, states)
     stats["picked"] = best[1]
-    return _result(g, best[2], costs, lam, "greedy-dag", start, stats=stats)
+    return extraction_result(g, best[2], costs, lam, "greedy-dag", start, stats=stats)

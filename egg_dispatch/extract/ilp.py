@@ -24,7 +24,7 @@ Pruning (docs/egglog.md §4.4, lesson 1; ``prune.py``), each step exact: classes
 subsumed and self-loop nodes (``EGraphData.choices``); nodes that cannot be grounded (no acyclic
 derivation of some child class, so no plan uses them); dominated nodes (a sibling with no more run
 time, no more memory, a subset of the child classes, and no run context where the dominated node
-had load context). Fixing the classes every plan needs (``_necessary``) took the 5k-node benchmark
+had load context). Fixing the classes every plan needs (``necessary_classes``) took the 5k-node benchmark
 from a 45% gap after 10 s to optimal in about a second.
 
 Why the warm start is mapped (docs/egglog.md §4.4, footnote ¹): HiGHS silently drops a start that sets a
@@ -55,9 +55,9 @@ from egg_dispatch.cost.table import (
     violated_conflicts,
 )
 from egg_dispatch.egraph.data import EGraphData
-from egg_dispatch.extract.common import _ZERO, ExtractionResult, _result, check_costs, plan_contexts
+from egg_dispatch.extract.common import ZERO_COST, ExtractionResult, check_costs, extraction_result, plan_contexts
 from egg_dispatch.extract.greedy import greedy_dag
-from egg_dispatch.extract.prune import PrunedGraph, _necessary, prune
+from egg_dispatch.extract.prune import PrunedGraph, necessary_classes, prune
 
 __all__ = ["NoMorePlans", "solve_ilp"]
 
@@ -207,9 +207,9 @@ def solve_ilp(
     start = time.perf_counter()
     check_costs(costs, lam)
     greedy = warm_start if warm_start is not None else greedy_dag(g, costs, lam)
-    greedy = _result(g, greedy.choice, costs, lam, greedy.method, start)  # repriced: it may be any plan
+    greedy = extraction_result(g, greedy.choice, costs, lam, greedy.method, start)  # repriced: it may be any plan
     p = prune(g, costs)
-    mapped_res = _result(g, {c: p.kept(n) for c, n in greedy.choice.items()}, costs, lam, "greedy-dag", start)
+    mapped_res = extraction_result(g, {c: p.kept(n) for c, n in greedy.choice.items()}, costs, lam, "greedy-dag", start)
     mapped = mapped_res.choice  # only what the root still reaches: the rest may be pruned away
     excluded = [frozenset({c: p.kept(n) for c, n in e.items()}.items()) for e in exclude]
 
@@ -235,14 +235,14 @@ def solve_ilp(
         raise NoMorePlans("the e-graph holds no other plan")
     if (decisions == 0 or mapped_res.objective == 0.0) and allowed(mapped):
         # One plan left, or a zero-cost plan with costs >= 0: optimal without a solver.
-        return _result(g, mapped, costs, lam, "ilp-highs", start, True, 0.0, {**stats, "source": "mapped"})
+        return extraction_result(g, mapped, costs, lam, "ilp-highs", start, True, 0.0, {**stats, "source": "mapped"})
 
     # Context: classes below some ConstEval need r; every other reachable class is always at run time,
     # and so is a class every plan needs at run time.
     graph: nx.DiGraph[str] = nx.DiGraph()
     graph.add_nodes_from(p.classes)
     graph.add_edges_from((c, d) for c in p.classes for n in p.nodes[c] for d in p.kids[n])
-    needed, needed_at_run = _necessary(g, p, list(nx.dfs_postorder_nodes(graph, g.root)))
+    needed, needed_at_run = necessary_classes(g, p, list(nx.dfs_postorder_nodes(graph, g.root)))
     below: set[str] = set()
     todo = [d for c in p.classes for n in p.nodes[c] if g.nodes[n].op in LOAD_BOUNDARY_OPS for d in p.kids[n]]
     while todo:
@@ -262,7 +262,7 @@ def solve_ilp(
     cols: dict[tuple[str, str], int] = {}
     for c in p.classes:
         for n in p.nodes[c]:
-            cost = costs.get(n, _ZERO)
+            cost = costs.get(n, ZERO_COST)
             per_use = n in exclusive and c not in below  # charged on its users' w columns instead
             charge = lam * cost.memory_bytes + (0.0 if c in below or per_use else cost.run_seconds)
             cols[("x", n)] = m.col(charge / scale, 0.0, 1.0, True)
@@ -272,7 +272,7 @@ def solve_ilp(
         if c in below:
             cols[("r", c)] = m.col(0.0, 0.0, 1.0, False)
             for n in p.nodes[c]:
-                run_s = costs.get(n, _ZERO).run_seconds
+                run_s = costs.get(n, ZERO_COST).run_seconds
                 if run_s > 0:
                     cols[("y", n)] = m.col(run_s / scale, 0.0, 1.0, False)
     for c, (_, size) in scc_of.items():
@@ -310,7 +310,7 @@ def solve_ilp(
             if c in below:
                 continue
             for n in p.nodes[c]:
-                run_s = costs.get(n, _ZERO).run_seconds
+                run_s = costs.get(n, ZERO_COST).run_seconds
                 if n not in exclusive or run_s <= 0:
                     continue
                 for u in sorted(users.get(c, ())):
@@ -419,7 +419,7 @@ def solve_ilp(
             if values[cols[("x", best)]] > 0.5:
                 chosen[c] = best
         try:
-            solved = _result(g, chosen, costs, lam, "ilp-highs", start)
+            solved = extraction_result(g, chosen, costs, lam, "ilp-highs", start)
         except ValueError as e:  # not integral within tolerance: HiGHS bug or numerical trouble
             stats["solver_plan_invalid"] = str(e)
         else:
@@ -435,4 +435,4 @@ def solve_ilp(
         stats["lower_bound"] = bound
         gap = 0.0 if objective <= 0 else max(0.0, (objective - bound) / objective)
     stats["source"] = source
-    return _result(g, choice, costs, lam, "ilp-highs", start, optimal, gap, stats)
+    return extraction_result(g, choice, costs, lam, "ilp-highs", start, optimal, gap, stats)

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, gated_charges, once_charges, pair_charges
 from egg_dispatch.egraph.data import EGraphData
-from egg_dispatch.extract.common import _ZERO, _term_kids, derivable_classes, no_plan_error
+from egg_dispatch.extract.common import ZERO_COST, derivable_classes, no_plan_error
 
-__all__ = ["PrunedGraph", "prune"]
+__all__ = ["PrunedGraph", "necessary_classes", "prune"]
 
 _DOMINANCE_MAX_CLASS = 256
 """Dominance is pairwise inside a class; beyond this size it is skipped (quadratic, rarely pays)."""
@@ -61,7 +61,7 @@ def prune(g: EGraphData, costs: Mapping[str, NodeCost]) -> PrunedGraph:
     once_of = {n: frozenset(i for i, (_, ns) in enumerate(charges) if n in ns) for _, ns in charges for n in ns}
     term = [c for c in g.classes if g.is_term_class(c)]
     options = {c: [n.id for n in g.choices(c)] for c in term}
-    kids = {nid: _term_kids(g, nid) for c in term for nid in options[c]}
+    kids = {nid: g.term_kids(nid) for c in term for nid in options[c]}
     stats = {"nodes_in": sum(len(g.classes[c]) for c in term), "classes_in": len(term)}
     derivable = derivable_classes(g, kids)
     if g.root not in derivable:
@@ -73,7 +73,7 @@ def prune(g: EGraphData, costs: Mapping[str, NodeCost]) -> PrunedGraph:
     for c, ns in grounded.items():
         if len(ns) < 2 or len(ns) > _DOMINANCE_MAX_CLASS:
             continue
-        info = [(n, costs.get(n, _ZERO), frozenset(kids[n]), g.nodes[n].op in LOAD_BOUNDARY_OPS) for n in ns]
+        info = [(n, costs.get(n, ZERO_COST), frozenset(kids[n]), g.nodes[n].op in LOAD_BOUNDARY_OPS) for n in ns]
         for n, cn, kn, bn in info:
             for m, cm, km, bm in info:
                 if (
@@ -100,7 +100,7 @@ def prune(g: EGraphData, costs: Mapping[str, NodeCost]) -> PrunedGraph:
     return PrunedGraph(classes, nodes, {n: kids[n] for c in classes for n in nodes[c]}, replaced, stats)
 
 
-def _necessary(g: EGraphData, p: PrunedGraph, order: list[str]) -> tuple[set[str], set[str]]:
+def necessary_classes(g: EGraphData, p: PrunedGraph, order: list[str]) -> tuple[set[str], set[str]]:
     """Classes every plan needs, and classes every plan needs at run time.
 
     nec(c) = ∩_{n∈c} (kids(n) ∪ ⋃_{d∈kids(n)} nec(d)), the least fixpoint from ∅, so each member

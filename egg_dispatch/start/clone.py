@@ -8,7 +8,17 @@ from collections.abc import Callable, Iterable
 from egg_dispatch.mlir.ir import Block, DenseAttr, Operation, Region, ScalarType, Value, element_nbytes
 from egg_dispatch.mlir.ops import ins, iterator_types, outs
 
-__all__ = ["CLONE_CONSTANT_MAX_BYTES"]
+__all__ = [
+    "CLONE_CONSTANT_MAX_BYTES",
+    "UseSites",
+    "clone_op",
+    "clone_producers",
+    "cloneable",
+    "erase_dead",
+    "is_bit_extend",
+    "replace_operands",
+    "use_sites",
+]
 
 CLONE_CONSTANT_MAX_BYTES = 256
 """``--iree-flow-inline-constants-max-byte-length``: bigger non-splat constants stay dispatch inputs."""
@@ -16,10 +26,10 @@ _ALWAYS_CLONED = {"affine.apply", "arith.index_cast", "linalg.fill", "tensor.emp
                   "tensor.extract_slice", "complex.create", "iree_encoding.unset_encoding",
                   "iree_linalg_ext.gather"}  # fmt: skip
 _CLONE_DIALECTS = {"affine", "arith", "complex", "iree_encoding", "iree_linalg_ext", "linalg", "tensor"}
-_Uses = dict[Value, list[tuple[Operation, int]]]
+UseSites = dict[Value, list[tuple[Operation, int]]]
 
 
-def _clone(op: Operation, vmap: dict[Value, Value]) -> Operation:
+def clone_op(op: Operation, vmap: dict[Value, Value]) -> Operation:
     """A deep copy of ``op``; operands are looked up in ``vmap``, which learns the new results."""
     new = Operation(op.name, [vmap.get(v, v) for v in op.operands], [], dict(op.attributes), [], op.loc, op.opaque_text)
     for region in op.regions:
@@ -28,7 +38,7 @@ def _clone(op: Operation, vmap: dict[Value, Value]) -> Operation:
             for a, na in zip(b.args, nb.args, strict=True):
                 na.owner, vmap[a] = nb, na
         for b, nb in zip(region.blocks, blocks, strict=True):
-            nb.ops = [_clone(o, vmap) for o in b.ops]
+            nb.ops = [clone_op(o, vmap) for o in b.ops]
         new.regions.append(Region(blocks))
     new.results = [Value(v.name, v.type, new, v.index) for v in op.results]
     vmap.update(zip(op.results, new.results, strict=True))
@@ -40,15 +50,17 @@ def _walk(ops: Iterable[Operation]) -> Iterable[Operation]:
         yield from op.walk()
 
 
-def _uses(ops: Iterable[Operation]) -> _Uses:
-    uses: _Uses = defaultdict(list)
+def use_sites(ops: Iterable[Operation]) -> UseSites:
+    """Value -> (op, operand index) of every use among ``ops`` and their nested ops."""
+    uses: UseSites = defaultdict(list)
     for o in _walk(ops):
         for i, v in enumerate(o.operands):
             uses[v].append((o, i))
     return uses
 
 
-def _replace(ops: Iterable[Operation], mapping: dict[Value, Value]) -> None:
+def replace_operands(ops: Iterable[Operation], mapping: dict[Value, Value]) -> None:
+    """Every operand of ``ops`` (nested too) in ``mapping`` replaced by its image."""
     for o in _walk(ops):
         o.operands = [mapping.get(v, v) for v in o.operands]
 
@@ -60,7 +72,7 @@ def _free_values(ops: list[Operation]) -> list[Value]:
     return list(dict.fromkeys(v for o in _walk(ops) for v in o.operands if v not in inner))
 
 
-def _is_bit_extend(op: Operation) -> bool:
+def is_bit_extend(op: Operation) -> bool:
     """A dequantization-like generic (one ``ext*`` of its input): cloned, never a root."""
     body = op.regions[0].entry if op.name == "linalg.generic" and op.regions else Block()
     return (
@@ -70,11 +82,11 @@ def _is_bit_extend(op: Operation) -> bool:
     )  # fmt: skip
 
 
-def _cloneable(op: Operation) -> bool:
+def cloneable(op: Operation) -> bool:
     """``isClonableIntoDispatchOp`` restricted to the dialects ``getCloneableOps`` considers."""
     if op.opaque_text is not None or op.dialect not in _CLONE_DIALECTS:
         return False
-    if op.name in _ALWAYS_CLONED or _is_bit_extend(op):
+    if op.name in _ALWAYS_CLONED or is_bit_extend(op):
         return True
     if op.name in ("arith.constant", "complex.constant"):
         v = op.attributes.get("value")
@@ -86,7 +98,7 @@ def _cloneable(op: Operation) -> bool:
     return bool(types) and all(isinstance(t, ScalarType) and t.name != "index" for t in types)
 
 
-def _clone_producers(ops: list[Operation], regions: list[Operation]) -> list[Operation]:
+def clone_producers(ops: list[Operation], regions: list[Operation]) -> list[Operation]:
     """CloneProducersIntoDispatchRegions: pull cheap producers into each region (transitively), then
     erase the originals that no longer have a use."""
     order = {op: i for i, op in enumerate(ops)}
@@ -99,21 +111,21 @@ def _clone_producers(ops: list[Operation], regions: list[Operation]) -> list[Ope
         while work:
             v = work.pop()
             d = v.owner
-            if isinstance(d, Operation) and d in order and d not in chosen and _cloneable(d) and v not in insert_dests:
+            if isinstance(d, Operation) and d in order and d not in chosen and cloneable(d) and v not in insert_dests:
                 chosen.add(d)
                 work.extend(_free_values([d]))
         vmap: dict[Value, Value] = {}
-        clones = [_clone(d, vmap) for d in sorted(chosen, key=order.__getitem__)]
-        _replace(body.ops, vmap)
+        clones = [clone_op(d, vmap) for d in sorted(chosen, key=order.__getitem__)]
+        replace_operands(body.ops, vmap)
         body.ops[:0] = clones
         cloned |= chosen
-    return _erase_dead(ops, lambda op: op in cloned)
+    return erase_dead(ops, lambda op: op in cloned)
 
 
-def _erase_dead(ops: list[Operation], erasable: Callable[[Operation], bool]) -> list[Operation]:
+def erase_dead(ops: list[Operation], erasable: Callable[[Operation], bool]) -> list[Operation]:
     """Drop erasable ops whose results have no use, to a fixpoint (a dead fill frees its empty)."""
     while True:
-        used = _uses(ops).keys()
+        used = use_sites(ops).keys()
         dead = {op for op in ops if op.results and erasable(op) and not used & set(op.results)}
         if not dead:
             return ops

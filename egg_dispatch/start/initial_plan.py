@@ -55,14 +55,14 @@ from egg_dispatch.mlir.ops import (
 from egg_dispatch.mlir.shapes import function_shapes
 from egg_dispatch.start.clone import (
     CLONE_CONSTANT_MAX_BYTES,
-    _clone,
-    _clone_producers,
-    _cloneable,
-    _erase_dead,
-    _is_bit_extend,
-    _replace,
-    _Uses,
-    _uses,
+    UseSites,
+    clone_op,
+    clone_producers,
+    cloneable,
+    erase_dead,
+    is_bit_extend,
+    replace_operands,
+    use_sites,
 )
 from egg_dispatch.start.sizes import TopSizes
 
@@ -84,7 +84,7 @@ def initial_plan(module: Module, function: str | None = None) -> Module:
     planning it again would nest regions, which IREE never does."""
     vmap: dict[Value, Value] = {}
     out = dataclasses.replace(
-        module, ops=[_clone(op, vmap) for op in module.ops], attributes=dict(module.attributes),
+        module, ops=[clone_op(op, vmap) for op in module.ops], attributes=dict(module.attributes),
         aliases=dict(module.aliases), resources=dict(module.resources), warnings=list(module.warnings),
     )  # fmt: skip
     if any(op.name in _PLANNED for op in out.walk()):
@@ -95,10 +95,10 @@ def initial_plan(module: Module, function: str | None = None) -> Module:
     block = func.regions[0].entry
     sizes = TopSizes(func, function_shapes(func))  # the sizes of dynamic dims the new ops need
     ops, regions = _wrap(block.ops, _form_groups(block.ops), sizes)
-    ops = _clone_producers(ops, regions)
+    ops = clone_producers(ops, regions)
     stray = [op for op in ops if op.opaque_text is None and op.name in ("linalg.generic", "iree_linalg_ext.gather")]
     ops, more = _wrap(ops, [[op] for op in stray], sizes)
-    ops = _clone_producers(ops, more)
+    ops = clone_producers(ops, more)
     block.ops = [*sizes.created, *ops]
     sizes.shapes = function_shapes(func)  # the cloned producers are new values: their sizes, again
     for region in regions + more:
@@ -192,7 +192,7 @@ def _ops_fusable(producer: Operation, consumer: Operation, root: list[bool]) -> 
 def _is_root(op: Operation, leftover: bool = False) -> bool:
     """``isRootOp``; with ``leftover``, the second round's test (any remaining linalg op or pack)."""
     n = op.name
-    if op.opaque_text is not None or _is_bit_extend(op) or n == "linalg.fill":
+    if op.opaque_text is not None or is_bit_extend(op) or n == "linalg.fill":
         return False
     if n.startswith("linalg.") and n not in _NOT_STRUCTURED:
         return leftover or n != "linalg.generic" or not all(t == "parallel" for t in iterator_types(op))
@@ -203,7 +203,7 @@ def _is_root(op: Operation, leftover: bool = False) -> bool:
     )
 
 
-def _fusable_use(op: Operation, uses: _Uses) -> tuple[Operation, int] | None:
+def _fusable_use(op: Operation, uses: UseSites) -> tuple[Operation, int] | None:
     """``getFusableUse`` (non-aggressive): the one use of ``op``'s results that is not a tensor.dim."""
     found = [u for v in op.results for u in uses.get(v, []) if u[0].name != "tensor.dim"]
     return found[0] if len(found) == 1 else None
@@ -211,7 +211,7 @@ def _fusable_use(op: Operation, uses: _Uses) -> tuple[Operation, int] | None:
 
 def _form_groups(ops: list[Operation]) -> list[list[Operation]]:
     """``decideFusableLinalgOps``: fusion groups, each in program order; its last op is the anchor."""
-    uses, top = _uses(ops), set(ops)
+    uses, top = use_sites(ops), set(ops)
     group_of: dict[Operation, int] = {}
     groups: list[list[Operation]] = []
 
@@ -230,7 +230,7 @@ def _form_groups(ops: list[Operation]) -> list[list[Operation]]:
             n_in = len(ins(cand))
             for i, v in enumerate(cand.operands):
                 p = v.owner
-                if not isinstance(p, Operation) or p not in top or p in group_of or _cloneable(p):
+                if not isinstance(p, Operation) or p not in top or p in group_of or cloneable(p):
                     continue
                 if i >= n_in and _fusable_use(p, uses) == (cand, i) and _ops_fusable(p, cand, loops):
                     add(p, gid)
@@ -241,7 +241,7 @@ def _form_groups(ops: list[Operation]) -> list[list[Operation]]:
         while loops is not None and (use := _fusable_use(cur, uses)) is not None:
             consumer = use[0]
             cinfo, pinfo = _loops(consumer), _loops(cur)
-            if consumer not in top or consumer in group_of or _is_bit_extend(consumer) or not cinfo or not pinfo:
+            if consumer not in top or consumer in group_of or is_bit_extend(consumer) or not cinfo or not pinfo:
                 return
             if not all(cinfo[1]) or len(pinfo[1]) < len(cinfo[1]) or not _ops_fusable(cur, consumer, loops):
                 return
@@ -269,7 +269,7 @@ def _wrap(
     group flow out through ``flow.return`` and every outside use is redirected to the region result.
     A dynamic result lists its sizes (``{%d}``, computed at the function's top); a group one of whose
     sizes cannot be computed there stays unwrapped."""
-    uses = _uses(ops)
+    uses = use_sites(ops)
     owner = {o: top for top in ops for o in top.walk()}
     gid = {op: i for i, g in enumerate(groups) for op in g}
     anchor: dict[Operation, Operation] = {}
@@ -365,8 +365,8 @@ def _set_encodings(body: Block, top: TopSizes) -> None:
         unset_dims = set_dims(unset_attrs, [enc_dims, acc_dims])
         unset = _make("iree_encoding.unset_encoding", [mm.result, *unset_dims], op.result.type, name, unset_attrs)
         new_ops += [lhs_e, rhs_e, *acc, mm, unset]
-        _replace(body.ops, {op.result: unset.result})
-    body.ops = _erase_dead(new_ops, lambda o: o.opaque_text is None)
+        replace_operands(body.ops, {op.result: unset.result})
+    body.ops = erase_dead(new_ops, lambda o: o.opaque_text is None)
 
 
 def _iteration_dims(op: Operation, maps: list[AffineMapAttr], sizes: list, top: TopSizes) -> list[Value] | None:
