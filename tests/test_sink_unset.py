@@ -2,7 +2,7 @@
 
 A bias / ReLU generic reading a contraction's result may run on the encoded (packed) result before the
 ``unset_encoding``, its bias encoded to match, and the next contraction's ``set_encoding`` then fused
-after the unset in the same dispatch (``rules/fuse.egg``) or cancelled against it (``rules/noop.egg``):
+after the unset in the same dispatch (``rules/fuse_elementwise.egg``) or cancelled against it (``rules/noop.egg``):
 IREE's own MLP plan. Here: the numbered refusals of the lit tests' ``@dont_`` cases are the conditions
 their comments name; the modelled IREE baseline has IREE 3.13's own plan's dispatches and globals on
 MLPs (``iree-compile --compile-to=dispatch-creation``); explore chooses the form where the model says

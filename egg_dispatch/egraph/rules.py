@@ -1,10 +1,11 @@
 """Rule families (``rules/*.egg``) and saturation under a budget.
 
-Each family is one egglog file defining one ruleset of the same name; ``analysis.egg`` (always
-loaded) declares the legality relations and the ``analysis`` / ``legality`` rulesets. egglog's
-``run`` has no node or time limit, so the budget is enforced here: one iteration at a time, the
-e-graph's size checked after each, and an iteration that overshoots the e-node limit rolled back
-with push/pop (docs/egglog.md §1.5, pitfall 7).
+Each family is one ruleset of the same name, in one egglog file per IREE behaviour it mirrors
+(``FAMILY_FILES``; most families mirror one and have one file); ``analysis.egg`` (always loaded)
+declares the legality relations and the ``analysis`` / ``legality`` rulesets. egglog's ``run`` has no
+node or time limit, so the budget is enforced here: one iteration at a time, the e-graph's size checked
+after each, and an iteration that overshoots the e-node limit rolled back with push/pop (docs/egglog.md
+§1.5, pitfall 7).
 """
 
 from __future__ import annotations
@@ -20,7 +21,16 @@ from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.program import ProgramGraph
 from egg_dispatch.target.profile import Target
 
-__all__ = ["FAMILIES", "RULES_DIR", "Budget", "SaturationReport", "family_source", "saturate"]
+__all__ = [
+    "FAMILIES",
+    "FAMILY_FILES",
+    "RULES_DIR",
+    "Budget",
+    "SaturationReport",
+    "family_files",
+    "family_source",
+    "saturate",
+]
 
 RULES_DIR: Traversable = resources.files("egg_dispatch.rules")
 """The rule files, as the package ``egg_dispatch.rules``: the repository's top-level ``rules/`` folder,
@@ -39,11 +49,28 @@ FAMILIES = ("clone", "hoist", "const_eval", "propagate", "noop", "untile", "sink
 """Rule families in schedule order; every one may be selected alone with ``--rules``."""
 
 
+FAMILY_FILES: dict[str, tuple[str, ...]] = {
+    "propagate": ("propagate_slice", "propagate_bubble"),
+    "fuse": ("fuse_pack", "fuse_elementwise", "fuse_encode"),
+}
+"""The rule files of a family that mirrors several IREE behaviours, in load order (the first declares
+the ruleset); every other family (and ``analysis``) is the one file of its name."""
+
+
+def family_files(name: str) -> tuple[str, ...]:
+    """The stems of the rule files of family ``name`` (``rules/<stem>.egg``), in load order."""
+    return FAMILY_FILES.get(name, (name,))
+
+
 def family_source(name: str) -> str:
-    path = RULES_DIR / f"{name}.egg"
-    if not path.is_file():
-        raise FileNotFoundError(f"rule family '{name}' has no file {path}")
-    return path.read_text(encoding="utf-8")
+    """The egglog text of family ``name``: its rule files, concatenated in load order."""
+    texts = []
+    for stem in family_files(name):
+        path = RULES_DIR / f"{stem}.egg"
+        if not path.is_file():
+            raise FileNotFoundError(f"rule family '{name}' has no file {path}")
+        texts.append(path.read_text(encoding="utf-8"))
+    return "\n".join(texts)
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ def mappable(src: Shape, offsets: Shape, sizes: Shape, strides: Shape) -> bool:
 def tile_alignment_refusal(
     layout: Layout, src: Shape, offsets: Shape, sizes: Shape, strides: Shape, domains: Mapping[str, Domain]
 ) -> str | None:
-    """propagate's conditions 1-3 (``rules/propagate.egg``) for every allowed size."""
+    """propagate's conditions 1-3 (``rules/propagate_slice.egg``) for every allowed size."""
     if len(sizes) != len(src) or any(as_dim(s) != Dim.const(1) for s in strides):
         return "1. a stride is not 1, or the slice drops rank"
     for d, t in zip(layout.inner_dims_pos, layout.inner_tiles, strict=True):

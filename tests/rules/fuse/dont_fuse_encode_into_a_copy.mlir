@@ -1,6 +1,6 @@
 // RUN: egg-dispatch opt --split-input-file --no-initial-plan --rules fuse --target x86_64-avx2 %s | filecheck %s
 
-// FuseEncodingOpsIntoDispatchRegions, condition 1: the set_encoding reads a flow.tensor.slice (IREE's
+// FuseEncodingOpsIntoDispatchRegions, fuse_encode.egg condition 1: the set_encoding reads a flow.tensor.slice (IREE's
 // copy of a hoisted slice of an argument), no value an op computes: there is no producer dispatch to
 // fuse it into. The LHS encode stays in the matmul's dispatch in every plan (only the RHS's hoisted
 // encode is fused back there, by rule (a)).

@@ -23,7 +23,7 @@ func.func @fuse_elementwise_consumer(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>, %
 
 // -----
 
-// Only all-parallel (elementwise) consumers fuse or split: a row-sum reduction is a root of its
+// Condition 1: only all-parallel (elementwise) consumers fuse or split: a row-sum reduction is a root of its
 // own dispatch in every plan.
 // CHECK-LABEL: plans for @dont_split_reduction_consumer: 1;
 func.func @dont_split_reduction_consumer(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>) -> tensor<8xf32> {
@@ -39,4 +39,30 @@ func.func @dont_split_reduction_consumer(%a: tensor<8x8xf32>, %b: tensor<8x8xf32
     linalg.yield %s : f32
   } -> tensor<8xf32>
   return %y : tensor<8xf32>
+}
+
+// -----
+
+// Condition 2: splitting a consumer out into a dispatch of its own needs an unset_encoding to read
+// (the contraction's result): the second of two elementwise generics in one dispatch reads the first's
+// plain result, so no rule splits it (without the condition the split fires, and 64 plans appear).
+// CHECK-LABEL: plans for @dont_split_a_consumer_of_a_plain_value: 1; {{.*}}rule matches: none
+#map = affine_map<(d0, d1) -> (d0, d1)>
+func.func @dont_split_a_consumer_of_a_plain_value(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = flow.dispatch.region -> (tensor<8x8xf32>) {
+    %e = tensor.empty() : tensor<8x8xf32>
+    %x = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%a, %b : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) {
+    ^bb0(%p: f32, %q: f32, %o: f32):
+      %s = arith.addf %p, %q : f32
+      linalg.yield %s : f32
+    } -> tensor<8x8xf32>
+    %e2 = tensor.empty() : tensor<8x8xf32>
+    %y = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<8x8xf32>) outs(%e2 : tensor<8x8xf32>) {
+    ^bb0(%p: f32, %o: f32):
+      %s = arith.mulf %p, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<8x8xf32>
+    flow.return %y : tensor<8x8xf32>
+  }
+  return %0 : tensor<8x8xf32>
 }

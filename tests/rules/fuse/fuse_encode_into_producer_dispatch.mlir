@@ -3,7 +3,7 @@
 // The second matmul's LHS is the first dispatch's result (matmul, bias + ReLU): IREE's start state
 // encodes it inside the second matmul's dispatch; FuseEncodingOpsIntoDispatchRegions moves the
 // set_encoding into the producer dispatch, which returns the encoded value (IREE's own MLP plan). Its @dont_ case: dont_fuse_encode_into_a_copy.mlir.
-// Condition 3 of the keep-in-dispatch rule (a) (pack-source): that encode is never pulled back into
+// fuse_pack.egg condition 3 (pack-source): that encode is never pulled back into
 // the second matmul's dispatch with its producer, so no dispatch holds both matmuls.
 // CHECK-LABEL: plans for @fuse_encode_into_producer_dispatch: 4; {{.*}}fuse-encode-into-producer-dispatch-lhs 1
 // CHECK-NOT:   dispatch{{[{][^}]*}}linalg.matmul{{[^}]*}}linalg.matmul

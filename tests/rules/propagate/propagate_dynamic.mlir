@@ -1,6 +1,6 @@
 // RUN: egg-dispatch opt --split-input-file --rules propagate --target x86_64-avx2 %s | filecheck %s
 
-// Dynamic shapes: conditions 1-4 must hold for every size the program allows. Every case starts from
+// Dynamic shapes: propagate_slice.egg conditions 1-4 must hold for every size the program allows. Every case starts from
 // the set_encoding already hoisted with its slice (the legal start: with nothing bounding the rows, a
 // pack fused into the matmul's dispatch is refused), so the hoisted-propagation rule is what fires.
 
@@ -39,7 +39,7 @@ func.func @propagate_dynamic_whole_rows(%x: tensor<?x64xf32>, %w: tensor<8x32xf3
 
 // -----
 
-// Condition 2: the second half of the rows starts at %d / 2, which is not a multiple of the 8-row tile
+// propagate_slice.egg condition 2: the second half of the rows starts at %d / 2, which is not a multiple of the 8-row tile
 // for every %d (13 / 2 = 6), so the encoding is not propagated through the slice.
 // CHECK-LABEL: plans for @dont_propagate_dynamic_row_offset: 1; {{.*}} rule matches: none
 #map = affine_map<(d0, d1, d2) -> (d0, d2)>
@@ -108,7 +108,7 @@ func.func @propagate_dynamic_row_offset_with_assume(%x: tensor<?x32xf32>, %w: te
 
 // -----
 
-// Bubbling, condition 3: the 8-row tiles must divide the dequantized tensor's rows for every size (no
+// Bubbling, propagate_bubble.egg condition 3: the 8-row tiles must divide the dequantized tensor's rows for every size (no
 // padding for the body to see); a dynamic row count nothing bounds does not qualify.
 // CHECK-LABEL: plans for @dont_bubble_dynamic_dequant_unbounded: 1; {{.*}} rule matches: none
 #map = affine_map<(d0, d1, d2) -> (d0, d2)>

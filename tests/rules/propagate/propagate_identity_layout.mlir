@@ -1,6 +1,6 @@
 // RUN: egg-dispatch opt --split-input-file --rules propagate --target none %s | filecheck %s
 
-// Condition 4: with no resolver (target none) the layout is the identity: nothing to propagate.
+// propagate_slice.egg condition 4: with no resolver (target none) the layout is the identity: nothing to propagate.
 // CHECK-LABEL: plans for @dont_propagate_identity_layout: {{[1-9]}}
 // CHECK-NOT:   tensor<16x8xf32, #encoding
 func.func @dont_propagate_identity_layout(%rhs: tensor<8x8xf32>) -> tensor<8x8xf32> {

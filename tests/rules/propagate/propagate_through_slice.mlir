@@ -23,7 +23,7 @@ func.func @propagate_row_slices_of_constant(%rhs: tensor<8x8xf32>) -> tensor<8x8
 
 // -----
 
-// Condition 2: a row slice at offset 5 with 8-row tiles is not tile-aligned.
+// propagate_slice.egg condition 2: a row slice at offset 5 with 8-row tiles is not tile-aligned.
 // CHECK-LABEL: plans for @dont_propagate_unaligned_offset: {{[1-9]}}
 // CHECK-NOT:   tensor<16x8xf32, #encoding
 func.func @dont_propagate_unaligned_offset(%rhs: tensor<8x8xf32>) -> tensor<8x8xf32> {
@@ -38,7 +38,7 @@ func.func @dont_propagate_unaligned_offset(%rhs: tensor<8x8xf32>) -> tensor<8x8x
 
 // -----
 
-// Condition 3: 12 rows from offset 0 end in the middle of the second 8-row tile, before the end
+// propagate_slice.egg condition 3: 12 rows from offset 0 end in the middle of the second 8-row tile, before the end
 // of the 16 rows. (The input is IREE's hoisted form: a fused pack of 12 rows would not be legal.)
 // CHECK-LABEL: plans for @dont_propagate_partial_tile: {{[1-9]}}
 // CHECK-NOT:   flow.tensor.encode %arg0 : tensor<16x8xf32>
@@ -106,7 +106,7 @@ func.func @propagate_hoisted_row_slices_of_argument(%w: tensor<16x8xf32>, %rhs: 
 
 // -----
 
-// Condition 1: a strided slice (every other row) is not a slice of the packed tensor.
+// propagate_slice.egg condition 1: a strided slice (every other row) is not a slice of the packed tensor.
 // CHECK-LABEL: plans for @dont_propagate_strided_slice: {{[1-9]}}
 // CHECK-NOT:   tensor<16x8xf32, #encoding
 func.func @dont_propagate_strided_slice(%rhs: tensor<8x8xf32>) -> tensor<8x8xf32> {
