@@ -1,13 +1,13 @@
 // RUN: egg-dispatch opt --split-input-file --rules clone --target x86_64-avx2 %s | filecheck %s
 
 // A slice of an argument with a dynamic size (half its rows) feeds a matmul and an elementwise op: it
-// can be cloned into each consumer or materialized once (its source is a dispatch input whatever the
-// size), as a static slice can. util.assume.int bounds the rows, so the matmul's fused packs are legal.
-// CHECK-LABEL: plans for @materialize_dynamic_slice_once: 2;
-// CHECK:       plan 1 of @materialize_dynamic_slice_once: dispatch{tensor.extract_slice} dispatch{
+// can be cloned into each consumer or computed once in a dispatch of its own (its source is a
+// dispatch input whatever the size), as a static slice can. util.assume.int bounds the rows, so the matmul's fused packs are legal.
+// CHECK-LABEL: plans for @dynamic_slice_in_own_dispatch_once: 2;
+// CHECK:       plan 1 of @dynamic_slice_in_own_dispatch_once: dispatch{tensor.extract_slice} dispatch{
 // CHECK:       flow.dispatch.region -> (tensor<?x8xf32>{%[[H:.+]]}) {
 // CHECK-NEXT:    tensor.extract_slice %arg0[0, 0] [%[[H]], 8] [1, 1] : tensor<?x8xf32> to tensor<?x8xf32>
-func.func @materialize_dynamic_slice_once(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+func.func @dynamic_slice_in_own_dispatch_once(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
   %c0 = arith.constant 0 : index
   %c2 = arith.constant 2 : index
   %zero = arith.constant 0.0 : f32
@@ -31,8 +31,8 @@ func.func @materialize_dynamic_slice_once(%x: tensor<?x8xf32>, %w: tensor<8x8xf3
 
 // Condition 2 has nothing to hold on: the slice's offset is read out of a tensor (data, not a size), so
 // the slice is not a term the clone family can see through; it stays an opaque op in its dispatch.
-// CHECK-LABEL: plans for @dont_materialize_data_dependent_slice: 1; {{.*}} rule matches: none
-func.func @dont_materialize_data_dependent_slice(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>, %ids: tensor<1xindex>) -> tensor<8x8xf32> {
+// CHECK-LABEL: plans for @dont_copy_data_dependent_slice: 1; {{.*}} rule matches: none
+func.func @dont_copy_data_dependent_slice(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>, %ids: tensor<1xindex>) -> tensor<8x8xf32> {
   %c0 = arith.constant 0 : index
   %zero = arith.constant 0.0 : f32
   %o = tensor.extract %ids[%c0] : tensor<1xindex>

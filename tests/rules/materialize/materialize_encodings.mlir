@@ -15,7 +15,7 @@ func.func @materialize_matmul(%lhs: tensor<16x4xf32>, %rhs: tensor<24x4xf32>) ->
 
 // -----
 
-// Narrow N (N=4): the result layout is transposed and mmt4d runs on swapped operands (docs/iree-data-tiling.md §1.9):
+// Condition 4, narrow N (N=4): the result layout is transposed and mmt4d runs on swapped operands (docs/iree-data-tiling.md §1.9):
 // mmt4d(RHS 1x64x4x1, LHS 4x64x8x1) -> 1x4x4x8, unpacked with outer [1, 0], tiles [4, 8].
 // CHECK-LABEL: plans for @materialize_narrow_n: {{[1-9]}}
 // CHECK:       linalg.mmt4d ins(%{{.*}}, %{{.*}} : tensor<1x64x4x1xf32>, tensor<4x64x8x1xf32>) outs(%{{.*}} : tensor<1x4x4x8xf32>)

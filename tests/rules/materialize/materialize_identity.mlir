@@ -1,8 +1,10 @@
 // RUN: egg-dispatch opt --split-input-file --rules materialize --target none %s | filecheck %s
 
-// Condition 1: with the identity layout there is nothing to pack.
+// Conditions 1-3: with the identity layout there is nothing to pack, to unpack or to run as mmt4d.
 // CHECK-LABEL: plans for @dont_materialize_identity_layout: {{[1-9]}}
 // CHECK-NOT:   linalg.pack
+// CHECK-NOT:   linalg.unpack
+// CHECK-NOT:   linalg.mmt4d
 func.func @dont_materialize_identity_layout(%lhs: tensor<8x8xf32>, %rhs: tensor<8x8xf32>) -> tensor<8x8xf32> {
   %zero = arith.constant 0.0 : f32
   %acc_e = tensor.empty() : tensor<8x8xf32>

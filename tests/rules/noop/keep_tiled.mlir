@@ -1,6 +1,7 @@
 // RUN: egg-dispatch opt --split-input-file --rules noop --target x86_64-avx2 %s | filecheck %s
 
-// AVX2 resolves the encodings to 8x1 / 8x8 tiles: the set_encodings are real packs and stay.
+// Condition 1: AVX2 resolves the encodings to 8x1 / 8x8 tiles, not the identity: the set_encodings
+// are real packs and stay.
 // CHECK-LABEL: plans for @dont_fold_tiled_set_encoding: {{[1-9]}}
 // CHECK:       iree_encoding.set_encoding
 func.func @dont_fold_tiled_set_encoding(%rhs: tensor<8x8xf32>) -> tensor<8x8xf32> {
@@ -15,8 +16,8 @@ func.func @dont_fold_tiled_set_encoding(%rhs: tensor<8x8xf32>) -> tensor<8x8xf32
 
 // -----
 
-// unset_encoding of a matmul result (8x8 tiles on M,N) followed by set_encoding as the next
-// matmul's LHS (8x1 tiles on M,K): the layouts differ, so the pair does not cancel.
+// Condition 2: unset_encoding of a matmul result (8x8 tiles on M,N) followed by set_encoding as the
+// next matmul's LHS (8x1 tiles on M,K): the layouts differ, so the pair does not cancel.
 // CHECK-LABEL: plans for @dont_cancel_mismatched_layouts: {{[1-9]}}
 // CHECK:       iree_encoding.unset_encoding
 // CHECK:       iree_encoding.set_encoding

@@ -1,0 +1,37 @@
+// RUN: egg-dispatch opt --split-input-file --rules hoist --target x86_64-avx2 %s | filecheck %s
+
+// Condition 1 (PR #21376): a generic contraction whose first operand is a rank-0 scale with a
+// set_encoding of its own. Both matrix operands' set_encodings are hoisted; the rank-0 one stays in
+// the dispatch (the first-operand rule, which fires for a matrix there, never fires).
+// CHECK-LABEL: plans for @dont_hoist_rank_zero_set_encoding: 4;
+// CHECK-NOT:   hoist-bubbled-set-encoding
+// CHECK-SAME:  hoist-generic-operand-set-encoding 2
+#map = affine_map<(d0, d1, d2) -> (d0, d2)>
+#map1 = affine_map<(d0, d1, d2) -> (d2, d1)>
+#map2 = affine_map<(d0, d1, d2) -> (d0, d1)>
+#map3 = affine_map<(d0, d1, d2) -> ()>
+#enc0 = #iree_encoding.encoding<operand_index = 0 : index, op_type = matmul, element_types = [f16, f16, f32], user_indexing_maps = [#map, #map1, #map2], iteration_sizes = [16, 16, 32]>
+#enc1 = #iree_encoding.encoding<operand_index = 1 : index, op_type = matmul, element_types = [f16, f16, f32], user_indexing_maps = [#map, #map1, #map2], iteration_sizes = [16, 16, 32]>
+#enc3 = #iree_encoding.encoding<operand_index = 3 : index, op_type = matmul, element_types = [f16, f16, f32], user_indexing_maps = [#map, #map1, #map2], iteration_sizes = [16, 16, 32]>
+#enc2 = #iree_encoding.encoding<operand_index = 2 : index, op_type = matmul, element_types = [f16, f16, f32], user_indexing_maps = [#map, #map1, #map2], iteration_sizes = [16, 16, 32]>
+func.func @dont_hoist_rank_zero_set_encoding(%a: tensor<16x32xf16>, %b: tensor<32x16xf16>, %c: tensor<f16>) -> tensor<16x16xf32> {
+  %0 = flow.dispatch.region -> (tensor<16x16xf32>) {
+    %zero = arith.constant 0.0 : f32
+    %ea = iree_encoding.set_encoding %a : tensor<16x32xf16> -> tensor<16x32xf16, #enc0>
+    %eb = iree_encoding.set_encoding %b : tensor<32x16xf16> -> tensor<32x16xf16, #enc1>
+    %ec = iree_encoding.set_encoding %c : tensor<f16> -> tensor<f16, #enc3>
+    %e = tensor.empty() : tensor<16x16xf32, #enc2>
+    %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<16x16xf32, #enc2>) -> tensor<16x16xf32, #enc2>
+    %r = linalg.generic {indexing_maps = [#map3, #map, #map1, #map2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%ec, %ea, %eb : tensor<f16, #enc3>, tensor<16x32xf16, #enc0>, tensor<32x16xf16, #enc1>) outs(%acc : tensor<16x16xf32, #enc2>) {
+    ^bb0(%z: f16, %x: f16, %y: f16, %o: f32):
+      %xf = arith.extf %x : f16 to f32
+      %yf = arith.extf %y : f16 to f32
+      %m = arith.mulf %xf, %yf : f32
+      %s = arith.addf %o, %m : f32
+      linalg.yield %s : f32
+    } -> tensor<16x16xf32, #enc2>
+    %u = iree_encoding.unset_encoding %r : tensor<16x16xf32, #enc2> -> tensor<16x16xf32>
+    flow.return %u : tensor<16x16xf32>
+  }
+  return %0 : tensor<16x16xf32>
+}
