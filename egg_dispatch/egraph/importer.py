@@ -36,6 +36,7 @@ from egg_dispatch.mlir.ir import (
     TypeAttr,
     Value,
 )
+from egg_dispatch.mlir.literals import float_str
 from egg_dispatch.mlir.ops import (
     CONTRACTION_OPS,
     DYNAMIC,
@@ -49,7 +50,7 @@ from egg_dispatch.mlir.ops import (
     sym_name,
     workgroups_arguments,
 )
-from egg_dispatch.mlir.printer import Printer, float_str
+from egg_dispatch.mlir.printer import Printer
 from egg_dispatch.mlir.shapes import function_shapes
 
 __all__ = ["encoding_key", "import_function", "maps_key"]

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from egg_dispatch.mlir.attributes import AttrParser, symbol_name
+from egg_dispatch.mlir.attributes import AttrParser
 from egg_dispatch.mlir.ir import Attr, Block, DenseAttr, Loc, Module, OpaqueType, Operation, Region, Type, Value
 from egg_dispatch.mlir.lexer import Lexer, MLIRSyntaxError, describe, int_value
+from egg_dispatch.mlir.literals import symbol_name
 from egg_dispatch.mlir.print_ops import has_custom_printer
 from egg_dispatch.mlir.resources import ELIDED_SEED, ResourceParser
 from egg_dispatch.mlir.retired import retired_note

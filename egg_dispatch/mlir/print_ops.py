@@ -17,6 +17,7 @@ from egg_dispatch.mlir.ir import (
     TensorType,
     TypeAttr,
 )
+from egg_dispatch.mlir.literals import string_literal, symbol
 from egg_dispatch.mlir.ops import (
     CAST_OPS,
     CONTRACTION_OPS,
@@ -34,7 +35,6 @@ from egg_dispatch.mlir.ops import (
     workgroups_arguments,
     workload,
 )
-from egg_dispatch.mlir.printer import string_literal, symbol
 
 if TYPE_CHECKING:
     from egg_dispatch.mlir.printer import Printer

@@ -39,9 +39,10 @@ from egg_dispatch.mlir.ir import (
     UnitAttr,
     Value,
 )
+from egg_dispatch.mlir.literals import float_bits, float_str, string_literal, symbol
 from egg_dispatch.mlir.ops import DYNAMIC, ins, int_list, outs
 
-__all__ = ["Printer", "print_mlir", "string_literal", "symbol"]
+__all__ = ["Printer", "print_mlir"]
 
 HEX_THRESHOLD = 100
 """Dense literals with more elements are printed as hex, like ``--mlir-print-elementsattrs-with-hex-if-larger``."""
@@ -257,36 +258,12 @@ def _resource(op: Operation) -> DenseAttr | None:
     return v if isinstance(v, DenseAttr) and v.form == "resource" else None
 
 
-def symbol(name: str) -> str:
-    """``@name``, quoted when the name is not a bare identifier."""
-    return f"@{name}" if re.fullmatch(r"[A-Za-z0-9_$.\-]+", name) else "@" + string_literal(name)
-
-
 def _resource_key(k: str) -> str:
     return k if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.\-]*", k) else string_literal(k)
 
 
 def _key(k: str) -> str:
     return k if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", k) else string_literal(k)
-
-
-def string_literal(s: str) -> str:
-    """A quoted MLIR string: quotes, backslashes and unprintable bytes escaped (``\\XX``), as MLIR does."""
-    out: list[str] = []
-    for ch in s:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\{ord(ch):02X}")
-        elif 0xDC80 <= ord(ch) <= 0xDCFF:  # a byte that is not UTF-8, kept by the reader as a surrogate escape
-            out.append(f"\\{ord(ch) - 0xDC00:02X}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
 
 
 def _affine(e: tuple) -> str:
@@ -300,25 +277,6 @@ def _affine(e: tuple) -> str:
     return (
         f"({_affine(e[1])} {kind} {_affine(e[2])})" if kind in ("+", "-") else f"{_affine(e[1])} {kind} {_affine(e[2])}"
     )
-
-
-def float_str(v: float | np.floating) -> str:
-    """A finite float as MLIR writes it (``1.250000e+00`` style, shortest exact digits)."""
-    if np.isnan(v) or np.isinf(v):
-        return repr(float(v))
-    s = np.format_float_scientific(v, unique=True, exp_digits=2)
-    return s.replace(".e", ".0e")
-
-
-def float_bits(v: float, name: str) -> str:
-    """A float as its bit pattern in type ``name`` -- how MLIR spells NaN and infinities."""
-    if name == "f16":
-        return f"0x{int(np.array([v], dtype=np.float16).view(np.uint16)[0]):04X}"
-    if name == "bf16":
-        return f"0x{int(np.array([v], dtype=np.float32).view(np.uint32)[0]) >> 16:04X}"
-    if name == "f32":
-        return f"0x{int(np.array([v], dtype=np.float32).view(np.uint32)[0]):08X}"
-    return f"0x{int(np.array([v], dtype=np.float64).view(np.uint64)[0]):016X}"
 
 
 def _float_attr(a: FloatAttr, p: Printer) -> str:

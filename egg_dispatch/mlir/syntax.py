@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from egg_dispatch.mlir.attributes import symbol_name
 from egg_dispatch.mlir.flow_ops import FLOW_SLICE, parse_flow_slice
 from egg_dispatch.mlir.ir import (
     ArrayAttr,
@@ -28,6 +27,7 @@ from egg_dispatch.mlir.ir import (
     Value,
 )
 from egg_dispatch.mlir.lexer import describe, int_value
+from egg_dispatch.mlir.literals import symbol_name
 from egg_dispatch.mlir.ops import CAST_OPS, DYNAMIC, RETURN_OPS, make_int_list
 from egg_dispatch.mlir.parser_base import ParserBase
 from egg_dispatch.mlir.syntax_iree import IreeSyntax

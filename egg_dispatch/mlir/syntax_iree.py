@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from egg_dispatch.mlir.attributes import symbol_name
 from egg_dispatch.mlir.ir import (
     ABI_SHELL_OPS,
     ArrayAttr,
@@ -22,6 +21,7 @@ from egg_dispatch.mlir.ir import (
     Value,
 )
 from egg_dispatch.mlir.lexer import int_value
+from egg_dispatch.mlir.literals import symbol_name
 from egg_dispatch.mlir.ops import WORKLOAD, make_int_list, set_dims
 from egg_dispatch.mlir.parser_base import ParserBase
 

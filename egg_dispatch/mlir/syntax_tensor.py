@@ -6,9 +6,9 @@ Reader side only; ``print_ops`` writes the same forms. Attribute keys are listed
 
 from __future__ import annotations
 
-from egg_dispatch.mlir.attributes import unescape
 from egg_dispatch.mlir.ir import Attr, IntAttr, Operation, ScalarType, StrAttr, TensorType, UnitAttr
 from egg_dispatch.mlir.lexer import int_value
+from egg_dispatch.mlir.literals import unescape
 from egg_dispatch.mlir.ops import DYNAMIC, make_int_list
 from egg_dispatch.mlir.parser_base import ParserBase
 
