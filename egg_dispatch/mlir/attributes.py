@@ -30,6 +30,7 @@ from egg_dispatch.mlir.ir import (
 )
 from egg_dispatch.mlir.lexer import Token, describe, int_value
 from egg_dispatch.mlir.literals import hex_float, int_in_range, symbol_name, unescape
+from egg_dispatch.mlir.printer import Printer
 
 __all__ = ["AttrParser"]
 
@@ -296,7 +297,6 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
     def inline_aliases(self, text: str, pos: int) -> str:
         """Replace alias references in verbatim text (opaque attributes and ops) by their definitions, so
         the text stands alone: the printer names its own aliases and must not capture these."""
-        from egg_dispatch.mlir.printer import Printer
 
         def sub(m: re.Match[str]) -> str:
             name = m.group("ref")

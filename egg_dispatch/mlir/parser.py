@@ -15,7 +15,7 @@ from egg_dispatch.mlir.attributes import AttrParser
 from egg_dispatch.mlir.ir import Attr, Block, DenseAttr, Loc, Module, OpaqueType, Operation, Region, Type, Value
 from egg_dispatch.mlir.lexer import Lexer, MLIRSyntaxError, describe, int_value
 from egg_dispatch.mlir.literals import symbol_name
-from egg_dispatch.mlir.print_ops import has_custom_printer
+from egg_dispatch.mlir.printer import Printer, has_custom_printer
 from egg_dispatch.mlir.resources import ELIDED_SEED, ResourceParser
 from egg_dispatch.mlir.retired import retired_note
 from egg_dispatch.mlir.syntax import OpSyntax
@@ -163,8 +163,6 @@ class Parser(AttrParser, OpSyntax, ResourceParser):
         return uses[len(uses) - n + k] if len(uses) >= n else default
 
     def type_str(self, t: Type) -> str:
-        from egg_dispatch.mlir.printer import Printer
-
         return Printer().type(t)
 
     # ------------------------------------------------------------------------------ operations

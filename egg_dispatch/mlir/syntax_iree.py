@@ -1,6 +1,10 @@
-"""Custom syntax of IREE's own ops (encodings, flow, hal, util) and the generic reader for unknown ops."""
+"""Custom syntax of IREE's own ops (encodings, flow, hal, util), read (``IreeSyntax``, with the generic
+reader for unknown ops) and written (the ``_print_*`` functions at the end, registered into
+``printer.OP_PRINTERS``)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
 
 from egg_dispatch.mlir.ir import (
     ABI_SHELL_OPS,
@@ -21,9 +25,24 @@ from egg_dispatch.mlir.ir import (
     Value,
 )
 from egg_dispatch.mlir.lexer import int_value
-from egg_dispatch.mlir.literals import symbol_name
-from egg_dispatch.mlir.ops import WORKLOAD, make_int_list, set_dims
+from egg_dispatch.mlir.literals import symbol, symbol_name
+from egg_dispatch.mlir.ops import (
+    WORKLOAD,
+    attr,
+    base_operands,
+    dim_group,
+    dim_groups,
+    make_int_list,
+    set_dims,
+    sym_name,
+    workgroups_arguments,
+    workload,
+)
 from egg_dispatch.mlir.parser_base import ParserBase
+from egg_dispatch.mlir.printer import prints
+
+if TYPE_CHECKING:
+    from egg_dispatch.mlir.printer import Printer
 
 __all__ = ["UNARY_DIMS", "UNKNOWN", "IreeSyntax"]
 
@@ -436,3 +455,175 @@ class IreeSyntax(ParserBase):
         op = self.make_op(name, operands, result_types)
         op.opaque_text = self.inline_aliases(text[pos:end], pos).strip()  # ``pos`` is just past the op name
         return op
+
+
+# ------------------------------------------------------------------------------------ printing
+# The writer side of the readers above: each function writes what follows the op name.
+@prints(*UNARY_DIMS)
+def _print_unary_typed(p: Printer, op: Operation, indent: str) -> str:
+    """``%x [encoding_dims{..}] [{attrs}] : T[{%d}] -> T'[{%d}]``, the lists ``UNARY_DIMS`` names."""
+    src = op.operands[0]
+    lists = dict(zip(UNARY_DIMS[op.name], range(3), strict=False))
+
+    def group(key: str) -> list[Value]:
+        return dim_group(op, lists[key]) if key in lists else []
+
+    enc = group("encoding")
+    enc_s = f" encoding_dims{{{p.values(enc)}}}" if enc else ""
+    src_t = p.type(src.type) + p.dims(group("source"))
+    res_t = p.type(op.result.type) + p.dims(group("result"))
+    return f" {p.value(src)}{enc_s}{p.attr_dict(p.extra_attrs(op, set()))} : {src_t} -> {res_t}"
+
+
+@prints("flow.tensor.tie_shape")
+def _print_tie_shape(p: Printer, op: Operation, indent: str) -> str:
+    src = op.operands[0]
+    extra = p.attr_dict(p.extra_attrs(op, set()))
+    return f" {p.value(src)}{extra} : {p.type(src.type)}{p.dims(dim_group(op, 0))}"
+
+
+@prints("hal.buffer_view.dim")
+def _print_buffer_view_dim(p: Printer, op: Operation, indent: str) -> str:
+    view = op.operands[0]
+    extra = p.attr_dict(p.extra_attrs(op, {"index"}))
+    index = attr(op, "index", IntAttr).value
+    return f"<{p.value(view)} : {p.type(view.type)}>[{index}]{extra} : {p.type(op.result.type)}"
+
+
+@prints("iree_tensor_ext.dispatch.workload.ordinal")
+def _print_workload_ordinal(p: Printer, op: Operation, indent: str) -> str:
+    extra = p.attr_dict(p.extra_attrs(op, {"ordinal"}))
+    return f" {p.value(op.operands[0])}, {attr(op, 'ordinal', IntAttr).value}{extra} : {p.type(op.result.type)}"
+
+
+@prints("util.assume.int")
+def _print_assume_int(p: Printer, op: Operation, indent: str) -> str:
+    parts = []
+    for v, rows in zip(op.operands, attr(op, "assumptions", ArrayAttr).items, strict=True):
+        if isinstance(rows, DictAttr):
+            parts.append(p.value(v) + _assumption(rows))
+        else:  # one row per call site
+            parts.append(p.value(v) + "[" + ", ".join(_assumption(r) for r in cast(ArrayAttr, rows).items) + "]")
+    extra = p.attr_dict(p.extra_attrs(op, {"assumptions"}))
+    return f" {', '.join(parts)}{extra} : {p.types([r.type for r in op.results])}"
+
+
+def _assumption(row: object) -> str:
+    items = getattr(row, "items", ())
+    return "<" + ", ".join(f"{k} = {v.value}" for k, v in items) + ">"
+
+
+@prints("hal.tensor.import", "hal.tensor.export")
+def _print_hal_tensor(p: Printer, op: Operation, indent: str) -> str:
+    a = op.attributes
+    src = op.operands[0]
+    wait = f" wait({p.value(op.operands[1])}) =>" if "wait" in a else ""
+    name = f' "{attr(op, "name", StrAttr).value}"' if "name" in a else ""
+    extra = p.attr_dict(p.extra_attrs(op, {"name", "wait"}))
+    dims = p.dims(dim_group(op, 0))
+    if op.name == "hal.tensor.import":
+        return f"{wait} {p.value(src)}{name}{extra} : {p.type(src.type)} -> {p.type(op.result.type)}{dims}"
+    return f"{wait} {p.value(src)}{name}{extra} : {p.type(src.type)}{dims} -> {p.type(op.result.type)}"
+
+
+@prints("hal.tensor.barrier")
+def _print_hal_barrier(p: Printer, op: Operation, indent: str) -> str:
+    joined, fence = op.operands[:-1], op.operands[-1]
+    extra = p.attr_dict(dict(op.attributes))
+    return (
+        f" join({p.values(joined)} : {p.types([v.type for v in joined])}) => {p.value(fence)}{extra}"
+        f" : {p.type(fence.type)}"
+    )
+
+
+@prints("flow.tensor.constant")
+def _print_tensor_constant(p: Printer, op: Operation, indent: str) -> str:
+    extra = p.attr_dict(p.extra_attrs(op, {"value"}))
+    return f"{extra} {p.attr(op.attributes['value'])} : {p.type(op.result.type)}"
+
+
+def _workload_and_attrs(p: Printer, op: Operation) -> tuple[str, str]:
+    """``[%w, ...]`` (when the op has a workload) and `` attributes {..}`` (when it has others)."""
+    rest = p.extra_attrs(op, set())
+    attrs = f" attributes {p.dict(list(rest.items()))}" if rest else ""
+    wl = f"[{p.values(workload(op))}]" if WORKLOAD in op.attributes else ""
+    return wl, attrs
+
+
+def _count(p: Printer, op: Operation, indent: str) -> str:
+    """The workgroup count region `` count(%a: index, ..) -> (index, index, index) {..}``, if any."""
+    if len(op.regions) < 2:
+        return ""
+    r = op.regions[1]
+    args = ", ".join(f"%{v.name}: {p.type(v.type)}" for v in r.entry.args)
+    return f" count({args}) -> (index, index, index) {p.region(r, indent)}"
+
+
+@prints("flow.dispatch.region")
+def _print_dispatch_region(p: Printer, op: Operation, indent: str) -> str:
+    wl, attrs = _workload_and_attrs(p, op)
+    groups = dim_groups(op) or [[] for _ in op.results]
+    results = ", ".join(p.type(r.type) + p.dims(d) for r, d in zip(op.results, groups, strict=True))
+    return f"{wl} -> ({results}){attrs} {p.region(op.regions[0], indent)}{_count(p, op, indent)}"
+
+
+@prints("flow.dispatch.workgroups")
+def _print_workgroups(p: Printer, op: Operation, indent: str) -> str:
+    captured = workgroups_arguments(op)
+    groups = dim_groups(op) or [[] for _ in [*captured, *op.results]]
+    ins_t = ", ".join(p.type(v.type) + p.dims(d) for v, d in zip(captured, groups, strict=False))
+    res_ts = [p.type(r.type) + p.dims(d) for r, d in zip(op.results, groups[len(captured) :], strict=True)]
+    res_t = res_ts[0] if len(res_ts) == 1 else "(" + ", ".join(res_ts) + ")"
+    bindings = ", ".join(f"%{v.name}: {p.type(v.type)}" for v in op.regions[0].entry.args)
+    wl, attrs = _workload_and_attrs(p, op)
+    return (f"{wl}({p.values(captured)}) : ({ins_t}) -> {res_t}{attrs} =\n"
+            f"{indent}    ({bindings}) {p.region(op.regions[0], indent)}{_count(p, op, indent)}")  # fmt: skip
+
+
+@prints("iree_tensor_ext.dispatch.tensor.load", "iree_tensor_ext.dispatch.tensor.store")
+def _print_dispatch_tensor(p: Printer, op: Operation, indent: str) -> str:
+    store = op.name.endswith("store")
+    fixed = op.operands[:2] if store else op.operands[:1]
+    dyn = list(base_operands(op)[len(fixed) :])
+    sl = ", ".join(f"{k} = {p.static(op, f'static_{k}', dyn)}" for k in ("offsets", "sizes", "strides"))
+    dims = p.dims(dim_group(op, 0))
+    if store:
+        return f" {p.values(fixed)}, {sl} : {p.type(fixed[0].type)} -> {p.type(fixed[1].type)}{dims}"
+    return f" {p.values(fixed)}, {sl} : {p.type(fixed[0].type)}{dims} -> {p.type(op.result.type)}"
+
+
+@prints("util.global")
+def _print_global(p: Printer, op: Operation, indent: str) -> str:
+    a = op.attributes
+    vis = f" {attr(op, 'sym_visibility', StrAttr).value}" if "sym_visibility" in a else ""
+    mut = " mutable" if "is_mutable" in a else ""
+    extra = p.attr_dict(p.extra_attrs(op, {"sym_visibility", "is_mutable", "sym_name", "type", "initial_value"}))
+    typ = attr(op, "type", TypeAttr).type
+    init = a.get("initial_value")
+    if init is None:
+        tail = f" : {p.type(typ)}"
+    elif isinstance(init, DenseAttr):
+        tail = f" = {p.attr(init)}"
+    else:
+        tail = f" = {p.attr(init)} : {p.type(typ)}"
+    return f"{vis}{mut} {symbol(sym_name(op))}{extra}{tail}"
+
+
+@prints("util.initializer")
+def _print_initializer(p: Printer, op: Operation, indent: str) -> str:
+    a = op.attributes
+    attrs = f" attributes {p.dict(list(a.items()))}" if a else ""
+    return f"{attrs} {p.region(op.regions[0], indent)}"
+
+
+@prints("util.global.load")
+def _print_global_load(p: Printer, op: Operation, indent: str) -> str:
+    imm = " immutable" if "is_immutable" in op.attributes else ""
+    extra = p.attr_dict(p.extra_attrs(op, {"is_immutable", "global"}))
+    return f"{imm} {symbol(attr(op, 'global', SymbolRefAttr).name)}{extra} : {p.type(op.result.type)}"
+
+
+@prints("util.global.store")
+def _print_global_store(p: Printer, op: Operation, indent: str) -> str:
+    v = op.operands[0]
+    return f" {p.value(v)}, {symbol(attr(op, 'global', SymbolRefAttr).name)} : {p.type(v.type)}"

@@ -1,16 +1,23 @@
 """Custom syntax of the tensor-building ops PyTorch exports use: ``tensor.concat``, ``tensor.pad``,
 ``linalg.softmax`` and ``cf.assert`` (torch-mlir's bounds checks inside embedding lookups).
 
-Reader side only; ``print_ops`` writes the same forms. Attribute keys are listed in ``mlir.ops``.
+Read by ``TensorSyntax``; written by the ``_print_*`` functions at the end (registered into
+``printer.OP_PRINTERS``). Attribute keys are listed in ``mlir.ops``.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from egg_dispatch.mlir.ir import Attr, IntAttr, Operation, ScalarType, StrAttr, TensorType, UnitAttr
 from egg_dispatch.mlir.lexer import int_value
-from egg_dispatch.mlir.literals import unescape
-from egg_dispatch.mlir.ops import DYNAMIC, make_int_list
+from egg_dispatch.mlir.literals import string_literal, unescape
+from egg_dispatch.mlir.ops import DYNAMIC, attr, make_int_list
 from egg_dispatch.mlir.parser_base import ParserBase
+from egg_dispatch.mlir.printer import prints
+
+if TYPE_CHECKING:
+    from egg_dispatch.mlir.printer import Printer
 
 __all__ = ["TensorSyntax"]
 
@@ -135,3 +142,40 @@ def _compatible(shapes: set[tuple[int | None, ...]], want: tuple[int | None, ...
         len(s) == len(want) and all(a is None or b is None or a == b for a, b in zip(s, want, strict=True))
         for s in shapes
     )
+
+
+# ------------------------------------------------------------------------------------ printing
+# The writer side of the readers above: each function writes what follows the op name.
+@prints("tensor.concat")
+def _print_concat(p: Printer, op: Operation, indent: str) -> str:
+    extra = p.attr_dict(p.extra_attrs(op, {"dim"}))
+    ts = p.types([v.type for v in op.operands])
+    dim = attr(op, "dim", IntAttr).value
+    return f" dim({dim}) {p.values(op.operands)}{extra} : ({ts}) -> {p.type(op.result.type)}"
+
+
+@prints("tensor.pad")
+def _print_pad(p: Printer, op: Operation, indent: str) -> str:
+    src, dyn = op.operands[0], list(op.operands[1:])
+    nofold = " nofold" if "nofold" in op.attributes else ""
+    low, high = p.static(op, "static_low", dyn), p.static(op, "static_high", dyn)
+    extra = p.attr_dict(p.extra_attrs(op, {"static_low", "static_high", "nofold"}))
+    region = p.region(op.regions[0], indent, print_entry_args=True)
+    types = f"{p.type(src.type)} to {p.type(op.result.type)}"
+    return f" {p.value(src)}{nofold} low{low} high{high} {region}{extra} : {types}"
+
+
+@prints("linalg.softmax")
+def _print_softmax(p: Printer, op: Operation, indent: str) -> str:
+    extra = p.attr_dict(p.extra_attrs(op, {"dimension"}))
+    x, init = op.operands[0], op.operands[1]
+    return (
+        f"{extra} dimension({attr(op, 'dimension', IntAttr).value}) ins({p.value(x)} : {p.type(x.type)}) "
+        f"outs({p.value(init)} : {p.type(init.type)}) -> {p.type(op.result.type)}"
+    )
+
+
+@prints("cf.assert")
+def _print_assert(p: Printer, op: Operation, indent: str) -> str:
+    extra = p.attr_dict(p.extra_attrs(op, {"msg"}))
+    return f" {p.value(op.operands[0])}, {string_literal(attr(op, 'msg', StrAttr).value)}{extra}"
