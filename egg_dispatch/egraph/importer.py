@@ -134,7 +134,7 @@ class _Importer:
             return tuple(dims[int(m.group(2))])
         sym = self.shapes.shape(v)
         if len(sym) != typ.rank:  # a buffer view never imported: its declared type's sizes are unknown
-            sym = self.shapes._fresh_shape(v, typ)
+            sym = self.shapes.fresh_shape(v, typ)
         return tuple(s if s is not None else self.out.code(d) for s, d in zip(typ.shape, sym, strict=True))
 
     def size(self, v: Value) -> int | None:

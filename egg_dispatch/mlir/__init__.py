@@ -17,9 +17,11 @@ Modules, foundations first:
   ``syntax_iree`` (encodings, flow, hal, util; the reader of unknown ops), ``syntax_linalg``
   (structured ops, pack / unpack), ``syntax_tensor`` (concat, pad, softmax, cf.assert), ``flow_ops``
   (``flow.tensor.slice``). ``retired`` reads named ops upstream MLIR retired.
+* Symbolic sizes: ``symbolic`` (the algebra: ``Dim``, a size as a polynomial over argument sizes,
+  and ``Domain`` / ``divides`` / bounds, what may be proved of it; no IR), ``shapes`` (inference:
+  the ``Dim`` of every dimension and index value of a function).
 * Analyses of a read program: ``abi`` (the tensors behind IREE's ABI), ``forms`` (where in IREE's
-  pipeline an input stands), ``shapes`` (symbolic sizes of dynamic dims), ``torch_symbols`` (the
-  size symbols of a PyTorch export).
+  pipeline an input stands), ``torch_symbols`` (the size symbols of a PyTorch export).
 """
 
 # The dialect modules register their ops' printers into ``printer.OP_PRINTERS`` as they are imported,
