@@ -37,7 +37,7 @@ def parse_flow_slice(p: ParserBase, name: str, start: int) -> Operation:
     lengths = p.operand_list()
     lex.expect("]", "to close the indices of flow.tensor.slice")
     attrs: dict[str, Attr] = {}
-    p._opt_attr_dict(attrs)
+    p.opt_attr_dict(attrs)
     lex.expect(":")
     src_t = p.parse_type()
     if lex.at("{"):

@@ -69,10 +69,10 @@ class Parser(AttrParser, OpSyntax, ResourceParser):
             while lex.peek().kind != "eof" and not lex.at("{-#"):
                 module.ops.append(self.parse_op())
         if lex.at("{-#"):
-            module.resources = self._parse_file_resources()
+            module.resources = self.parse_file_resources()
         if lex.peek().kind != "eof":
             raise lex.error(f"expected end of file, found {describe(lex.peek())}")
-        self._resolve_resources(module)
+        self.resolve_resources(module)
         if self.retired:
             module.respelled = [name for name, _ in self.retired]
             self.warnings.append(retired_note(self.retired))

@@ -2,7 +2,8 @@
 tensor slicing and reshaping ops, read and written; ``OpSyntax`` assembles every dialect's reader.
 
 Each ``_p_*`` method parses what follows the op name and returns the built ``Operation``; keys
-of the attributes follow ``mlir.ops``. Unknown ops go through ``_p_opaque``. The ``_print_*``
+of the attributes follow ``mlir.ops``; ``_HANDLERS`` maps op names to them, with each dialect
+module's own table (``IREE_READERS``, ...). Unknown ops go through ``parse_opaque``. The ``_print_*``
 functions at the end write the same forms back (registered into ``printer.OP_PRINTERS``).
 """
 
@@ -43,9 +44,9 @@ from egg_dispatch.mlir.ops import (
 )
 from egg_dispatch.mlir.parser_base import ParserBase
 from egg_dispatch.mlir.printer import prints, prints_dialect
-from egg_dispatch.mlir.syntax_iree import IreeSyntax
-from egg_dispatch.mlir.syntax_linalg import LinalgSyntax
-from egg_dispatch.mlir.syntax_tensor import TensorSyntax
+from egg_dispatch.mlir.syntax_iree import IREE_READERS, IreeSyntax
+from egg_dispatch.mlir.syntax_linalg import LINALG_READERS, LinalgSyntax
+from egg_dispatch.mlir.syntax_tensor import TENSOR_READERS, TensorSyntax
 
 if TYPE_CHECKING:
     from egg_dispatch.mlir.printer import Printer
@@ -67,12 +68,12 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         dialect, _, short = name.partition(".")
         if dialect in ("arith", "math") and name not in ("arith.constant",):
             return self._p_elementwise(name, short, start)
-        if name.startswith(_STRUCTURED_PREFIXES) and self._looks_structured():
-            return self._p_structured(name, start)
-        return self._p_opaque(name, start, n_results)
+        if name.startswith(_STRUCTURED_PREFIXES) and self.looks_structured():
+            return self.parse_structured(name, start)
+        return self.parse_opaque(name, start, n_results)
 
     # ------------------------------------------------------------------------------ helpers
-    def _typed_operands(self, start: int) -> tuple[list[Value], list[Type]]:
+    def typed_operands(self, start: int) -> tuple[list[Value], list[Type]]:
         """``(%a, %b : T1, T2)``, checking the written types against the values."""
         lex = self.lex
         lex.expect("(")
@@ -85,11 +86,11 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         self.check_types(vals, types, start)
         return vals, types
 
-    def _opt_attr_dict(self, attrs: dict[str, Attr]) -> None:
+    def opt_attr_dict(self, attrs: dict[str, Attr]) -> None:
         if self.lex.at("{"):
             attrs.update(self.parse_dict().items)
 
-    def _static_list(self, close: str = "]") -> tuple[list[int], list[Value]]:
+    def static_list(self, close: str = "]") -> tuple[list[int], list[Value]]:
         """``[0, %i, 8]`` -> static ints (DYNAMIC for SSA entries) and the SSA values in order."""
         lex = self.lex
         lex.expect("[")
@@ -169,7 +170,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
     # ---------------------------------------------------------------------------- arith / math
     def _p_constant(self, name: str, start: int) -> Operation:
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         value = self.parse_attribute()
         if isinstance(value, DenseAttr):
             typ: Type = value.type
@@ -203,7 +204,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
                     words.append(lex.expect_kind("ident", f"{flag} flags").text)
                 attrs[flag] = StrAttr(",".join(words))
                 lex.expect(">")
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":", f"before the type of '{name}'")
         types = self.parse_type_list()
         if short in _CAST_OPS:
@@ -237,7 +238,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         dims = self.operand_list()
         lex.expect(")")
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         t = self.parse_type()
         n = t.num_dynamic if isinstance(t, TensorType) else 0
@@ -249,11 +250,11 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
     def _p_extract_slice(self, name: str, start: int) -> Operation:
         lex = self.lex
         src = self.operand()
-        offs, d1 = self._static_list()
-        sizes, d2 = self._static_list()
-        strides, d3 = self._static_list()
+        offs, d1 = self.static_list()
+        sizes, d2 = self.static_list()
+        strides, d3 = self.static_list()
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         self.check_types([src], [self.parse_type()], start)
         lex.expect("to")
@@ -268,11 +269,11 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         src = self.operand()
         lex.expect("into")
         dst = self.operand()
-        offs, d1 = self._static_list()
-        sizes, d2 = self._static_list()
-        strides, d3 = self._static_list()
+        offs, d1 = self.static_list()
+        sizes, d2 = self.static_list()
+        strides, d3 = self.static_list()
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         src_t = self.parse_type()
         lex.expect("into")
@@ -309,10 +310,10 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         dyn: list[Value] = []
         if name.endswith("expand_shape"):
             lex.expect("output_shape")
-            shape, dyn = self._static_list()
+            shape, dyn = self.static_list()
             attrs["static_output_shape"] = make_int_list(shape)
             self.check_types(dyn, [ScalarType("index")] * len(dyn), start)
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         self.check_types([src], [self.parse_type()], start)
         lex.expect("into")
@@ -348,7 +349,7 @@ def _pos(p: ParserBase, op: Operation) -> int:
     loc = op.loc
     if loc is None:
         return p.lex.pos
-    return p.lex._line_starts[loc.line - 1] + loc.col - 1
+    return p.lex.pos_of(loc)
 
 
 _HANDLERS: dict[str, Callable[[OpSyntax, str, int], Operation]] = {
@@ -362,36 +363,10 @@ _HANDLERS: dict[str, Callable[[OpSyntax, str, int], Operation]] = {
     "tensor.expand_shape": OpSyntax._p_reshape,
     "tensor.extract": OpSyntax._p_extract,
     "tensor.dim": OpSyntax._p_dim,
-    "linalg.pack": LinalgSyntax._p_relayout,
-    "linalg.unpack": LinalgSyntax._p_relayout,
-    "linalg.index": LinalgSyntax._p_index,
-    "iree_encoding.set_encoding": IreeSyntax._p_unary_typed,
-    "iree_encoding.unset_encoding": IreeSyntax._p_unary_typed,
-    "flow.tensor.encode": IreeSyntax._p_unary_typed,
-    "flow.tensor.reshape": IreeSyntax._p_unary_typed,
-    "flow.tensor.tie_shape": IreeSyntax._p_tie_shape,
-    "hal.buffer_view.dim": IreeSyntax._p_buffer_view_dim,
-    "iree_tensor_ext.dispatch.workload.ordinal": IreeSyntax._p_workload_ordinal,
-    "util.assume.int": IreeSyntax._p_assume_int,
-    "iree_tensor_ext.compute_barrier.start": IreeSyntax._p_unary_typed,
-    "iree_tensor_ext.compute_barrier.end": IreeSyntax._p_unary_typed,
-    "hal.tensor.import": IreeSyntax._p_hal_tensor,
-    "hal.tensor.export": IreeSyntax._p_hal_tensor,
-    "hal.tensor.barrier": IreeSyntax._p_hal_barrier,
-    "flow.tensor.constant": IreeSyntax._p_tensor_constant,
     FLOW_SLICE: parse_flow_slice,
-    "flow.dispatch.region": IreeSyntax._p_dispatch_region,
-    "flow.dispatch.workgroups": IreeSyntax._p_workgroups,
-    "iree_tensor_ext.dispatch.tensor.load": IreeSyntax._p_dispatch_tensor,
-    "iree_tensor_ext.dispatch.tensor.store": IreeSyntax._p_dispatch_tensor,
-    "util.global": IreeSyntax._p_global,
-    "util.initializer": IreeSyntax._p_initializer,
-    "util.global.load": IreeSyntax._p_global_load,
-    "util.global.store": IreeSyntax._p_global_store,
-    "tensor.concat": TensorSyntax._p_concat,
-    "tensor.pad": TensorSyntax._p_pad,
-    "linalg.softmax": TensorSyntax._p_softmax,
-    "cf.assert": TensorSyntax._p_assert,
+    **IREE_READERS,
+    **LINALG_READERS,
+    **TENSOR_READERS,
 }
 
 

@@ -4,6 +4,7 @@ reader for unknown ops) and written (the ``_print_*`` functions at the end, regi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from egg_dispatch.mlir.ir import (
@@ -44,7 +45,7 @@ from egg_dispatch.mlir.printer import prints
 if TYPE_CHECKING:
     from egg_dispatch.mlir.printer import Printer
 
-__all__ = ["UNARY_DIMS", "UNKNOWN", "IreeSyntax"]
+__all__ = ["IREE_READERS", "UNARY_DIMS", "UNKNOWN", "IreeSyntax"]
 
 UNARY_DIMS: dict[str, tuple[str, ...]] = {
     "iree_encoding.set_encoding": ("encoding",),
@@ -79,7 +80,7 @@ class IreeSyntax(ParserBase):
                 self.check_types(enc_dims, [ScalarType("index")] * len(enc_dims), at)
             groups.append(enc_dims)
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         src_t = self.parse_type()
         self.check_types([src], [src_t], start)
@@ -96,7 +97,7 @@ class IreeSyntax(ParserBase):
         lex = self.lex
         src = self.operand()
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         t = self.parse_type()
         self.check_types([src], [t], start)
@@ -115,7 +116,7 @@ class IreeSyntax(ParserBase):
         index = int_value(lex, lex.expect_kind("int", "a dimension index"))
         lex.expect("]")
         attrs: dict[str, Attr] = {"index": IntAttr(index)}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         return self.make_op(name, [view], [self.parse_type()], attributes=attrs)
 
@@ -125,7 +126,7 @@ class IreeSyntax(ParserBase):
         v = self.operand()
         lex.expect(",")
         attrs: dict[str, Attr] = {"ordinal": IntAttr(int_value(lex, lex.expect_kind("int", "a workload ordinal")))}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         t = self.parse_type()
         self.check_types([v], [t], start)
@@ -152,7 +153,7 @@ class IreeSyntax(ParserBase):
             if not lex.accept(","):
                 break
         attrs: dict[str, Attr] = {"assumptions": ArrayAttr(tuple(rows_per))}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         types = self.parse_type_list()
         self.check_types(values, types, start)
@@ -194,7 +195,7 @@ class IreeSyntax(ParserBase):
         src = self.operand()
         if lex.peek().kind == "string":
             attrs["name"] = StrAttr(lex.next().text[1:-1])
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         src_t = self.parse_type()
         self.check_types([src], [src_t], start)
@@ -209,12 +210,12 @@ class IreeSyntax(ParserBase):
         """``hal.tensor.barrier join(%a, %b : T1, T2) => %fence : !hal.fence``: the tensors, once ready."""
         lex = self.lex
         lex.expect("join")
-        values, types = self._typed_operands(start)
+        values, types = self.typed_operands(start)
         lex.expect("=")
         lex.expect(">", "after 'join(...) ='")
         fence = self.operand()
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         self.check_types([fence], [self.parse_type()], start)
         return self.make_op(name, [*values, fence], types, attributes=attrs)
@@ -223,7 +224,7 @@ class IreeSyntax(ParserBase):
         """``flow.tensor.constant #flow.parameter.named<...> : tensor<..>`` (or a dense literal)."""
         lex = self.lex
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         attrs["value"] = self.parse_attribute()
         lex.expect(":")
         typ = self.parse_type()
@@ -329,7 +330,7 @@ class IreeSyntax(ParserBase):
             lex.expect(",")
             lex.expect(key)
             lex.expect("=")
-            static, d = self._static_list()
+            static, d = self.static_list()
             dyn += d
             attrs[f"static_{key}"] = make_int_list(static)
         lex.expect(":")
@@ -354,7 +355,7 @@ class IreeSyntax(ParserBase):
                 UnitAttr() if word == "mutable" else StrAttr(word)
             )
         attrs["sym_name"] = StrAttr(symbol_name(lex, lex.expect_kind("symbol", "a global name (@name)")))
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         typ: Type | None = None
         if lex.accept("="):
             alias = lex.peek().text
@@ -383,7 +384,7 @@ class IreeSyntax(ParserBase):
         if lex.accept("immutable"):
             attrs["is_immutable"] = UnitAttr()
         attrs["global"] = SymbolRefAttr(symbol_name(lex, lex.expect_kind("symbol", "a global name")))
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         return self.make_op(name, [], [self.parse_type()], attributes=attrs)
 
@@ -397,7 +398,7 @@ class IreeSyntax(ParserBase):
         return self.make_op(name, [v], [], attributes=attrs)
 
     # ------------------------------------------------------------------------------- opaque
-    def _p_opaque(self, name: str, start: int, n_results: int) -> Operation:
+    def parse_opaque(self, name: str, start: int, n_results: int) -> Operation:
         """An op we do not model: keep its text, find the values it uses and its result types."""
         lex = self.lex
         text = lex.text
@@ -455,6 +456,33 @@ class IreeSyntax(ParserBase):
         op = self.make_op(name, operands, result_types)
         op.opaque_text = self.inline_aliases(text[pos:end], pos).strip()  # ``pos`` is just past the op name
         return op
+
+
+IREE_READERS: dict[str, Callable[[IreeSyntax, str, int], Operation]] = {
+    "iree_encoding.set_encoding": IreeSyntax._p_unary_typed,
+    "iree_encoding.unset_encoding": IreeSyntax._p_unary_typed,
+    "flow.tensor.encode": IreeSyntax._p_unary_typed,
+    "flow.tensor.reshape": IreeSyntax._p_unary_typed,
+    "flow.tensor.tie_shape": IreeSyntax._p_tie_shape,
+    "hal.buffer_view.dim": IreeSyntax._p_buffer_view_dim,
+    "iree_tensor_ext.dispatch.workload.ordinal": IreeSyntax._p_workload_ordinal,
+    "util.assume.int": IreeSyntax._p_assume_int,
+    "iree_tensor_ext.compute_barrier.start": IreeSyntax._p_unary_typed,
+    "iree_tensor_ext.compute_barrier.end": IreeSyntax._p_unary_typed,
+    "hal.tensor.import": IreeSyntax._p_hal_tensor,
+    "hal.tensor.export": IreeSyntax._p_hal_tensor,
+    "hal.tensor.barrier": IreeSyntax._p_hal_barrier,
+    "flow.tensor.constant": IreeSyntax._p_tensor_constant,
+    "flow.dispatch.region": IreeSyntax._p_dispatch_region,
+    "flow.dispatch.workgroups": IreeSyntax._p_workgroups,
+    "iree_tensor_ext.dispatch.tensor.load": IreeSyntax._p_dispatch_tensor,
+    "iree_tensor_ext.dispatch.tensor.store": IreeSyntax._p_dispatch_tensor,
+    "util.global": IreeSyntax._p_global,
+    "util.initializer": IreeSyntax._p_initializer,
+    "util.global.load": IreeSyntax._p_global_load,
+    "util.global.store": IreeSyntax._p_global_store,
+}
+"""Op name -> the method of ``IreeSyntax`` that reads it (``syntax.OpSyntax`` dispatches through it)."""
 
 
 # ------------------------------------------------------------------------------------ printing

@@ -4,6 +4,7 @@ written (the ``_print_*`` functions at the end, registered into ``printer.OP_PRI
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from egg_dispatch.mlir.ir import Attr, IntAttr, Operation, Type, UnitAttr, Value
@@ -16,11 +17,11 @@ from egg_dispatch.mlir.retired import RETIRED_OPS, respell
 if TYPE_CHECKING:
     from egg_dispatch.mlir.printer import Printer
 
-__all__ = ["LinalgSyntax"]
+__all__ = ["LINALG_READERS", "LinalgSyntax"]
 
 
 class LinalgSyntax(ParserBase):
-    def _looks_structured(self) -> bool:
+    def looks_structured(self) -> bool:
         """A linalg-style op: optional attr dict / ``key = value`` pairs, then ``ins(`` or ``outs(``."""
         lex = self.lex
         save = lex.save()
@@ -60,7 +61,7 @@ class LinalgSyntax(ParserBase):
         return is_key
 
     # ------------------------------------------------------------------------------ structured
-    def _p_structured(self, name: str, start: int) -> Operation:
+    def parse_structured(self, name: str, start: int) -> Operation:
         """linalg named ops, generic, fill, transpose, broadcast, mmt4d; attention and gather."""
         lex = self.lex
         attrs: dict[str, Attr] = {}
@@ -71,10 +72,10 @@ class LinalgSyntax(ParserBase):
         while True:
             if lex.at("ins"):
                 lex.next()
-                ins, _ = self._typed_operands(start)
+                ins, _ = self.typed_operands(start)
             elif lex.at("outs"):
                 lex.next()
-                outs, out_types = self._typed_operands(start)
+                outs, out_types = self.typed_operands(start)
             elif lex.at("{") and not (ins or outs):
                 attrs.update(self.parse_dict().items)
             elif lex.at("<"):
@@ -145,7 +146,7 @@ class LinalgSyntax(ParserBase):
             key = lex.expect_kind("ident", "'outer_dims_perm', 'inner_dims_pos', 'inner_tiles' or 'into'").text
             lex.expect("=")
             if key == "inner_tiles":
-                tiles, dyn = self._static_list()
+                tiles, dyn = self.static_list()
                 if dyn:
                     raise lex.error("dynamic inner_tiles are not supported yet", start)
                 attrs[key] = make_int_list(tiles)
@@ -153,7 +154,7 @@ class LinalgSyntax(ParserBase):
                 attrs[key] = self.parse_attribute()
         lex.expect("into")
         dest = self.operand()
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         self.check_types([src], [self.parse_type()], start)
         lex.expect("->")
@@ -167,6 +168,14 @@ class LinalgSyntax(ParserBase):
         dim = int_value(lex, lex.expect_kind("int", "a loop dimension"))
         lex.expect(":")
         return self.make_op(name, [], [self.parse_type()], attributes={"dim": IntAttr(dim)})
+
+
+LINALG_READERS: dict[str, Callable[[LinalgSyntax, str, int], Operation]] = {
+    "linalg.pack": LinalgSyntax._p_relayout,
+    "linalg.unpack": LinalgSyntax._p_relayout,
+    "linalg.index": LinalgSyntax._p_index,
+}
+"""Op name -> the method of ``LinalgSyntax`` that reads it (``syntax.OpSyntax`` dispatches through it)."""
 
 
 # ------------------------------------------------------------------------------------ printing

@@ -7,6 +7,7 @@ Read by ``TensorSyntax``; written by the ``_print_*`` functions at the end (regi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from egg_dispatch.mlir.ir import Attr, IntAttr, Operation, ScalarType, StrAttr, TensorType, UnitAttr
@@ -19,7 +20,7 @@ from egg_dispatch.mlir.printer import prints
 if TYPE_CHECKING:
     from egg_dispatch.mlir.printer import Printer
 
-__all__ = ["TensorSyntax"]
+__all__ = ["TENSOR_READERS", "TensorSyntax"]
 
 
 class TensorSyntax(ParserBase):
@@ -34,7 +35,7 @@ class TensorSyntax(ParserBase):
         if not vals:
             raise lex.error("tensor.concat needs at least one operand", start)
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         self.check_types(vals, self.parse_paren_types(), start)
         lex.expect("->")
@@ -65,11 +66,11 @@ class TensorSyntax(ParserBase):
         if lex.accept("nofold"):
             attrs["nofold"] = UnitAttr()
         lex.expect("low")
-        low, d_low = self._static_list()
+        low, d_low = self.static_list()
         lex.expect("high")
-        high, d_high = self._static_list()
+        high, d_high = self.static_list()
         region = self.parse_region()
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         src_t = self.parse_type()
         self.check_types([src], [src_t], start)
@@ -100,15 +101,15 @@ class TensorSyntax(ParserBase):
         """``linalg.softmax [attr-dict] dimension(D) ins(%x : T) outs(%init : T) [-> T]``."""
         lex = self.lex
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect("dimension")
         lex.expect("(")
         dim = int_value(lex, lex.expect_kind("int", "the softmax dimension"))
         lex.expect(")")
         lex.expect("ins")
-        src, _ = self._typed_operands(start)
+        src, _ = self.typed_operands(start)
         lex.expect("outs")
-        init, out_t = self._typed_operands(start)
+        init, out_t = self.typed_operands(start)
         if len(src) != 1 or len(init) != 1:
             raise lex.error("linalg.softmax takes one input and one init", start)
         results = out_t
@@ -131,9 +132,18 @@ class TensorSyntax(ParserBase):
         lex.expect(",")
         msg = unescape(lex, lex.expect_kind("string", "the assertion message"))
         attrs: dict[str, Attr] = {"msg": StrAttr(msg)}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         self.check_types([cond], [ScalarType("i1")], start)
         return self.make_op(name, [cond], [], attributes=attrs)
+
+
+TENSOR_READERS: dict[str, Callable[[TensorSyntax, str, int], Operation]] = {
+    "tensor.concat": TensorSyntax._p_concat,
+    "tensor.pad": TensorSyntax._p_pad,
+    "linalg.softmax": TensorSyntax._p_softmax,
+    "cf.assert": TensorSyntax._p_assert,
+}
+"""Op name -> the method of ``TensorSyntax`` that reads it (``syntax.OpSyntax`` dispatches through it)."""
 
 
 def _compatible(shapes: set[tuple[int | None, ...]], want: tuple[int | None, ...]) -> bool:
