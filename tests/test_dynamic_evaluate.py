@@ -25,7 +25,7 @@ from egg_dispatch.evaluate.check import check_module
 from egg_dispatch.evaluate.dynamic import SizeError
 from egg_dispatch.evaluate.sizes import check_sizes, sizes_for
 from egg_dispatch.mlir.parser import parse_file, parse_mlir
-from egg_dispatch.mlir.shapes import Domain
+from egg_dispatch.mlir.symbolic import Domain
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 CASES = [

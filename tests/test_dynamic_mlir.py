@@ -1,4 +1,4 @@
-"""Dynamic shapes in the reader and printer, and the symbolic sizes ``mlir.shapes`` gives them.
+"""Dynamic shapes in the reader and printer, and the symbolic sizes ``mlir.shapes`` gives them (``mlir.symbolic``).
 
 Real dynamic exports (tests/fixtures/models/*_dyn: torch export, IREE's input phase and IREE's own
 dispatch-creation output) and a file with every dynamic form the reader models
@@ -20,7 +20,8 @@ from egg_dispatch.mlir.ir import TensorType
 from egg_dispatch.mlir.lexer import MLIRSyntaxError
 from egg_dispatch.mlir.parser import parse_file, parse_mlir
 from egg_dispatch.mlir.printer import print_mlir
-from egg_dispatch.mlir.shapes import Dim, Domain, divides, function_shapes, lower_bound, parse_symbol, upper_bound
+from egg_dispatch.mlir.shapes import function_shapes
+from egg_dispatch.mlir.symbolic import Dim, Domain, divides, lower_bound, parse_symbol, upper_bound
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MODELS = FIXTURES / "models"

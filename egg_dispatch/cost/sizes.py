@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from egg_dispatch.cost.table import CostTable, NodeCost
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.imported import ImportedProgram
-from egg_dispatch.mlir.shapes import Domain, parse_symbol
+from egg_dispatch.mlir.symbolic import Domain, parse_symbol
 
 __all__ = [
     "DEFAULT_DYNAMIC_SIZE",

@@ -30,7 +30,7 @@ from egg_dispatch.egraph.size_facts import (
 from egg_dispatch.egraph.terms import ivec, quote
 from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, TensorType, element_nbytes
 from egg_dispatch.mlir.ir_types import static_sizes
-from egg_dispatch.mlir.shapes import Dim
+from egg_dispatch.mlir.symbolic import Dim
 from egg_dispatch.target.layout import (
     Layout,
     LayoutError,

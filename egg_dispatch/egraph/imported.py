@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from egg_dispatch.mlir.ir import DenseAttr, EncodingAttr, Operation, ParameterAttr, TensorType, Type, Value
-from egg_dispatch.mlir.shapes import Dim, Domain
+from egg_dispatch.mlir.symbolic import Dim, Domain
 
 __all__ = ["SIZE_CODE_BASE", "ImportError_", "ImportedProgram", "Parameter"]
 

@@ -43,6 +43,7 @@ from egg_dispatch.mlir.ir import (
     TypeAttr,
     Value,
 )
+from egg_dispatch.mlir.literals import float_str
 from egg_dispatch.mlir.ops import (
     CONTRACTION_OPS,
     DYNAMIC,
@@ -56,7 +57,7 @@ from egg_dispatch.mlir.ops import (
     sym_name,
     workgroups_arguments,
 )
-from egg_dispatch.mlir.printer import Printer, float_str
+from egg_dispatch.mlir.printer import Printer
 from egg_dispatch.mlir.shapes import function_shapes
 
 __all__ = ["encoding_key", "import_function", "maps_key"]
@@ -140,7 +141,7 @@ class _Importer:
             return tuple(dims[int(m.group(2))])
         sym = self.shapes.shape(v)
         if len(sym) != typ.rank:  # a buffer view never imported: its declared type's sizes are unknown
-            sym = self.shapes._fresh_shape(v, typ)
+            sym = self.shapes.fresh_shape(v, typ)
         return tuple(s if s is not None else self.out.code(d) for s, d in zip(typ.shape, sym, strict=True))
 
     def size(self, v: Value) -> int | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from egg_dispatch.mlir.shapes import Dim, Domain, as_dim, divides, upper_bound
+from egg_dispatch.mlir.symbolic import Dim, Domain, as_dim, divides, upper_bound
 from egg_dispatch.target.layout import Layout
 from egg_dispatch.target.profile import Target
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.emit.clone import EmitError
 from egg_dispatch.mlir.ir import ArrayAttr, Block, DictAttr, IntAttr, Operation, ScalarType, StrAttr, TensorType, Value
-from egg_dispatch.mlir.shapes import Atom, Dim, parse_symbol
+from egg_dispatch.mlir.symbolic import Atom, Dim, parse_symbol
 
 __all__ = ["SizeValues", "dynamic_type"]
 

@@ -55,7 +55,8 @@ from egg_dispatch.mlir.ir import (
     numpy_dtype,
 )
 from egg_dispatch.mlir.ops import iterator_types, sym_name
-from egg_dispatch.mlir.shapes import Domain, function_shapes
+from egg_dispatch.mlir.shapes import function_shapes
+from egg_dispatch.mlir.symbolic import Domain
 from egg_dispatch.target.profile import Target, load_target
 
 __all__ = [

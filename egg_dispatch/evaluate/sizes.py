@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from egg_dispatch.mlir.ir import Operation, TensorType, Type
-from egg_dispatch.mlir.shapes import Domain, FunctionShapes, function_shapes
+from egg_dispatch.mlir.shapes import FunctionShapes, function_shapes
+from egg_dispatch.mlir.symbolic import Domain
 
 __all__ = ["CHECK_SIZES", "check_sizes", "input_dims", "input_types_at", "label", "shapes_at", "sizes_for"]
 
@@ -127,7 +128,7 @@ def assumed_domains(func: Operation, specs: list[str]) -> dict[str, Domain]:
     """``--assume`` values (``cost.sizes.parse_assume`` syntax) as domains of ``func``'s dynamic dims;
     a name that is not one of them is a ValueError listing those it has."""
     from egg_dispatch.cost.sizes import AssumeError, parse_assume
-    from egg_dispatch.mlir.shapes import parse_symbol
+    from egg_dispatch.mlir.symbolic import parse_symbol
 
     known = sorted(set(function_shapes(func).arguments) | set(input_dims(func)))
     out: dict[str, Domain] = {}

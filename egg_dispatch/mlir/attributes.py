@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from egg_dispatch.mlir.affine import AffineParser
-from egg_dispatch.mlir.dense import DenseParser, _hex_float
+from egg_dispatch.mlir.dense import DenseParser
 from egg_dispatch.mlir.encoding import EncodingParser
 from egg_dispatch.mlir.ir import (
     ArrayAttr,
@@ -28,57 +28,17 @@ from egg_dispatch.mlir.ir import (
     UnitAttr,
     Value,
 )
-from egg_dispatch.mlir.lexer import Lexer, Token, describe, int_value
+from egg_dispatch.mlir.lexer import Token, describe, int_value
+from egg_dispatch.mlir.literals import hex_float, int_in_range, symbol_name, unescape
+from egg_dispatch.mlir.printer import Printer
 
-__all__ = ["AttrParser", "int_in_range", "symbol_name", "unescape"]
+__all__ = ["AttrParser"]
 
 _SHAPE = re.compile(r"((?:(?:[0-9]+|\?)x)*)")
 _SCALAR = re.compile(r"(?:[su]?i[0-9]+|bf16|f16|f32|f64|f8E[0-9A-Za-z]+|index)\b")
 _ALIAS_REF = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|(?P<ref>[#!][A-Za-z_][A-Za-z0-9_$]*)(?![A-Za-z0-9_$.<\-])')
 """An alias reference inside verbatim text; strings and comments are matched only to be skipped."""
-_ESCAPE = re.compile(r"\\(?:([\\\"])|([nt])|([0-9a-fA-F]{2}))|\\")
 _MAX_DIM = 2**63 - 1
-
-
-def unescape(lex: Lexer, tok: Token) -> str:
-    """The value of a string token: MLIR escapes are ``\\\\``, ``\\"``, ``\\n``, ``\\t`` and ``\\XX`` (a hex byte)."""
-    body = tok.text[1:-1]
-    if "\\" not in body:
-        return body
-    out = bytearray()
-    i = 0
-    for m in _ESCAPE.finditer(body):
-        out += body[i : m.start()].encode("utf-8", "surrogateescape")
-        if m.group(1):
-            out += m.group(1).encode()
-        elif m.group(2):
-            out += b"\n" if m.group(2) == "n" else b"\t"
-        elif m.group(3):
-            out.append(int(m.group(3), 16))
-        else:
-            where = tok.pos + 1 + m.start()
-            raise lex.error('bad escape in a string: expected \\\\, \\", \\n, \\t or two hex digits', where)
-        i = m.end()
-    out += body[i:].encode("utf-8", "surrogateescape")
-    return out.decode("utf-8", "surrogateescape")
-
-
-def symbol_name(lex: Lexer, tok: Token) -> str:
-    """The name of a ``@symbol`` token (quoted names unescaped)."""
-    if tok.text.startswith('@"'):
-        return unescape(lex, Token("string", tok.text[1:], tok.pos + 1))
-    return tok.text[1:]
-
-
-def int_in_range(value: int, typ: ScalarType) -> bool:
-    """Whether ``value`` fits ``typ``: signless ints take either the signed or the unsigned range."""
-    name = typ.name
-    bits = 64 if name == "index" else int(name.lstrip("sui") or 0)
-    if name.startswith("ui"):
-        return 0 <= value < 2**bits
-    if name.startswith("si"):
-        return -(2 ** (bits - 1)) <= value < 2 ** (bits - 1)
-    return -(2 ** (bits - 1)) <= value < 2**bits
 
 
 class AttrParser(AffineParser, EncodingParser, DenseParser):
@@ -281,7 +241,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         if tok.kind == "float" and isinstance(typ, ScalarType) and not typ.is_float:
             raise lex.error(f"a floating-point literal is not valid for the integer type {typ.name}", tok.pos)
         if tok.kind == "int" and tok.text.lower().startswith(("0x", "-0x")):
-            return FloatAttr(_hex_float(tok.text, typ), typ, tok.text)
+            return FloatAttr(hex_float(tok.text, typ), typ, tok.text)
         return FloatAttr(float(tok.text), typ, tok.text)
 
     def parse_dict(self) -> DictAttr:
@@ -337,7 +297,6 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
     def inline_aliases(self, text: str, pos: int) -> str:
         """Replace alias references in verbatim text (opaque attributes and ops) by their definitions, so
         the text stands alone: the printer names its own aliases and must not capture these."""
-        from egg_dispatch.mlir.printer import Printer
 
         def sub(m: re.Match[str]) -> str:
             name = m.group("ref")

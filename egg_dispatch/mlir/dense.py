@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-import struct
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from egg_dispatch.mlir.elements import HEX_DIGITS, HexData
-from egg_dispatch.mlir.ir import DenseAttr, ScalarType, TensorType, Type, element_nbytes, is_known_element, numpy_dtype
+from egg_dispatch.mlir.ir import DenseAttr, ScalarType, TensorType, element_nbytes, is_known_element, numpy_dtype
 from egg_dispatch.mlir.lexer import describe
+from egg_dispatch.mlir.literals import hex_float, int_in_range
 from egg_dispatch.mlir.parser_base import ParserBase
 
 if TYPE_CHECKING:
@@ -82,14 +82,12 @@ class DenseParser(ParserBase):
 
 def _element(lex: Lexer, t: str, elem: ScalarType, pos: int) -> float | int:
     """One element of a dense list, checked against the element type."""
-    from egg_dispatch.mlir.attributes import int_in_range
-
     if elem.name == "i1" and t in ("true", "false"):
         return int(t == "true")
     if elem.is_float:
         if not _FLOAT.fullmatch(t):
             raise lex.error(f"expected a floating-point element, found '{t}'", pos)
-        return _hex_float(t, elem) if "0x" in t else float(t)
+        return hex_float(t, elem) if "0x" in t else float(t)
     if not _INT.fullmatch(t):
         raise lex.error(f"expected an integer element of type {elem.name}, found '{t}'", pos)
     v = int(t, 16) if "0x" in t else int(t)
@@ -204,19 +202,3 @@ def hex_span(text: str, start: int, end: int) -> HexData | None:
 
 def _fmt(t: TensorType) -> str:
     return "tensor<" + "".join(f"{d}x" for d in t.shape) + f"{t.element}>"
-
-
-def _hex_float(text: str, typ: Type | None) -> float:
-    """MLIR writes special floats as their bit pattern (``0x7FC00000``)."""
-    neg = text.startswith("-")
-    bits = int(text.lstrip("-+"), 16)
-    name = typ.name if isinstance(typ, ScalarType) else "f32"
-    if name == "f64":
-        v = struct.unpack("<d", struct.pack("<Q", bits & (2**64 - 1)))[0]
-    elif name == "f16":
-        v = float(np.array([bits & 0xFFFF], dtype=np.uint16).view(np.float16)[0])
-    elif name == "bf16":
-        v = struct.unpack("<f", struct.pack("<I", (bits & 0xFFFF) << 16))[0]
-    else:
-        v = struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
-    return -v if neg else v

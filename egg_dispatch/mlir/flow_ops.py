@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from egg_dispatch.mlir.ir import Attr, IntAttr, Operation, ScalarType, TensorType, Value
 from egg_dispatch.mlir.ops import attr
+from egg_dispatch.mlir.printer import prints
 
 if TYPE_CHECKING:
     from egg_dispatch.mlir.parser_base import ParserBase
@@ -36,7 +37,7 @@ def parse_flow_slice(p: ParserBase, name: str, start: int) -> Operation:
     lengths = p.operand_list()
     lex.expect("]", "to close the indices of flow.tensor.slice")
     attrs: dict[str, Attr] = {}
-    p._opt_attr_dict(attrs)
+    p.opt_attr_dict(attrs)
     lex.expect(":")
     src_t = p.parse_type()
     if lex.at("{"):
@@ -66,7 +67,8 @@ def slice_operands(op: Operation) -> tuple[Value, list[Value], list[Value]]:
     return op.operands[0], list(op.operands[1 : 1 + rank]), list(op.operands[1 + rank : 1 + 2 * rank])
 
 
-def print_flow_slice(p: Printer, op: Operation) -> str:
+@prints(FLOW_SLICE)
+def print_flow_slice(p: Printer, op: Operation, indent: str = "") -> str:
     """The custom form ``parse_flow_slice`` reads."""
     src, starts, lengths = slice_operands(op)
     extra = {k: v for k, v in op.attributes.items() if k != "slice_rank"}

@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from egg_dispatch.mlir.attributes import AttrParser, symbol_name
+from egg_dispatch.mlir.attributes import AttrParser
 from egg_dispatch.mlir.ir import Attr, Block, DenseAttr, Loc, Module, OpaqueType, Operation, Region, Type, Value
 from egg_dispatch.mlir.lexer import Lexer, MLIRSyntaxError, describe, int_value
-from egg_dispatch.mlir.print_ops import has_custom_printer
+from egg_dispatch.mlir.literals import symbol_name
+from egg_dispatch.mlir.printer import Printer, has_custom_printer
 from egg_dispatch.mlir.resources import ELIDED_SEED, ResourceParser
 from egg_dispatch.mlir.retired import retired_note
 from egg_dispatch.mlir.syntax import OpSyntax
@@ -68,10 +69,10 @@ class Parser(AttrParser, OpSyntax, ResourceParser):
             while lex.peek().kind != "eof" and not lex.at("{-#"):
                 module.ops.append(self.parse_op())
         if lex.at("{-#"):
-            module.resources = self._parse_file_resources()
+            module.resources = self.parse_file_resources()
         if lex.peek().kind != "eof":
             raise lex.error(f"expected end of file, found {describe(lex.peek())}")
-        self._resolve_resources(module)
+        self.resolve_resources(module)
         if self.retired:
             module.respelled = [name for name, _ in self.retired]
             self.warnings.append(retired_note(self.retired))
@@ -162,8 +163,6 @@ class Parser(AttrParser, OpSyntax, ResourceParser):
         return uses[len(uses) - n + k] if len(uses) >= n else default
 
     def type_str(self, t: Type) -> str:
-        from egg_dispatch.mlir.printer import Printer
-
         return Printer().type(t)
 
     # ------------------------------------------------------------------------------ operations

@@ -3,11 +3,19 @@
 Affine maps and ``#iree_encoding.encoding`` attributes are printed through ``#map`` / ``#encoding``
 aliases, as IREE itself prints them, so encoded IR stays readable. Opaque ops are written back
 verbatim.
+
+Types, attributes, regions and MLIR's generic op form are written here. An op's custom syntax is
+written by its dialect's module, next to the code that reads it (``syntax``, ``syntax_iree``,
+``syntax_linalg``, ``syntax_tensor``, ``flow_ops``): each registers its printing functions into
+``OP_PRINTERS`` (by op name) or ``DIALECT_PRINTERS`` (for the ops of a dialect without one of their
+own) with ``prints`` / ``prints_dialect``, and the package ``__init__`` imports them all. This module
+imports none of them, so the printer and the dialects never import each other.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -39,18 +47,70 @@ from egg_dispatch.mlir.ir import (
     UnitAttr,
     Value,
 )
-from egg_dispatch.mlir.ops import DYNAMIC, ins, int_list, outs
+from egg_dispatch.mlir.literals import float_bits, float_str, string_literal, symbol
+from egg_dispatch.mlir.ops import DIM_SEGMENTS, DYNAMIC, WORKLOAD, ins, int_list, outs
 
-__all__ = ["Printer", "print_mlir", "string_literal", "symbol"]
+__all__ = [
+    "DIALECT_PRINTERS",
+    "OP_PRINTERS",
+    "OpPrinter",
+    "Printer",
+    "custom_printer",
+    "has_custom_printer",
+    "print_mlir",
+    "prints",
+    "prints_dialect",
+]
 
 HEX_THRESHOLD = 100
 """Dense literals with more elements are printed as hex, like ``--mlir-print-elementsattrs-with-hex-if-larger``."""
 
-_INHERENT = {
-    "func.func": {"sym_name", "function_type", "sym_visibility", "arg_attrs"},
-    "arith.constant": {"value"},
-}
-_STRUCTURED_KEYS = ("indexing_maps", "iterator_types")
+_LAYOUT_KEYS = frozenset({DIM_SEGMENTS, WORKLOAD})
+"""Attributes that only say how the operands are grouped: never printed in an attribute dictionary."""
+
+OpPrinter = Callable[["Printer", Operation, str], "str | None"]
+"""Writes what follows an op's name in its custom syntax, given the printer and the indent of the op;
+None when the op has no custom form after all (the printer then writes the generic form)."""
+
+OP_PRINTERS: dict[str, OpPrinter] = {}
+"""Op name -> its custom printer; filled with ``prints`` by the dialect modules."""
+
+DIALECT_PRINTERS: dict[str, OpPrinter] = {}
+"""Dialect (``arith``, ``linalg``) -> the printer of its ops that have none in ``OP_PRINTERS``."""
+
+
+def prints(*names: str) -> Callable[[OpPrinter], OpPrinter]:
+    """Register the decorated function as the custom printer of the ops ``names``."""
+
+    def register(fn: OpPrinter) -> OpPrinter:
+        for name in names:
+            assert name not in OP_PRINTERS, f"two printers for {name}"
+            OP_PRINTERS[name] = fn
+        return fn
+
+    return register
+
+
+def prints_dialect(*dialects: str) -> Callable[[OpPrinter], OpPrinter]:
+    """Register the decorated function as the printer of the ops of ``dialects`` without their own."""
+
+    def register(fn: OpPrinter) -> OpPrinter:
+        for dialect in dialects:
+            assert dialect not in DIALECT_PRINTERS, f"two printers for the dialect {dialect}"
+            DIALECT_PRINTERS[dialect] = fn
+        return fn
+
+    return register
+
+
+def custom_printer(name: str) -> OpPrinter | None:
+    """The printer of op ``name``: its own, else its dialect's; None: only the generic form."""
+    return OP_PRINTERS.get(name) or DIALECT_PRINTERS.get(name.partition(".")[0])
+
+
+def has_custom_printer(name: str) -> bool:
+    """Whether op ``name`` is written in a custom syntax (which needs the op's structure)."""
+    return name in OP_PRINTERS or name.startswith(tuple(f"{d}." for d in DIALECT_PRINTERS))
 
 
 class Printer:
@@ -194,14 +254,30 @@ class Printer:
         if op.results:
             names = _result_names(op)
             res = ", ".join(names) + " = "
-        from egg_dispatch.mlir.print_ops import GENERIC, print_op_body
-
         if op.generic_form and op.opaque_text is not None:
             return f'{indent}{res}"{op.name}"{op.opaque_text}'
-        body = print_op_body(self, op, indent)
-        if body.startswith(GENERIC):
-            return f'{indent}{res}"{op.name}"{body[len(GENERIC) :]}'
+        body = self.op_body(op, indent)
+        if body is None:
+            return f'{indent}{res}"{op.name}"{self.generic(op, indent)}'
         return indent + res + op.name + body
+
+    def op_body(self, op: Operation, indent: str) -> str | None:
+        """What follows the op's name: an opaque op's kept text, else its custom printer's (None: the
+        op has no custom form, and is written in the generic form)."""
+        if op.opaque_text is not None:
+            return f" {op.opaque_text}" if op.opaque_text else ""
+        printer = custom_printer(op.name)
+        return None if printer is None else printer(self, op, indent)
+
+    def generic(self, op: Operation, indent: str) -> str:
+        """What follows the quoted name in MLIR's generic form, for ops with neither a custom printer
+        nor kept text."""
+        regions = ""
+        if op.regions:
+            regions = " (" + ", ".join(self.region(r, indent, True) for r in op.regions) + ")"
+        attrs = f" {self.dict(list(op.attributes.items()))}" if op.attributes else ""
+        ft = f"({self.types([v.type for v in op.operands])}) -> {self.results([r.type for r in op.results])}"
+        return f"({self.values(op.operands)}){regions}{attrs} : {ft}"
 
     def region(self, r: Region, indent: str, print_entry_args: bool = False) -> str:
         lines = ["{"]
@@ -225,6 +301,18 @@ class Printer:
         for s in int_list(op.attributes.get(key)):
             parts.append(f"%{dyn.pop(0).name}" if s == DYNAMIC else str(s))
         return "[" + ", ".join(parts) + "]"
+
+    def extra_attrs(self, op: Operation, skip: set[str]) -> Mapping[str, Attr]:
+        """The op's attributes that its custom syntax does not spell (``skip``), for its attribute dict."""
+        return {k: v for k, v in op.attributes.items() if k not in skip and k not in _LAYOUT_KEYS}
+
+    def attr_dict(self, attrs: Mapping[str, Attr]) -> str:
+        """`` {k = v, ...}``, or nothing for no attributes."""
+        return f" {self.dict(list(attrs.items()))}" if attrs else ""
+
+    def dims(self, dims: list[Value]) -> str:
+        """``{%d0, %d1}``: the dynamic sizes written after a type, or nothing for none."""
+        return "{" + self.values(dims) + "}" if dims else ""
 
     def ins_outs(self, op: Operation) -> str:
         i, o = ins(op), outs(op)
@@ -257,36 +345,12 @@ def _resource(op: Operation) -> DenseAttr | None:
     return v if isinstance(v, DenseAttr) and v.form == "resource" else None
 
 
-def symbol(name: str) -> str:
-    """``@name``, quoted when the name is not a bare identifier."""
-    return f"@{name}" if re.fullmatch(r"[A-Za-z0-9_$.\-]+", name) else "@" + string_literal(name)
-
-
 def _resource_key(k: str) -> str:
     return k if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.\-]*", k) else string_literal(k)
 
 
 def _key(k: str) -> str:
     return k if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", k) else string_literal(k)
-
-
-def string_literal(s: str) -> str:
-    """A quoted MLIR string: quotes, backslashes and unprintable bytes escaped (``\\XX``), as MLIR does."""
-    out: list[str] = []
-    for ch in s:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\{ord(ch):02X}")
-        elif 0xDC80 <= ord(ch) <= 0xDCFF:  # a byte that is not UTF-8, kept by the reader as a surrogate escape
-            out.append(f"\\{ord(ch) - 0xDC00:02X}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
 
 
 def _affine(e: tuple) -> str:
@@ -300,25 +364,6 @@ def _affine(e: tuple) -> str:
     return (
         f"({_affine(e[1])} {kind} {_affine(e[2])})" if kind in ("+", "-") else f"{_affine(e[1])} {kind} {_affine(e[2])}"
     )
-
-
-def float_str(v: float | np.floating) -> str:
-    """A finite float as MLIR writes it (``1.250000e+00`` style, shortest exact digits)."""
-    if np.isnan(v) or np.isinf(v):
-        return repr(float(v))
-    s = np.format_float_scientific(v, unique=True, exp_digits=2)
-    return s.replace(".e", ".0e")
-
-
-def float_bits(v: float, name: str) -> str:
-    """A float as its bit pattern in type ``name`` -- how MLIR spells NaN and infinities."""
-    if name == "f16":
-        return f"0x{int(np.array([v], dtype=np.float16).view(np.uint16)[0]):04X}"
-    if name == "bf16":
-        return f"0x{int(np.array([v], dtype=np.float32).view(np.uint32)[0]) >> 16:04X}"
-    if name == "f32":
-        return f"0x{int(np.array([v], dtype=np.float32).view(np.uint32)[0]):08X}"
-    return f"0x{int(np.array([v], dtype=np.float64).view(np.uint64)[0]):016X}"
 
 
 def _float_attr(a: FloatAttr, p: Printer) -> str:

@@ -35,7 +35,7 @@ def elided_fill(key: str, typ: TensorType) -> np.ndarray:
 
 
 class ResourceParser(ParserBase):
-    def _parse_file_resources(self) -> dict[str, HexData]:
+    def parse_file_resources(self) -> dict[str, HexData]:
         lex = self.lex
         lex.expect("{-#")
         blobs: dict[str, HexData] = {}
@@ -71,7 +71,7 @@ class ResourceParser(ParserBase):
         lex.expect("#-}", "to close the file resources")
         return blobs
 
-    def _resolve_resources(self, module: Module) -> None:
+    def resolve_resources(self, module: Module) -> None:
         for attr, loc in self.pending_resources:
             key = attr.resource_key or ""
             blob = module.resources.get(key)

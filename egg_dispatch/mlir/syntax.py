@@ -1,14 +1,17 @@
-"""Custom assembly syntax of the ops egg_dispatch models (reader side; ``printer`` is the writer).
+"""Custom assembly syntax of the ops egg_dispatch models: functions, returns, arith / math and the
+tensor slicing and reshaping ops, read and written; ``OpSyntax`` assembles every dialect's reader.
 
 Each ``_p_*`` method parses what follows the op name and returns the built ``Operation``; keys
-of the attributes follow ``mlir.ops``. Unknown ops go through ``_p_opaque``.
+of the attributes follow ``mlir.ops``; ``_HANDLERS`` maps op names to them, with each dialect
+module's own table (``IREE_READERS``, ...). Unknown ops go through ``parse_opaque``. The ``_print_*``
+functions at the end write the same forms back (registered into ``printer.OP_PRINTERS``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
-from egg_dispatch.mlir.attributes import symbol_name
 from egg_dispatch.mlir.flow_ops import FLOW_SLICE, parse_flow_slice
 from egg_dispatch.mlir.ir import (
     ArrayAttr,
@@ -28,11 +31,25 @@ from egg_dispatch.mlir.ir import (
     Value,
 )
 from egg_dispatch.mlir.lexer import describe, int_value
-from egg_dispatch.mlir.ops import CAST_OPS, DYNAMIC, RETURN_OPS, make_int_list
+from egg_dispatch.mlir.literals import symbol, symbol_name
+from egg_dispatch.mlir.ops import (
+    CAST_OPS,
+    DYNAMIC,
+    RETURN_OPS,
+    TENSOR_RESHAPE_OPS,
+    attr,
+    function_type,
+    make_int_list,
+    sym_name,
+)
 from egg_dispatch.mlir.parser_base import ParserBase
-from egg_dispatch.mlir.syntax_iree import IreeSyntax
-from egg_dispatch.mlir.syntax_linalg import LinalgSyntax
-from egg_dispatch.mlir.syntax_tensor import TensorSyntax
+from egg_dispatch.mlir.printer import prints, prints_dialect
+from egg_dispatch.mlir.syntax_iree import IREE_READERS, IreeSyntax
+from egg_dispatch.mlir.syntax_linalg import LINALG_READERS, LinalgSyntax
+from egg_dispatch.mlir.syntax_tensor import TENSOR_READERS, TensorSyntax
+
+if TYPE_CHECKING:
+    from egg_dispatch.mlir.printer import Printer
 
 __all__ = ["OpSyntax"]
 
@@ -51,12 +68,12 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         dialect, _, short = name.partition(".")
         if dialect in ("arith", "math") and name not in ("arith.constant",):
             return self._p_elementwise(name, short, start)
-        if name.startswith(_STRUCTURED_PREFIXES) and self._looks_structured():
-            return self._p_structured(name, start)
-        return self._p_opaque(name, start, n_results)
+        if name.startswith(_STRUCTURED_PREFIXES) and self.looks_structured():
+            return self.parse_structured(name, start)
+        return self.parse_opaque(name, start, n_results)
 
     # ------------------------------------------------------------------------------ helpers
-    def _typed_operands(self, start: int) -> tuple[list[Value], list[Type]]:
+    def typed_operands(self, start: int) -> tuple[list[Value], list[Type]]:
         """``(%a, %b : T1, T2)``, checking the written types against the values."""
         lex = self.lex
         lex.expect("(")
@@ -69,11 +86,11 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         self.check_types(vals, types, start)
         return vals, types
 
-    def _opt_attr_dict(self, attrs: dict[str, Attr]) -> None:
+    def opt_attr_dict(self, attrs: dict[str, Attr]) -> None:
         if self.lex.at("{"):
             attrs.update(self.parse_dict().items)
 
-    def _static_list(self, close: str = "]") -> tuple[list[int], list[Value]]:
+    def static_list(self, close: str = "]") -> tuple[list[int], list[Value]]:
         """``[0, %i, 8]`` -> static ints (DYNAMIC for SSA entries) and the SSA values in order."""
         lex = self.lex
         lex.expect("[")
@@ -153,7 +170,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
     # ---------------------------------------------------------------------------- arith / math
     def _p_constant(self, name: str, start: int) -> Operation:
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         value = self.parse_attribute()
         if isinstance(value, DenseAttr):
             typ: Type = value.type
@@ -187,7 +204,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
                     words.append(lex.expect_kind("ident", f"{flag} flags").text)
                 attrs[flag] = StrAttr(",".join(words))
                 lex.expect(">")
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":", f"before the type of '{name}'")
         types = self.parse_type_list()
         if short in _CAST_OPS:
@@ -221,7 +238,7 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         dims = self.operand_list()
         lex.expect(")")
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         t = self.parse_type()
         n = t.num_dynamic if isinstance(t, TensorType) else 0
@@ -233,11 +250,11 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
     def _p_extract_slice(self, name: str, start: int) -> Operation:
         lex = self.lex
         src = self.operand()
-        offs, d1 = self._static_list()
-        sizes, d2 = self._static_list()
-        strides, d3 = self._static_list()
+        offs, d1 = self.static_list()
+        sizes, d2 = self.static_list()
+        strides, d3 = self.static_list()
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         self.check_types([src], [self.parse_type()], start)
         lex.expect("to")
@@ -252,11 +269,11 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         src = self.operand()
         lex.expect("into")
         dst = self.operand()
-        offs, d1 = self._static_list()
-        sizes, d2 = self._static_list()
-        strides, d3 = self._static_list()
+        offs, d1 = self.static_list()
+        sizes, d2 = self.static_list()
+        strides, d3 = self.static_list()
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         src_t = self.parse_type()
         lex.expect("into")
@@ -293,10 +310,10 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         dyn: list[Value] = []
         if name.endswith("expand_shape"):
             lex.expect("output_shape")
-            shape, dyn = self._static_list()
+            shape, dyn = self.static_list()
             attrs["static_output_shape"] = make_int_list(shape)
             self.check_types(dyn, [ScalarType("index")] * len(dyn), start)
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         self.check_types([src], [self.parse_type()], start)
         lex.expect("into")
@@ -332,7 +349,7 @@ def _pos(p: ParserBase, op: Operation) -> int:
     loc = op.loc
     if loc is None:
         return p.lex.pos
-    return p.lex._line_starts[loc.line - 1] + loc.col - 1
+    return p.lex.pos_of(loc)
 
 
 _HANDLERS: dict[str, Callable[[OpSyntax, str, int], Operation]] = {
@@ -346,34 +363,130 @@ _HANDLERS: dict[str, Callable[[OpSyntax, str, int], Operation]] = {
     "tensor.expand_shape": OpSyntax._p_reshape,
     "tensor.extract": OpSyntax._p_extract,
     "tensor.dim": OpSyntax._p_dim,
-    "linalg.pack": LinalgSyntax._p_relayout,
-    "linalg.unpack": LinalgSyntax._p_relayout,
-    "linalg.index": LinalgSyntax._p_index,
-    "iree_encoding.set_encoding": IreeSyntax._p_unary_typed,
-    "iree_encoding.unset_encoding": IreeSyntax._p_unary_typed,
-    "flow.tensor.encode": IreeSyntax._p_unary_typed,
-    "flow.tensor.reshape": IreeSyntax._p_unary_typed,
-    "flow.tensor.tie_shape": IreeSyntax._p_tie_shape,
-    "hal.buffer_view.dim": IreeSyntax._p_buffer_view_dim,
-    "iree_tensor_ext.dispatch.workload.ordinal": IreeSyntax._p_workload_ordinal,
-    "util.assume.int": IreeSyntax._p_assume_int,
-    "iree_tensor_ext.compute_barrier.start": IreeSyntax._p_unary_typed,
-    "iree_tensor_ext.compute_barrier.end": IreeSyntax._p_unary_typed,
-    "hal.tensor.import": IreeSyntax._p_hal_tensor,
-    "hal.tensor.export": IreeSyntax._p_hal_tensor,
-    "hal.tensor.barrier": IreeSyntax._p_hal_barrier,
-    "flow.tensor.constant": IreeSyntax._p_tensor_constant,
     FLOW_SLICE: parse_flow_slice,
-    "flow.dispatch.region": IreeSyntax._p_dispatch_region,
-    "flow.dispatch.workgroups": IreeSyntax._p_workgroups,
-    "iree_tensor_ext.dispatch.tensor.load": IreeSyntax._p_dispatch_tensor,
-    "iree_tensor_ext.dispatch.tensor.store": IreeSyntax._p_dispatch_tensor,
-    "util.global": IreeSyntax._p_global,
-    "util.initializer": IreeSyntax._p_initializer,
-    "util.global.load": IreeSyntax._p_global_load,
-    "util.global.store": IreeSyntax._p_global_store,
-    "tensor.concat": TensorSyntax._p_concat,
-    "tensor.pad": TensorSyntax._p_pad,
-    "linalg.softmax": TensorSyntax._p_softmax,
-    "cf.assert": TensorSyntax._p_assert,
+    **IREE_READERS,
+    **LINALG_READERS,
+    **TENSOR_READERS,
 }
+
+
+# ------------------------------------------------------------------------------------ printing
+# The writer side of the readers above: each function writes what follows the op name.
+@prints("func.func", "util.func")
+def _print_func(p: Printer, op: Operation, indent: str) -> str:
+    """``[visibility] @name(%arg0: T [{attrs}], ...) [-> R] [attributes {...}] [{ body }]``."""
+    a = op.attributes
+    ft = function_type(op)
+    vis = f" {attr(op, 'sym_visibility', StrAttr).value}" if "sym_visibility" in a else ""
+    args = _func_args(p, op, ft)  # before the results: the order aliases are named in
+    res = f" -> {p.results(list(ft.results))}" if ft.results else ""
+    if len(ft.results) == 1 and isinstance(ft.results[0], TensorType):
+        res = f" -> {p.type(ft.results[0])}"
+    rest = p.extra_attrs(op, {"sym_name", "function_type", "sym_visibility", "arg_attrs"})
+    attrs = f" attributes {p.dict(list(rest.items()))}" if rest else ""
+    body = f" {p.region(op.regions[0], indent)}" if op.regions else ""
+    return f"{vis} {symbol(sym_name(op))}({', '.join(args)}){res}{attrs}{body}"
+
+
+def _func_args(p: Printer, op: Operation, ft: FunctionType) -> list[str]:
+    """``%name: T`` per argument, with its attribute dict when it has one."""
+    entry = op.regions[0].entry if op.regions else None
+    # one DictAttr per argument
+    arg_attrs = cast("tuple[DictAttr, ...] | None", getattr(op.attributes.get("arg_attrs"), "items", None))
+    args = []
+    for i, t in enumerate(ft.inputs):
+        name = f"%{entry.args[i].name}" if entry else f"%arg{i}"
+        extra = ""
+        if arg_attrs is not None and arg_attrs[i].items:
+            extra = " " + p.attr(arg_attrs[i])
+        args.append(f"{name}: {p.type(t)}{extra}")
+    return args
+
+
+@prints(*_RETURNS)
+def _print_return(p: Printer, op: Operation, indent: str) -> str:
+    """``%a, %b : T1, T2`` (nothing for no operands)."""
+    if not op.operands:
+        return ""
+    return f" {p.values(op.operands)} : {p.types([v.type for v in op.operands])}"
+
+
+@prints("arith.constant")
+def _print_constant(p: Printer, op: Operation, indent: str) -> str:
+    """``[{attrs}] value``: the value carries its type."""
+    extra = p.attr_dict(p.extra_attrs(op, {"value"}))
+    return f"{extra} {p.attr(op.attributes['value'])}"
+
+
+@prints_dialect("arith", "math")
+def _print_elementwise(p: Printer, op: Operation, indent: str) -> str:
+    """``[pred,] %a, %b [fastmath<..>] [overflow<..>] [{attrs}] : T`` (casts: ``: T to T'``)."""
+    a = op.attributes
+    short = op.name.partition(".")[2]
+    pred = f" {attr(op, 'predicate', StrAttr).value}," if "predicate" in a else ""
+    fm = f" fastmath<{attr(op, 'fastmath', StrAttr).value}>" if "fastmath" in a else ""
+    fm += f" overflow<{attr(op, 'overflow', StrAttr).value}>" if "overflow" in a else ""
+    extra = p.attr_dict(p.extra_attrs(op, {"predicate", "fastmath", "overflow"}))
+    ops_ = p.values(op.operands)
+    if short in _CAST_OPS:
+        return f" {ops_}{fm}{extra} : {p.type(op.operands[0].type)} to {p.type(op.result.type)}"
+    if short in ("cmpf", "cmpi"):
+        return f"{pred} {ops_}{fm}{extra} : {p.type(op.operands[0].type)}"
+    if short == "select":
+        c = op.operands[0].type
+        if isinstance(c, TensorType):
+            return f" {ops_}{extra} : {p.type(c)}, {p.type(op.result.type)}"
+        return f" {ops_}{extra} : {p.type(op.result.type)}"
+    if any(v.type != op.result.type for v in op.operands):
+        return f" {ops_}{fm}{extra} : {p.types([v.type for v in op.operands])}"
+    return f" {ops_}{fm}{extra} : {p.type(op.result.type)}"
+
+
+@prints("tensor.empty")
+def _print_empty(p: Printer, op: Operation, indent: str) -> str:
+    return f"({p.values(op.operands)}){p.attr_dict(dict(op.attributes))} : {p.type(op.result.type)}"
+
+
+_SLICE_KEYS = ("static_offsets", "static_sizes", "static_strides")
+
+
+def _slice(p: Printer, op: Operation, dyn: list[Value]) -> str:
+    """``[offsets] [sizes] [strides]`` then the attribute dict."""
+    sl = " ".join(p.static(op, k, dyn) for k in _SLICE_KEYS)
+    return sl + p.attr_dict(p.extra_attrs(op, set(_SLICE_KEYS)))
+
+
+@prints("tensor.extract_slice")
+def _print_extract_slice(p: Printer, op: Operation, indent: str) -> str:
+    src = op.operands[0]
+    sl = _slice(p, op, list(op.operands[1:]))
+    return f" {p.value(src)}{sl} : {p.type(src.type)} to {p.type(op.result.type)}"
+
+
+@prints("tensor.insert_slice")
+def _print_insert_slice(p: Printer, op: Operation, indent: str) -> str:
+    src = op.operands[0]
+    sl = _slice(p, op, list(op.operands[2:]))
+    return f" {p.value(src)} into {p.value(op.operands[1])}{sl} : {p.type(src.type)} into {p.type(op.result.type)}"
+
+
+@prints(*TENSOR_RESHAPE_OPS)
+def _print_reshape(p: Printer, op: Operation, indent: str) -> str:
+    """``%x [[0, 1], [2]] [output_shape [..]] [{attrs}] : T into T'``."""
+    reassoc = p.attr(op.attributes["reassociation"])
+    shape = ""
+    if op.name == "tensor.expand_shape":
+        shape = f" output_shape {p.static(op, 'static_output_shape', list(op.operands[1:]))}"
+    extra = p.attr_dict(p.extra_attrs(op, {"reassociation", "static_output_shape"}))
+    src = op.operands[0]
+    return f" {p.value(src)} {reassoc}{shape}{extra} : {p.type(src.type)} into {p.type(op.result.type)}"
+
+
+@prints("tensor.extract")
+def _print_extract(p: Printer, op: Operation, indent: str) -> str:
+    return f" {p.value(op.operands[0])}[{p.values(op.operands[1:])}] : {p.type(op.operands[0].type)}"
+
+
+@prints("tensor.dim")
+def _print_dim(p: Printer, op: Operation, indent: str) -> str:
+    return f" {p.values(op.operands)} : {p.type(op.operands[0].type)}"

@@ -1,8 +1,12 @@
-"""Custom syntax of IREE's own ops (encodings, flow, hal, util) and the generic reader for unknown ops."""
+"""Custom syntax of IREE's own ops (encodings, flow, hal, util), read (``IreeSyntax``, with the generic
+reader for unknown ops) and written (the ``_print_*`` functions at the end, registered into
+``printer.OP_PRINTERS``)."""
 
 from __future__ import annotations
 
-from egg_dispatch.mlir.attributes import symbol_name
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
+
 from egg_dispatch.mlir.ir import (
     ABI_SHELL_OPS,
     ArrayAttr,
@@ -22,10 +26,26 @@ from egg_dispatch.mlir.ir import (
     Value,
 )
 from egg_dispatch.mlir.lexer import int_value
-from egg_dispatch.mlir.ops import WORKLOAD, make_int_list, set_dims
+from egg_dispatch.mlir.literals import symbol, symbol_name
+from egg_dispatch.mlir.ops import (
+    WORKLOAD,
+    attr,
+    base_operands,
+    dim_group,
+    dim_groups,
+    make_int_list,
+    set_dims,
+    sym_name,
+    workgroups_arguments,
+    workload,
+)
 from egg_dispatch.mlir.parser_base import ParserBase
+from egg_dispatch.mlir.printer import prints
 
-__all__ = ["UNARY_DIMS", "UNKNOWN", "IreeSyntax"]
+if TYPE_CHECKING:
+    from egg_dispatch.mlir.printer import Printer
+
+__all__ = ["IREE_READERS", "UNARY_DIMS", "UNKNOWN", "IreeSyntax"]
 
 UNARY_DIMS: dict[str, tuple[str, ...]] = {
     "iree_encoding.set_encoding": ("encoding",),
@@ -60,7 +80,7 @@ class IreeSyntax(ParserBase):
                 self.check_types(enc_dims, [ScalarType("index")] * len(enc_dims), at)
             groups.append(enc_dims)
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         src_t = self.parse_type()
         self.check_types([src], [src_t], start)
@@ -77,7 +97,7 @@ class IreeSyntax(ParserBase):
         lex = self.lex
         src = self.operand()
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         t = self.parse_type()
         self.check_types([src], [t], start)
@@ -96,7 +116,7 @@ class IreeSyntax(ParserBase):
         index = int_value(lex, lex.expect_kind("int", "a dimension index"))
         lex.expect("]")
         attrs: dict[str, Attr] = {"index": IntAttr(index)}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         return self.make_op(name, [view], [self.parse_type()], attributes=attrs)
 
@@ -106,7 +126,7 @@ class IreeSyntax(ParserBase):
         v = self.operand()
         lex.expect(",")
         attrs: dict[str, Attr] = {"ordinal": IntAttr(int_value(lex, lex.expect_kind("int", "a workload ordinal")))}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         t = self.parse_type()
         self.check_types([v], [t], start)
@@ -133,7 +153,7 @@ class IreeSyntax(ParserBase):
             if not lex.accept(","):
                 break
         attrs: dict[str, Attr] = {"assumptions": ArrayAttr(tuple(rows_per))}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         types = self.parse_type_list()
         self.check_types(values, types, start)
@@ -175,7 +195,7 @@ class IreeSyntax(ParserBase):
         src = self.operand()
         if lex.peek().kind == "string":
             attrs["name"] = StrAttr(lex.next().text[1:-1])
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         src_t = self.parse_type()
         self.check_types([src], [src_t], start)
@@ -190,12 +210,12 @@ class IreeSyntax(ParserBase):
         """``hal.tensor.barrier join(%a, %b : T1, T2) => %fence : !hal.fence``: the tensors, once ready."""
         lex = self.lex
         lex.expect("join")
-        values, types = self._typed_operands(start)
+        values, types = self.typed_operands(start)
         lex.expect("=")
         lex.expect(">", "after 'join(...) ='")
         fence = self.operand()
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         self.check_types([fence], [self.parse_type()], start)
         return self.make_op(name, [*values, fence], types, attributes=attrs)
@@ -204,7 +224,7 @@ class IreeSyntax(ParserBase):
         """``flow.tensor.constant #flow.parameter.named<...> : tensor<..>`` (or a dense literal)."""
         lex = self.lex
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         attrs["value"] = self.parse_attribute()
         lex.expect(":")
         typ = self.parse_type()
@@ -310,7 +330,7 @@ class IreeSyntax(ParserBase):
             lex.expect(",")
             lex.expect(key)
             lex.expect("=")
-            static, d = self._static_list()
+            static, d = self.static_list()
             dyn += d
             attrs[f"static_{key}"] = make_int_list(static)
         lex.expect(":")
@@ -335,7 +355,7 @@ class IreeSyntax(ParserBase):
                 UnitAttr() if word == "mutable" else StrAttr(word)
             )
         attrs["sym_name"] = StrAttr(symbol_name(lex, lex.expect_kind("symbol", "a global name (@name)")))
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         typ: Type | None = None
         if lex.accept("="):
             alias = lex.peek().text
@@ -364,7 +384,7 @@ class IreeSyntax(ParserBase):
         if lex.accept("immutable"):
             attrs["is_immutable"] = UnitAttr()
         attrs["global"] = SymbolRefAttr(symbol_name(lex, lex.expect_kind("symbol", "a global name")))
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         return self.make_op(name, [], [self.parse_type()], attributes=attrs)
 
@@ -378,7 +398,7 @@ class IreeSyntax(ParserBase):
         return self.make_op(name, [v], [], attributes=attrs)
 
     # ------------------------------------------------------------------------------- opaque
-    def _p_opaque(self, name: str, start: int, n_results: int) -> Operation:
+    def parse_opaque(self, name: str, start: int, n_results: int) -> Operation:
         """An op we do not model: keep its text, find the values it uses and its result types."""
         lex = self.lex
         text = lex.text
@@ -436,3 +456,202 @@ class IreeSyntax(ParserBase):
         op = self.make_op(name, operands, result_types)
         op.opaque_text = self.inline_aliases(text[pos:end], pos).strip()  # ``pos`` is just past the op name
         return op
+
+
+IREE_READERS: dict[str, Callable[[IreeSyntax, str, int], Operation]] = {
+    "iree_encoding.set_encoding": IreeSyntax._p_unary_typed,
+    "iree_encoding.unset_encoding": IreeSyntax._p_unary_typed,
+    "flow.tensor.encode": IreeSyntax._p_unary_typed,
+    "flow.tensor.reshape": IreeSyntax._p_unary_typed,
+    "flow.tensor.tie_shape": IreeSyntax._p_tie_shape,
+    "hal.buffer_view.dim": IreeSyntax._p_buffer_view_dim,
+    "iree_tensor_ext.dispatch.workload.ordinal": IreeSyntax._p_workload_ordinal,
+    "util.assume.int": IreeSyntax._p_assume_int,
+    "iree_tensor_ext.compute_barrier.start": IreeSyntax._p_unary_typed,
+    "iree_tensor_ext.compute_barrier.end": IreeSyntax._p_unary_typed,
+    "hal.tensor.import": IreeSyntax._p_hal_tensor,
+    "hal.tensor.export": IreeSyntax._p_hal_tensor,
+    "hal.tensor.barrier": IreeSyntax._p_hal_barrier,
+    "flow.tensor.constant": IreeSyntax._p_tensor_constant,
+    "flow.dispatch.region": IreeSyntax._p_dispatch_region,
+    "flow.dispatch.workgroups": IreeSyntax._p_workgroups,
+    "iree_tensor_ext.dispatch.tensor.load": IreeSyntax._p_dispatch_tensor,
+    "iree_tensor_ext.dispatch.tensor.store": IreeSyntax._p_dispatch_tensor,
+    "util.global": IreeSyntax._p_global,
+    "util.initializer": IreeSyntax._p_initializer,
+    "util.global.load": IreeSyntax._p_global_load,
+    "util.global.store": IreeSyntax._p_global_store,
+}
+"""Op name -> the method of ``IreeSyntax`` that reads it (``syntax.OpSyntax`` dispatches through it)."""
+
+
+# ------------------------------------------------------------------------------------ printing
+# The writer side of the readers above: each function writes what follows the op name.
+@prints(*UNARY_DIMS)
+def _print_unary_typed(p: Printer, op: Operation, indent: str) -> str:
+    """``%x [encoding_dims{..}] [{attrs}] : T[{%d}] -> T'[{%d}]``, the lists ``UNARY_DIMS`` names."""
+    src = op.operands[0]
+    lists = dict(zip(UNARY_DIMS[op.name], range(3), strict=False))
+
+    def group(key: str) -> list[Value]:
+        return dim_group(op, lists[key]) if key in lists else []
+
+    enc = group("encoding")
+    enc_s = f" encoding_dims{{{p.values(enc)}}}" if enc else ""
+    src_t = p.type(src.type) + p.dims(group("source"))
+    res_t = p.type(op.result.type) + p.dims(group("result"))
+    return f" {p.value(src)}{enc_s}{p.attr_dict(p.extra_attrs(op, set()))} : {src_t} -> {res_t}"
+
+
+@prints("flow.tensor.tie_shape")
+def _print_tie_shape(p: Printer, op: Operation, indent: str) -> str:
+    src = op.operands[0]
+    extra = p.attr_dict(p.extra_attrs(op, set()))
+    return f" {p.value(src)}{extra} : {p.type(src.type)}{p.dims(dim_group(op, 0))}"
+
+
+@prints("hal.buffer_view.dim")
+def _print_buffer_view_dim(p: Printer, op: Operation, indent: str) -> str:
+    view = op.operands[0]
+    extra = p.attr_dict(p.extra_attrs(op, {"index"}))
+    index = attr(op, "index", IntAttr).value
+    return f"<{p.value(view)} : {p.type(view.type)}>[{index}]{extra} : {p.type(op.result.type)}"
+
+
+@prints("iree_tensor_ext.dispatch.workload.ordinal")
+def _print_workload_ordinal(p: Printer, op: Operation, indent: str) -> str:
+    extra = p.attr_dict(p.extra_attrs(op, {"ordinal"}))
+    return f" {p.value(op.operands[0])}, {attr(op, 'ordinal', IntAttr).value}{extra} : {p.type(op.result.type)}"
+
+
+@prints("util.assume.int")
+def _print_assume_int(p: Printer, op: Operation, indent: str) -> str:
+    parts = []
+    for v, rows in zip(op.operands, attr(op, "assumptions", ArrayAttr).items, strict=True):
+        if isinstance(rows, DictAttr):
+            parts.append(p.value(v) + _assumption(rows))
+        else:  # one row per call site
+            parts.append(p.value(v) + "[" + ", ".join(_assumption(r) for r in cast(ArrayAttr, rows).items) + "]")
+    extra = p.attr_dict(p.extra_attrs(op, {"assumptions"}))
+    return f" {', '.join(parts)}{extra} : {p.types([r.type for r in op.results])}"
+
+
+def _assumption(row: object) -> str:
+    items = getattr(row, "items", ())
+    return "<" + ", ".join(f"{k} = {v.value}" for k, v in items) + ">"
+
+
+@prints("hal.tensor.import", "hal.tensor.export")
+def _print_hal_tensor(p: Printer, op: Operation, indent: str) -> str:
+    a = op.attributes
+    src = op.operands[0]
+    wait = f" wait({p.value(op.operands[1])}) =>" if "wait" in a else ""
+    name = f' "{attr(op, "name", StrAttr).value}"' if "name" in a else ""
+    extra = p.attr_dict(p.extra_attrs(op, {"name", "wait"}))
+    dims = p.dims(dim_group(op, 0))
+    if op.name == "hal.tensor.import":
+        return f"{wait} {p.value(src)}{name}{extra} : {p.type(src.type)} -> {p.type(op.result.type)}{dims}"
+    return f"{wait} {p.value(src)}{name}{extra} : {p.type(src.type)}{dims} -> {p.type(op.result.type)}"
+
+
+@prints("hal.tensor.barrier")
+def _print_hal_barrier(p: Printer, op: Operation, indent: str) -> str:
+    joined, fence = op.operands[:-1], op.operands[-1]
+    extra = p.attr_dict(dict(op.attributes))
+    return (
+        f" join({p.values(joined)} : {p.types([v.type for v in joined])}) => {p.value(fence)}{extra}"
+        f" : {p.type(fence.type)}"
+    )
+
+
+@prints("flow.tensor.constant")
+def _print_tensor_constant(p: Printer, op: Operation, indent: str) -> str:
+    extra = p.attr_dict(p.extra_attrs(op, {"value"}))
+    return f"{extra} {p.attr(op.attributes['value'])} : {p.type(op.result.type)}"
+
+
+def _workload_and_attrs(p: Printer, op: Operation) -> tuple[str, str]:
+    """``[%w, ...]`` (when the op has a workload) and `` attributes {..}`` (when it has others)."""
+    rest = p.extra_attrs(op, set())
+    attrs = f" attributes {p.dict(list(rest.items()))}" if rest else ""
+    wl = f"[{p.values(workload(op))}]" if WORKLOAD in op.attributes else ""
+    return wl, attrs
+
+
+def _count(p: Printer, op: Operation, indent: str) -> str:
+    """The workgroup count region `` count(%a: index, ..) -> (index, index, index) {..}``, if any."""
+    if len(op.regions) < 2:
+        return ""
+    r = op.regions[1]
+    args = ", ".join(f"%{v.name}: {p.type(v.type)}" for v in r.entry.args)
+    return f" count({args}) -> (index, index, index) {p.region(r, indent)}"
+
+
+@prints("flow.dispatch.region")
+def _print_dispatch_region(p: Printer, op: Operation, indent: str) -> str:
+    wl, attrs = _workload_and_attrs(p, op)
+    groups = dim_groups(op) or [[] for _ in op.results]
+    results = ", ".join(p.type(r.type) + p.dims(d) for r, d in zip(op.results, groups, strict=True))
+    return f"{wl} -> ({results}){attrs} {p.region(op.regions[0], indent)}{_count(p, op, indent)}"
+
+
+@prints("flow.dispatch.workgroups")
+def _print_workgroups(p: Printer, op: Operation, indent: str) -> str:
+    captured = workgroups_arguments(op)
+    groups = dim_groups(op) or [[] for _ in [*captured, *op.results]]
+    ins_t = ", ".join(p.type(v.type) + p.dims(d) for v, d in zip(captured, groups, strict=False))
+    res_ts = [p.type(r.type) + p.dims(d) for r, d in zip(op.results, groups[len(captured) :], strict=True)]
+    res_t = res_ts[0] if len(res_ts) == 1 else "(" + ", ".join(res_ts) + ")"
+    bindings = ", ".join(f"%{v.name}: {p.type(v.type)}" for v in op.regions[0].entry.args)
+    wl, attrs = _workload_and_attrs(p, op)
+    return (f"{wl}({p.values(captured)}) : ({ins_t}) -> {res_t}{attrs} =\n"
+            f"{indent}    ({bindings}) {p.region(op.regions[0], indent)}{_count(p, op, indent)}")  # fmt: skip
+
+
+@prints("iree_tensor_ext.dispatch.tensor.load", "iree_tensor_ext.dispatch.tensor.store")
+def _print_dispatch_tensor(p: Printer, op: Operation, indent: str) -> str:
+    store = op.name.endswith("store")
+    fixed = op.operands[:2] if store else op.operands[:1]
+    dyn = list(base_operands(op)[len(fixed) :])
+    sl = ", ".join(f"{k} = {p.static(op, f'static_{k}', dyn)}" for k in ("offsets", "sizes", "strides"))
+    dims = p.dims(dim_group(op, 0))
+    if store:
+        return f" {p.values(fixed)}, {sl} : {p.type(fixed[0].type)} -> {p.type(fixed[1].type)}{dims}"
+    return f" {p.values(fixed)}, {sl} : {p.type(fixed[0].type)}{dims} -> {p.type(op.result.type)}"
+
+
+@prints("util.global")
+def _print_global(p: Printer, op: Operation, indent: str) -> str:
+    a = op.attributes
+    vis = f" {attr(op, 'sym_visibility', StrAttr).value}" if "sym_visibility" in a else ""
+    mut = " mutable" if "is_mutable" in a else ""
+    extra = p.attr_dict(p.extra_attrs(op, {"sym_visibility", "is_mutable", "sym_name", "type", "initial_value"}))
+    typ = attr(op, "type", TypeAttr).type
+    init = a.get("initial_value")
+    if init is None:
+        tail = f" : {p.type(typ)}"
+    elif isinstance(init, DenseAttr):
+        tail = f" = {p.attr(init)}"
+    else:
+        tail = f" = {p.attr(init)} : {p.type(typ)}"
+    return f"{vis}{mut} {symbol(sym_name(op))}{extra}{tail}"
+
+
+@prints("util.initializer")
+def _print_initializer(p: Printer, op: Operation, indent: str) -> str:
+    a = op.attributes
+    attrs = f" attributes {p.dict(list(a.items()))}" if a else ""
+    return f"{attrs} {p.region(op.regions[0], indent)}"
+
+
+@prints("util.global.load")
+def _print_global_load(p: Printer, op: Operation, indent: str) -> str:
+    imm = " immutable" if "is_immutable" in op.attributes else ""
+    extra = p.attr_dict(p.extra_attrs(op, {"is_immutable", "global"}))
+    return f"{imm} {symbol(attr(op, 'global', SymbolRefAttr).name)}{extra} : {p.type(op.result.type)}"
+
+
+@prints("util.global.store")
+def _print_global_store(p: Printer, op: Operation, indent: str) -> str:
+    v = op.operands[0]
+    return f" {p.value(v)}, {symbol(attr(op, 'global', SymbolRefAttr).name)} : {p.type(v.type)}"

@@ -1,18 +1,26 @@
 """Custom syntax of the tensor-building ops PyTorch exports use: ``tensor.concat``, ``tensor.pad``,
 ``linalg.softmax`` and ``cf.assert`` (torch-mlir's bounds checks inside embedding lookups).
 
-Reader side only; ``print_ops`` writes the same forms. Attribute keys are listed in ``mlir.ops``.
+Read by ``TensorSyntax``; written by the ``_print_*`` functions at the end (registered into
+``printer.OP_PRINTERS``). Attribute keys are listed in ``mlir.ops``.
 """
 
 from __future__ import annotations
 
-from egg_dispatch.mlir.attributes import unescape
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from egg_dispatch.mlir.ir import Attr, IntAttr, Operation, ScalarType, StrAttr, TensorType, UnitAttr
 from egg_dispatch.mlir.lexer import int_value
-from egg_dispatch.mlir.ops import DYNAMIC, make_int_list
+from egg_dispatch.mlir.literals import string_literal, unescape
+from egg_dispatch.mlir.ops import DYNAMIC, attr, make_int_list
 from egg_dispatch.mlir.parser_base import ParserBase
+from egg_dispatch.mlir.printer import prints
 
-__all__ = ["TensorSyntax"]
+if TYPE_CHECKING:
+    from egg_dispatch.mlir.printer import Printer
+
+__all__ = ["TENSOR_READERS", "TensorSyntax"]
 
 
 class TensorSyntax(ParserBase):
@@ -27,7 +35,7 @@ class TensorSyntax(ParserBase):
         if not vals:
             raise lex.error("tensor.concat needs at least one operand", start)
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         self.check_types(vals, self.parse_paren_types(), start)
         lex.expect("->")
@@ -58,11 +66,11 @@ class TensorSyntax(ParserBase):
         if lex.accept("nofold"):
             attrs["nofold"] = UnitAttr()
         lex.expect("low")
-        low, d_low = self._static_list()
+        low, d_low = self.static_list()
         lex.expect("high")
-        high, d_high = self._static_list()
+        high, d_high = self.static_list()
         region = self.parse_region()
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect(":")
         src_t = self.parse_type()
         self.check_types([src], [src_t], start)
@@ -93,15 +101,15 @@ class TensorSyntax(ParserBase):
         """``linalg.softmax [attr-dict] dimension(D) ins(%x : T) outs(%init : T) [-> T]``."""
         lex = self.lex
         attrs: dict[str, Attr] = {}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         lex.expect("dimension")
         lex.expect("(")
         dim = int_value(lex, lex.expect_kind("int", "the softmax dimension"))
         lex.expect(")")
         lex.expect("ins")
-        src, _ = self._typed_operands(start)
+        src, _ = self.typed_operands(start)
         lex.expect("outs")
-        init, out_t = self._typed_operands(start)
+        init, out_t = self.typed_operands(start)
         if len(src) != 1 or len(init) != 1:
             raise lex.error("linalg.softmax takes one input and one init", start)
         results = out_t
@@ -124,9 +132,18 @@ class TensorSyntax(ParserBase):
         lex.expect(",")
         msg = unescape(lex, lex.expect_kind("string", "the assertion message"))
         attrs: dict[str, Attr] = {"msg": StrAttr(msg)}
-        self._opt_attr_dict(attrs)
+        self.opt_attr_dict(attrs)
         self.check_types([cond], [ScalarType("i1")], start)
         return self.make_op(name, [cond], [], attributes=attrs)
+
+
+TENSOR_READERS: dict[str, Callable[[TensorSyntax, str, int], Operation]] = {
+    "tensor.concat": TensorSyntax._p_concat,
+    "tensor.pad": TensorSyntax._p_pad,
+    "linalg.softmax": TensorSyntax._p_softmax,
+    "cf.assert": TensorSyntax._p_assert,
+}
+"""Op name -> the method of ``TensorSyntax`` that reads it (``syntax.OpSyntax`` dispatches through it)."""
 
 
 def _compatible(shapes: set[tuple[int | None, ...]], want: tuple[int | None, ...]) -> bool:
@@ -135,3 +152,40 @@ def _compatible(shapes: set[tuple[int | None, ...]], want: tuple[int | None, ...
         len(s) == len(want) and all(a is None or b is None or a == b for a, b in zip(s, want, strict=True))
         for s in shapes
     )
+
+
+# ------------------------------------------------------------------------------------ printing
+# The writer side of the readers above: each function writes what follows the op name.
+@prints("tensor.concat")
+def _print_concat(p: Printer, op: Operation, indent: str) -> str:
+    extra = p.attr_dict(p.extra_attrs(op, {"dim"}))
+    ts = p.types([v.type for v in op.operands])
+    dim = attr(op, "dim", IntAttr).value
+    return f" dim({dim}) {p.values(op.operands)}{extra} : ({ts}) -> {p.type(op.result.type)}"
+
+
+@prints("tensor.pad")
+def _print_pad(p: Printer, op: Operation, indent: str) -> str:
+    src, dyn = op.operands[0], list(op.operands[1:])
+    nofold = " nofold" if "nofold" in op.attributes else ""
+    low, high = p.static(op, "static_low", dyn), p.static(op, "static_high", dyn)
+    extra = p.attr_dict(p.extra_attrs(op, {"static_low", "static_high", "nofold"}))
+    region = p.region(op.regions[0], indent, print_entry_args=True)
+    types = f"{p.type(src.type)} to {p.type(op.result.type)}"
+    return f" {p.value(src)}{nofold} low{low} high{high} {region}{extra} : {types}"
+
+
+@prints("linalg.softmax")
+def _print_softmax(p: Printer, op: Operation, indent: str) -> str:
+    extra = p.attr_dict(p.extra_attrs(op, {"dimension"}))
+    x, init = op.operands[0], op.operands[1]
+    return (
+        f"{extra} dimension({attr(op, 'dimension', IntAttr).value}) ins({p.value(x)} : {p.type(x.type)}) "
+        f"outs({p.value(init)} : {p.type(init.type)}) -> {p.type(op.result.type)}"
+    )
+
+
+@prints("cf.assert")
+def _print_assert(p: Printer, op: Operation, indent: str) -> str:
+    extra = p.attr_dict(p.extra_attrs(op, {"msg"}))
+    return f" {p.value(op.operands[0])}, {string_literal(attr(op, 'msg', StrAttr).value)}{extra}"

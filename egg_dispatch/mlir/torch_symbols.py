@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 from egg_dispatch.mlir.ir import Module
-from egg_dispatch.mlir.shapes import arg_symbol
+from egg_dispatch.mlir.symbolic import arg_symbol
 
 __all__ = ["torch_aliases", "torch_aliases_of_text"]
 

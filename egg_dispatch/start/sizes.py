@@ -11,7 +11,8 @@ opaque op's result) has no such value: ``value`` returns None and the caller kee
 from __future__ import annotations
 
 from egg_dispatch.mlir.ir import Block, IntAttr, Operation, ScalarType, StrAttr, TensorType, Value
-from egg_dispatch.mlir.shapes import Atom, Dim, FunctionShapes
+from egg_dispatch.mlir.shapes import FunctionShapes
+from egg_dispatch.mlir.symbolic import Atom, Dim
 
 __all__ = ["TopSizes"]
 
