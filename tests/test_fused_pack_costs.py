@@ -19,10 +19,10 @@ import pytest
 
 from egg_dispatch.cost.model import TensorInfo, contraction_mnk, in_dispatch_pack_extra
 from egg_dispatch.egraph.rules import FAMILIES
-from egg_dispatch.measure.calibrate import _padded_flops, fit_kernels, profile_dict, write_profile
+from egg_dispatch.measure.calibrate import _padded_flops, fit_kernels, profile_dict
 from egg_dispatch.pipeline import explore
 from egg_dispatch.target.layout import resolve_layout
-from egg_dispatch.target.profile import Target, TargetError, load_target
+from egg_dispatch.target.profile import Target, TargetError, load_target, write_profile
 from tests.test_measured_costs import _synthetic_calibration
 
 F32 = "f32,f32,f32"

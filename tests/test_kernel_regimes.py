@@ -28,13 +28,12 @@ from egg_dispatch.measure.calibrate import (
     _padded_flops,
     fit_kernels,
     profile_dict,
-    write_profile,
 )
 from egg_dispatch.measure.micro import slice_copy
 from egg_dispatch.pipeline import explore
 from egg_dispatch.plan.graph import build_plan
 from egg_dispatch.target.kernels import Fit
-from egg_dispatch.target.profile import Target, load_target
+from egg_dispatch.target.profile import Target, load_target, write_profile
 from tests.test_measured_costs import _synthetic_calibration, synthetic_target
 
 pytestmark = pytest.mark.slow  # IREE builds, explorations at model size or long properties (docs/testing.md)

@@ -32,12 +32,11 @@ from egg_dispatch.measure.calibrate import (
     profile_dict,
     samples_dict,
     unique_encode_groups,
-    write_profile,
 )
 from egg_dispatch.measure.micro import contractions
 from egg_dispatch.pipeline import explore
 from egg_dispatch.target.host import calibrated_profile_path
-from egg_dispatch.target.profile import Target, TargetError, load_target
+from egg_dispatch.target.profile import Target, TargetError, load_target, write_profile
 
 FIXTURES = Path(__file__).parent / "fixtures"
 needs_iree = pytest.mark.skipif(not iree_available(), reason="IREE (iree-base-compiler) not installed")

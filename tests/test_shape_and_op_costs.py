@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from egg_dispatch.cost.model import TensorInfo, body_op_count, op_seconds
-from egg_dispatch.measure.calibrate import Calibration, fit_kernels, profile_dict, write_profile
+from egg_dispatch.measure.calibrate import Calibration, fit_kernels, profile_dict
 from egg_dispatch.measure.micro import MATH_OPS, generics, math_op_helpers
 from egg_dispatch.mlir.parser import parse_mlir
-from egg_dispatch.target.profile import Target, TargetError, load_target
+from egg_dispatch.target.profile import Target, TargetError, load_target, write_profile
 from tests.test_measured_costs import _synthetic_calibration, needs_iree
 
 PLAIN = "contract:linalg.matmul:(d0,d2);(d1,d2);(d0,d1)"  # x . w^T, the [N, K] weight of a linear layer

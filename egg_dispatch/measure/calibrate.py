@@ -42,7 +42,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
-import json
 import math
 import operator
 import re
@@ -50,7 +49,6 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
-from pathlib import Path
 
 import numpy as np
 
@@ -81,7 +79,6 @@ from egg_dispatch.target.host import host_cpu
 from egg_dispatch.target.kernels import MATVEC, ROLES, Fit, KernelCosts, attention_flops, kernels_to_dict
 from egg_dispatch.target.layout import packed_nbytes, resolve_layout
 from egg_dispatch.target.profile import Target
-from egg_dispatch.util.files import atomic_write
 
 __all__ = [
     "TABLE_RESIDUAL",
@@ -96,7 +93,6 @@ __all__ = [
     "profile_dict",
     "samples_dict",
     "unique_encode_groups",
-    "write_profile",
 ]
 
 MATH_OP_ELEMENTS = (512, 1 << 16)
@@ -1277,11 +1273,3 @@ def calibration_from_samples(data: dict, target: Target) -> Calibration:
     cal.stopped = str(data.get("provenance", {}).get("stopped_early", ""))
     cal.kernels, cal.residuals = fit_kernels(cal, target)
     return cal
-
-
-def write_profile(data: dict, path: Path) -> None:
-    """Write a profile atomically: a temporary file in the same directory, then a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(path) as f:  # util/files.py: every file the tool writes goes through it
-        json.dump(data, f, indent=2)
-        f.write("\n")
