@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from egg_dispatch.cost.model import TensorInfo, body_op_count, op_seconds
-from egg_dispatch.measure.calibrate import Calibration, fit_kernels, profile_dict
+from egg_dispatch.measure.calibrate import profile_dict
+from egg_dispatch.measure.kernel_fit import Calibration, fit_kernels
 from egg_dispatch.measure.micro import MATH_OPS, generics, math_op_helpers
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.target.profile import Target, TargetError, load_target, write_profile
@@ -108,7 +109,7 @@ def test_body_op_weights_survive_an_elementwise_fit_without_a_work_rate() -> Non
     element-ops (rate 0: CI saw ``op_weights`` empty then). The weights are still given, measured
     against the plain add's own time per element (its launch and bytes included, so a weight reads lower
     than the synthetic machine's, never below 1): the expectation is worked from ``_generic_truth``."""
-    from egg_dispatch.measure.calibrate import op_weights
+    from egg_dispatch.measure.kernel_fit import op_weights
     from egg_dispatch.target.kernels import Fit
 
     cal = _with_generics(load_target("x86_64-avx512"))

@@ -175,7 +175,7 @@ def _refit(args: argparse.Namespace) -> int:
 
 def _print_residuals(residuals: dict[str, float]) -> None:
     """Each fit's stated residual; a fit's shape residuals (``SHAPE_KEY``) by their leave-one-out mean."""
-    from egg_dispatch.measure.calibrate import SHAPE_KEY
+    from egg_dispatch.measure.kernel_fit import SHAPE_KEY
 
     for key, r in sorted(residuals.items()):
         if key.endswith(SHAPE_KEY):
