@@ -383,24 +383,53 @@ def calibrate(
                 cal.stopped = cal.stopped or f"time budget reached in repeat {r + 1} of {plan.repeats}"
                 break
             times = profile_module(vmfb, prog.function, prog.inputs, min_time=plan.min_time)
-            for i, case in enumerate(prog.cases):
-                if case.kind == "slice_copy":
-                    s = times.call_seconds
-                elif case.kind == "alloc":
-                    s = None if times.call_seconds is None else times.call_seconds - times.kernel_seconds_per_call()
-                else:
-                    s = _lookup(times, prog, case)
-                if s is not None:
-                    raw.setdefault((prog.function, i), []).append(s)
-            if times.call_seconds is not None:
-                call_raw.setdefault(prog.function, []).append((times.kernel_seconds_per_call(), times.call_seconds))
+            _record(times, prog, raw, call_raw)
             done += 1
             if progress:
                 progress(f"timed {prog.function} ({r + 1}/{plan.repeats})", done, total)
         else:
             continue
         break
-    by_name = {p.function: p for p, _ in compiled}
+    _keep_fastest(cal, [p for p, _ in compiled], raw, call_raw)
+    cal.kernels, cal.residuals = fit_kernels(cal, target)
+    return cal
+
+
+def _case_seconds(times: DispatchTimes, prog: MicroProgram, case: Case) -> float | None:
+    """What one profiled run of ``prog`` measured for ``case``: the whole call for a slice copy, the
+    call beyond its kernels for a buffer, else the kernel time of its dispatch (``_lookup``)."""
+    if case.kind == "slice_copy":
+        return times.call_seconds
+    if case.kind == "alloc":
+        return None if times.call_seconds is None else times.call_seconds - times.kernel_seconds_per_call()
+    return _lookup(times, prog, case)
+
+
+def _record(
+    times: DispatchTimes,
+    prog: MicroProgram,
+    raw: dict[tuple[str, int], list[float]],
+    call_raw: dict[str, list[tuple[float, float]]],
+) -> None:
+    """One profiled run of ``prog``: each case's seconds to ``raw`` (by function and case), the run's
+    (kernel seconds per call, call seconds) to ``call_raw``."""
+    for i, case in enumerate(prog.cases):
+        s = _case_seconds(times, prog, case)
+        if s is not None:
+            raw.setdefault((prog.function, i), []).append(s)
+    if times.call_seconds is not None:
+        call_raw.setdefault(prog.function, []).append((times.kernel_seconds_per_call(), times.call_seconds))
+
+
+def _keep_fastest(
+    cal: Calibration,
+    programs: Sequence[MicroProgram],
+    raw: dict[tuple[str, int], list[float]],
+    call_raw: dict[str, list[tuple[float, float]]],
+) -> None:
+    """The fastest of each case's repeats into ``cal.samples``, and of each chain or fan program's runs
+    (by its call time beyond its kernels) into ``cal.chains``: other work only ever adds time."""
+    by_name = {p.function: p for p in programs}
     for (fn, i), values in raw.items():
         case = by_name[fn].cases[i]
         sizes = case.sizes if case.operand is None else (*case.sizes, case.operand)
@@ -409,8 +438,6 @@ def calibrate(
         if by_name[fn].cases and by_name[fn].cases[0].kind in ("chain", "fan"):
             kern, call = min(pairs, key=lambda p: p[1] - p[0])
             cal.chains.append((by_name[fn].dispatch_count, by_name[fn].outputs, kern, call))
-    cal.kernels, cal.residuals = fit_kernels(cal, target)
-    return cal
 
 
 def profile_dict(base: Target, cal: Calibration, *, quick: bool, measured: dict | None = None) -> dict:
