@@ -67,7 +67,13 @@ def fit_linear(
 
     With ``scale``, errors are relative to it instead (and the residual is the median |model -
     measured| / scale): for a *difference* of two times (the extra an in-dispatch pack costs), which
-    may be near zero or negative by noise, relative to the dispatch it is part of."""
+    may be near zero or negative by noise, relative to the dispatch it is part of.
+
+    Degenerate inputs: a column the earlier ones already determine gets coefficient 0 (so with one
+    sample, or with every sample of the same sizes, the first non-zero column takes all the time); a
+    coefficient that would go negative is dropped and the rest refitted, so every coefficient is >= 0.
+    No outlier is rejected: calibration's samples are each the fastest of their repeats, and the
+    residual is a median, which one point far off moves little. ``features`` needs at least one row."""
     x = np.asarray(features, dtype=np.float64)
     y = np.asarray(seconds, dtype=np.float64)
     w = 1.0 / np.maximum(np.asarray(scale if scale is not None else y, dtype=np.float64), 1e-12)
