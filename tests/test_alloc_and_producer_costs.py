@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 from egg_dispatch.evaluate import evaluate
-from egg_dispatch.measure.calibrate import (
+from egg_dispatch.measure.kernel_fit import (
     Calibration,
-    _copy_rows,
     alloc_fit,
+    copy_rows,
     producer_apart_seconds,
     producer_pack_table,
 )
@@ -79,8 +79,8 @@ def test_the_allocation_fit_recovers_a_per_byte_rate_and_keeps_a_table_where_it_
 def test_the_copy_fit_takes_the_copied_slices_buffer_off(tmp_path: Path) -> None:
     cal = Calibration()
     cal.samples["slice_copy"] = [((256, 1024, 0), "f32", 10e-6), ((256, 1024, 1), "f32", 30e-6)]
-    ((_, _, delta, _),) = _copy_rows(cal, 1e-6)
-    ((_, _, less, _),) = _copy_rows(cal, 1e-6, Fit(gbps=100.0))
+    ((_, _, delta, _),) = copy_rows(cal, 1e-6)
+    ((_, _, less, _),) = copy_rows(cal, 1e-6, Fit(gbps=100.0))
     assert delta == pytest.approx(19e-6) and less == pytest.approx(19e-6 - MIB / 100e9)
 
 

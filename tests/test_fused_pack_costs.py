@@ -19,10 +19,11 @@ import pytest
 
 from egg_dispatch.cost.model import TensorInfo, contraction_mnk, in_dispatch_pack_extra
 from egg_dispatch.egraph.rules import FAMILIES
-from egg_dispatch.measure.calibrate import _padded_flops, fit_kernels, profile_dict, write_profile
+from egg_dispatch.measure.calibrate import profile_dict
+from egg_dispatch.measure.kernel_fit import fit_kernels, padded_flops
 from egg_dispatch.pipeline import explore
 from egg_dispatch.target.layout import resolve_layout
-from egg_dispatch.target.profile import Target, TargetError, load_target
+from egg_dispatch.target.profile import Target, TargetError, load_target, write_profile
 from tests.test_measured_costs import _synthetic_calibration
 
 F32 = "f32,f32,f32"
@@ -40,7 +41,7 @@ def _calibration(target: Target, lhs_scale: float = 1.0):
     element of the packed operand on top."""
     cal = _synthetic_calibration(target, 0.05, 1.5, 150.0)
     for m, n, k in SHAPES:
-        base = 0.2e-6 + _padded_flops(target, F32, (m, n, k)) / 150e9
+        base = 0.2e-6 + padded_flops(target, F32, (m, n, k)) / 150e9
         cal.samples["mmt4d"].append(((m, n, k), F32, base))
         lhs = base + m * k * _lhs_ns(m, n) * lhs_scale * 1e-9
         cal.samples.setdefault("mmt4d+pack_lhs", []).append(((m, n, k), F32, lhs))

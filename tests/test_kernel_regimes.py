@@ -22,19 +22,13 @@ from egg_dispatch.emit.iree.abi import abi_shell
 from egg_dispatch.emit.iree.module import emit_iree
 from egg_dispatch.extract import plan_objective
 from egg_dispatch.iree.dispatch_creation import count_printed
-from egg_dispatch.measure.calibrate import (
-    Calibration,
-    _layout_bytes,
-    _padded_flops,
-    fit_kernels,
-    profile_dict,
-    write_profile,
-)
+from egg_dispatch.measure.calibrate import profile_dict
+from egg_dispatch.measure.kernel_fit import Calibration, fit_kernels, layout_bytes, padded_flops
 from egg_dispatch.measure.micro import slice_copy
 from egg_dispatch.pipeline import explore
 from egg_dispatch.plan.graph import build_plan
 from egg_dispatch.target.kernels import Fit
-from egg_dispatch.target.profile import Target, load_target
+from egg_dispatch.target.profile import Target, load_target, write_profile
 from tests.test_measured_costs import _synthetic_calibration, synthetic_target
 
 pytestmark = pytest.mark.slow  # IREE builds, explorations at model size or long properties (docs/testing.md)
@@ -55,7 +49,7 @@ def _hierarchy_calibration(target: Target) -> Calibration:
     cal = _synthetic_calibration(target, 0.05, 1.5, 150.0)
     packs = []
     for (m, n, k, operand), types, _ in cal.samples["pack"]:
-        logical, packed = _layout_bytes(target, types, (m, n, k), operand)
+        logical, packed = layout_bytes(target, types, (m, n, k), operand)
         packs.append(((m, n, k, operand), types, _truth(logical // 4, logical + packed)))
     cal.samples["pack"] = packs
     cal.samples["elementwise"] = []
@@ -401,8 +395,8 @@ def test_a_data_tiled_contraction_whose_packed_rhs_outgrows_the_cache_is_fitted_
     cal = _synthetic_calibration(target, 0.05, 1.5, 150.0)
     truth = {}
     for s in REREAD_SHAPES:
-        rhs = _layout_bytes(target, "f32,f32,f32", s, 1)[1]
-        flops = _padded_flops(target, "f32,f32,f32", s)
+        rhs = layout_bytes(target, "f32,f32,f32", s, 1)[1]
+        flops = padded_flops(target, "f32,f32,f32", s)
         extra = (rhs - REREAD_KNEE) / 4e9 + s[0] * (rhs - REREAD_KNEE) / 80e9 if rhs > REREAD_KNEE else 0.0
         truth[s] = 0.2e-6 + flops / 150e9 + extra
     cal.samples["mmt4d"] = [(s, "f32,f32,f32", t) for s, t in truth.items()]

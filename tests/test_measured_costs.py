@@ -22,22 +22,13 @@ from egg_dispatch.cost.measured import KEEP, CacheError, MeasuredTimes, measurem
 from egg_dispatch.cost.model import _Facts, node_signature
 from egg_dispatch.emit.iree.module import runnable_here
 from egg_dispatch.iree.tools import iree_available
-from egg_dispatch.measure.calibrate import (
-    Calibration,
-    _layout_bytes,
-    _padded_flops,
-    calibration_from_samples,
-    fit_kernels,
-    fit_linear,
-    profile_dict,
-    samples_dict,
-    unique_encode_groups,
-    write_profile,
-)
+from egg_dispatch.measure.calibrate import calibration_from_samples, profile_dict, samples_dict, unique_encode_groups
+from egg_dispatch.measure.fit import fit_linear
+from egg_dispatch.measure.kernel_fit import Calibration, fit_kernels, layout_bytes, padded_flops
 from egg_dispatch.measure.micro import contractions
 from egg_dispatch.pipeline import explore
 from egg_dispatch.target.host import calibrated_profile_path
-from egg_dispatch.target.profile import Target, TargetError, load_target
+from egg_dispatch.target.profile import Target, TargetError, load_target, write_profile
 
 FIXTURES = Path(__file__).parent / "fixtures"
 needs_iree = pytest.mark.skipif(not iree_available(), reason="IREE (iree-base-compiler) not installed")
@@ -75,10 +66,10 @@ def _synthetic_calibration(
     chains of n dispatches with one result and a transient from n = 2; fans of n results, no transient)."""
     cal = Calibration()
     for m, n, k in ((1, 64, 96), (8, 256, 384), (32, 1024, 1536), (128, 256, 384), (512, 64, 96)):
-        flops = _padded_flops(target, "f32,f32,f32", (m, n, k))
+        flops = padded_flops(target, "f32,f32,f32", (m, n, k))
         cal.samples.setdefault("mmt4d", []).append(((m, n, k), "f32,f32,f32", 0.2e-6 + flops / (gflops * 1e9)))
         for operand in (0, 1):
-            logical, _ = _layout_bytes(target, "f32,f32,f32", (m, n, k), operand)
+            logical, _ = layout_bytes(target, "f32,f32,f32", (m, n, k), operand)
             t = 0.05e-6 + (logical // 4) / 2e9  # 2 G elements per second
             cal.samples.setdefault("pack", []).append(((m, n, k, operand), "f32,f32,f32", t))
     for n in (1, 2, 4, 16, 48):
@@ -156,10 +147,10 @@ def test_unique_encode_groups_never_put_two_encodes_of_one_shape_in_a_program() 
 def test_every_calibration_measurement_can_be_told_apart(quick: bool) -> None:
     """Every pack / unpack case of every calibration program has an encode name of its own (IREE's names
     say only the shape), so none is dropped as ambiguous or, worse, given another case's time."""
-    from egg_dispatch.measure.calibrate import _programs, plan_programs
+    from egg_dispatch.measure.calibrate import micro_programs, plan_programs
 
     target = load_target("x86_64-avx512")
-    for prog in _programs(plan_programs(quick, target), target):
+    for prog in micro_programs(plan_programs(quick, target), target):
         names = [c.encode for c in prog.cases if c.encode is not None]
         assert len(names) == len(set(names)), prog.function
         ordinals = [c.dispatch for c in prog.cases if c.dispatch is not None]
@@ -420,7 +411,7 @@ def test_tune_and_calibrate_budgets_stop_cleanly_with_what_was_measured(monkeypa
 
     monkeypatch.setattr(calibrate_mod, "plan_programs", tiny)
     clock = iter(range(10**6))
-    n_programs = len(calibrate_mod._programs(tiny(False, target), target))
+    n_programs = len(calibrate_mod.micro_programs(tiny(False, target), target))
     cal = calibrate_mod.calibrate(target, deadline=n_programs + 2.5, clock=lambda: float(next(clock)))
     assert cal.stopped.startswith("time budget reached in repeat 1")
     assert cal.samples and cal.kernels is not None  # the programs timed before the deadline are fitted

@@ -17,7 +17,7 @@ import pytest
 
 from egg_dispatch.cost.model import TensorInfo, attention_kind, op_seconds
 from egg_dispatch.evaluate import evaluate
-from egg_dispatch.measure.calibrate import fit_kernels
+from egg_dispatch.measure.kernel_fit import fit_kernels
 from egg_dispatch.measure.micro import opaque
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.pipeline import explore

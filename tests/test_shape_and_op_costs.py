@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from egg_dispatch.cost.model import TensorInfo, body_op_count, op_seconds
-from egg_dispatch.measure.calibrate import Calibration, fit_kernels, profile_dict, write_profile
+from egg_dispatch.measure.calibrate import profile_dict
+from egg_dispatch.measure.kernel_fit import Calibration, fit_kernels
 from egg_dispatch.measure.micro import MATH_OPS, generics, math_op_helpers
 from egg_dispatch.mlir.parser import parse_mlir
-from egg_dispatch.target.profile import Target, TargetError, load_target
+from egg_dispatch.target.profile import Target, TargetError, load_target, write_profile
 from tests.test_measured_costs import _synthetic_calibration, needs_iree
 
 PLAIN = "contract:linalg.matmul:(d0,d2);(d1,d2);(d0,d1)"  # x . w^T, the [N, K] weight of a linear layer
@@ -108,7 +109,7 @@ def test_body_op_weights_survive_an_elementwise_fit_without_a_work_rate() -> Non
     element-ops (rate 0: CI saw ``op_weights`` empty then). The weights are still given, measured
     against the plain add's own time per element (its launch and bytes included, so a weight reads lower
     than the synthetic machine's, never below 1): the expectation is worked from ``_generic_truth``."""
-    from egg_dispatch.measure.calibrate import op_weights
+    from egg_dispatch.measure.kernel_fit import op_weights
     from egg_dispatch.target.kernels import Fit
 
     cal = _with_generics(load_target("x86_64-avx512"))

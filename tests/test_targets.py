@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import pickle
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,7 +26,15 @@ from egg_dispatch.target.layout import (
     resolve_layout,
     swaps_operands,
 )
-from egg_dispatch.target.profile import LHS, RESULT, RHS, TargetError, builtin_target_names, load_target
+from egg_dispatch.target.profile import (
+    LHS,
+    RESULT,
+    RHS,
+    TargetError,
+    builtin_target_names,
+    load_target,
+    write_profile,
+)
 from tests.hypothesis_profiles import examples
 
 MATMUL = ((0, 2), (2, 1), (0, 1))  # A[M,K] B[K,N] -> C[M,N]
@@ -182,6 +192,29 @@ def test_user_profile_loads_from_path(tmp_path: Path) -> None:
     assert target.name == "my-cpu" and target.source == str(f)
     assert choose_matmul_tile(target, F32, 64, 64, 64) == (4, 16, 1)
     assert choose_matmul_tile(target, F32, 64, 1, 64) == (16, 1, 1)  # candidates {4,2,1} x 16, swapped
+
+
+PROFILE_FILES = sorted(
+    [*(Path(__file__).parents[1] / "egg_dispatch" / "target" / "profiles").glob("*.json"),
+     *(Path(__file__).parent / "fixtures" / "profiles").glob("*.json")]
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("source", PROFILE_FILES, ids=lambda p: p.name)
+def test_written_profile_reads_back_as_the_same_target(tmp_path: Path, source: Path) -> None:
+    """``write_profile`` then ``load_target``: every field of the target read from the original file,
+    the measured kernels, provenance and notes too (``Target`` equality leaves those out)."""
+    data = json.loads(source.read_text(encoding="utf-8"))
+    out = tmp_path / "new" / "dir" / "p.json"
+    write_profile({"name": "an older profile"}, out)  # the folder is made
+    write_profile(data, out)  # and the older file replaced whole
+    assert json.loads(out.read_text(encoding="utf-8")) == data
+    assert os.listdir(out.parent) == ["p.json"]  # no temporary file left beside it
+    original, back = load_target(source), load_target(out)
+    for f in dataclasses.fields(original):
+        if f.name != "source":
+            assert getattr(back, f.name) == getattr(original, f.name), f.name
+    assert back.source == str(out)
 
 
 # ------------------------------------------------------------------------------------ tile choice

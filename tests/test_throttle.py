@@ -20,7 +20,8 @@ from egg_dispatch.cost.table import CostTable
 from egg_dispatch.egraph.enumerate import enumerate_plans
 from egg_dispatch.extract.common import plan_contexts, plan_objective
 from egg_dispatch.extract.ilp import solve_ilp
-from egg_dispatch.measure.calibrate import THROTTLE_FLOOR, Calibration, throttle_fit
+from egg_dispatch.measure.fit import THROTTLE_FLOOR
+from egg_dispatch.measure.kernel_fit import Calibration, throttle_fit
 from egg_dispatch.measure.micro import THROTTLE_VICTIMS, throttle
 from egg_dispatch.pipeline import explore
 from egg_dispatch.plan.graph import build_plan

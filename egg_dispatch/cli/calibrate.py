@@ -24,7 +24,7 @@ from egg_dispatch.cli.args import (
 from egg_dispatch.cli.progress import ProgressBar
 from egg_dispatch.emit.iree.module import runnable_here
 from egg_dispatch.target.host import calibrated_profile_path, host_cpu, host_isa_target
-from egg_dispatch.target.profile import TargetError, builtin_target_names, load_target
+from egg_dispatch.target.profile import TargetError, builtin_target_names, load_target, write_profile
 
 __all__ = ["register", "run"]
 
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_seconds is not None and not args.max_seconds > 0:
         raise InputError(f"--max-seconds: error: must be positive, got {args.max_seconds:g}")
     out = Path(args.output) if args.output else calibrated_profile_path()
-    from egg_dispatch.measure.calibrate import calibrate, profile_dict, write_profile
+    from egg_dispatch.measure.calibrate import calibrate, profile_dict
 
     budget = args.max_seconds or (QUICK_SECONDS if args.quick else DEFAULT_SECONDS)
     start = time.monotonic()
@@ -145,7 +145,7 @@ def _refit(args: argparse.Namespace) -> int:
     """``calibrate --refit SAMPLES``: the recorded measurements fitted again, with their own provenance."""
     import json
 
-    from egg_dispatch.measure.calibrate import calibration_from_samples, profile_dict, write_profile
+    from egg_dispatch.measure.calibrate import calibration_from_samples, profile_dict
 
     path = Path(args.refit)
     try:
@@ -175,7 +175,7 @@ def _refit(args: argparse.Namespace) -> int:
 
 def _print_residuals(residuals: dict[str, float]) -> None:
     """Each fit's stated residual; a fit's shape residuals (``SHAPE_KEY``) by their leave-one-out mean."""
-    from egg_dispatch.measure.calibrate import SHAPE_KEY
+    from egg_dispatch.measure.kernel_fit import SHAPE_KEY
 
     for key, r in sorted(residuals.items()):
         if key.endswith(SHAPE_KEY):

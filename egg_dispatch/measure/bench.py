@@ -17,7 +17,6 @@ compile its own plan is reported as a result. ``benchmarks/bench_vs_iree.py`` us
 from __future__ import annotations
 
 import math
-import statistics
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from egg_dispatch.evaluate import evaluate, select_function
 from egg_dispatch.evaluate.check import function_inputs, relative_error
 from egg_dispatch.iree.dispatch_creation import first_error_line, iree_compile_flags
 from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, benchmark_module, compile_module, run_module
+from egg_dispatch.measure.measured_plan import MeasuredPlan
 from egg_dispatch.pipeline import explore, for_iree, iree_plan
 from egg_dispatch.target.profile import Target, load_target
 from egg_dispatch.util.table import table_lines
@@ -49,26 +49,17 @@ DEFAULT_REPEATS = 5
 """Interleaved repeats per plan; the report gives their median."""
 
 
-@dataclass
-class BenchPlan:
-    """One compiled plan: its label, our model's prediction and the measured seconds per call."""
+@dataclass(kw_only=True)
+class BenchPlan(MeasuredPlan):
+    """One plan ``bench`` compiled (``MeasuredPlan``), and how it was emitted."""
 
-    label: str
-    kind: str
-    """``"iree"`` (IREE's own plan) or ``"ours"``."""
-    predicted_seconds: float | None
-    vmfb: bytes | None
-    """None when IREE failed to compile the plan (``error`` says why)."""
-    measured: list[float] = field(default_factory=list)
-    max_rel_error: float | None = None
-    """Against the NumPy evaluator of the input program on seeded inputs (None: not run)."""
-    error: str | None = None
     materialized: bool = False
     """Emitted with explicit pack / mmt4d / unpack (a plan IREE cannot take in encoded form)."""
 
     @property
-    def median(self) -> float | None:
-        return statistics.median(self.measured) if self.measured else None
+    def kind(self) -> str:
+        """``"iree"`` (IREE's own plan) or ``"ours"``."""
+        return "iree" if self.is_iree else "ours"
 
 
 @dataclass
@@ -85,7 +76,7 @@ class BenchReport:
 
     @property
     def iree(self) -> BenchPlan:
-        return next(p for p in self.plans if p.kind == "iree")
+        return next(p for p in self.plans if p.is_iree)
 
     def ratio(self, plan: BenchPlan) -> float | None:
         """Measured median of ``plan`` over IREE's (below 1: ours is faster)."""
@@ -176,7 +167,7 @@ def bench(
         notes.append(f"our model cannot cost IREE's plan: {iree.error}")
     notes += [w for w in iree.warnings if "not modelled" not in w]
     iree_pred = iree.metrics.run_seconds if iree.candidate else None
-    plans = [BenchPlan("IREE 3.13 (own plan)", "iree", iree_pred, None)]
+    plans = [BenchPlan("IREE 3.13 (own plan)", True, iree_pred)]
     try:
         # The program as explore and iree_plan hand it to IREE (a retired op, an elided blob: as read here).
         plans[0].vmfb = compile_module(for_iree(source), data_tiling=data_tiling, target_cpu=cpu, extra_flags=others)
@@ -192,8 +183,7 @@ def bench(
             vmfb = compile_module(text, data_tiling=False, target_cpu=cpu, compile_from="dispatch-creation")
         except IreeError as e:
             raise IreeError(f"IREE rejected {label}", stderr=e.stderr, cmd=e.cmd) from e
-        plan = BenchPlan(label, "ours", c.metrics.run_seconds, vmfb)
-        plan.materialized = needs_materialization(c.mlir, tgt)
+        plan = BenchPlan(label, False, c.metrics.run_seconds, vmfb, materialized=needs_materialization(c.mlir, tgt))
         plans.append(plan)
     ok, why = runnable_here(tgt)
     report = BenchReport(fname, tgt.name, plans, repeats, ok, why, notes=notes)
@@ -237,7 +227,7 @@ def report_json(report: BenchReport) -> dict:
                 "label": p.label,
                 "predicted_us": None if p.predicted_seconds is None else p.predicted_seconds * 1e6,
                 "measured_us": None if p.median is None else p.median * 1e6,
-                "is_iree": p.kind == "iree",
+                "is_iree": p.is_iree,
                 "chosen": p.label == "ours: best",
                 "max_rel_error": p.max_rel_error,
                 "error": p.error,
@@ -268,8 +258,8 @@ def render(report: BenchReport) -> str:
                 p.label + (" (pack/mmt4d)" if p.materialized else ""),
                 _us(p.predicted_seconds),
                 "compile failed" if p.error else _us(p.median),
-                "-" if ratio is None or p.kind == "iree" else f"{ratio:.2f}",
-                "-" if pred_ratio is None or p.kind == "iree" else f"{pred_ratio:.2f}",
+                "-" if ratio is None or p.is_iree else f"{ratio:.2f}",
+                "-" if pred_ratio is None or p.is_iree else f"{pred_ratio:.2f}",
                 err,
             )
         )

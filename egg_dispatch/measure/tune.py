@@ -28,7 +28,6 @@ per-dispatch node list, in proportion to their modelled times) and recorded in t
 from __future__ import annotations
 
 import re
-import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -48,6 +47,7 @@ from egg_dispatch.evaluate.parameters import Parameters
 from egg_dispatch.iree.dispatch_creation import first_error_line, iree_compile_flags
 from egg_dispatch.iree.profiling import DispatchTimes, profile_module
 from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, benchmark_module, compile_module, run_module
+from egg_dispatch.measure.measured_plan import MeasuredPlan
 from egg_dispatch.mlir.ops import sym_name
 from egg_dispatch.pipeline import explore, for_iree, iree_plan
 from egg_dispatch.result.exploration import Candidate, Exploration
@@ -73,23 +73,13 @@ by 1-5% from one process to the next (its memory layout), which interleaved roun
 not see."""
 
 
-@dataclass
-class TuneCandidate:
-    """One plan measured by ``tune``."""
+@dataclass(kw_only=True)
+class TuneCandidate(MeasuredPlan):
+    """One plan measured by ``tune`` (``MeasuredPlan``), with what the choice and the cache need."""
 
-    label: str
-    is_iree: bool
-    predicted_seconds: float | None
-    """Our model's run time for the plan (None: IREE's plan, when our model could not cost it)."""
     candidate: Candidate | None = None
     text: str | None = None
     """The module compiled (``--emit iree`` text; None for IREE's own plan, compiled from the input)."""
-    vmfb: bytes | None = None
-    error: str | None = None
-    """Why it is excluded: IREE's error line, or the numbers it got wrong."""
-    max_rel_error: float | None = None
-    measured: list[float] = field(default_factory=list)
-    """Seconds per call, one per interleaved round."""
     dispatch_seconds: dict[str, float] = field(default_factory=dict)
     """Fastest kernel seconds per executable function over the rounds (IREE's profile)."""
     chosen: bool = False
@@ -98,10 +88,6 @@ class TuneCandidate:
     choosable: bool = True
     """False: a plan measured beside the candidates for comparison (``tune(extra_plans=...)``), never
     chosen."""
-
-    @property
-    def median(self) -> float | None:
-        return statistics.median(self.measured) if self.measured else None
 
 
 @dataclass
@@ -278,12 +264,14 @@ def tune(
             text = emit_iree(c.mlir, tgt, abi=shell)
         except Exception as e:  # a plan we cannot emit is a result, reported (the others still run)
             err = f"not emitted: {e}"
-            cands.append(TuneCandidate(label, False, c.metrics.run_seconds, c, error=err, choosable=choosable))
+            cands.append(
+                TuneCandidate(label, False, c.metrics.run_seconds, error=err, candidate=c, choosable=choosable)
+            )
             return
         if text in by_text:
             by_text[text].also.append(label)
             return
-        tc = TuneCandidate(label, False, c.metrics.run_seconds, c, text, choosable=choosable)
+        tc = TuneCandidate(label, False, c.metrics.run_seconds, candidate=c, text=text, choosable=choosable)
         by_text[text] = tc
         cands.append(tc)
 

@@ -3,7 +3,8 @@
 The cost model and the NumPy evaluator need to know, per target, what layout a data-tiling encoding
 resolves to (``layout.py`` mirrors IREE's CPU resolver from these tiles) and a few throughput numbers.
 Profiles are JSON files: the built-ins live in ``egg_dispatch/target/profiles/``, and every number there
-carries a one-line justification in the file's ``notes``; ``--target-file`` loads a user's.
+carries a one-line justification in the file's ``notes``; ``--target-file`` loads a user's. The
+writer (``write_profile``: what ``egg-dispatch calibrate`` writes) lives here beside the reader.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from egg_dispatch.target.host import HOST, calibrated_profile_path, host_cpu, host_isa_target
 from egg_dispatch.target.kernels import KernelCosts, kernels_from_dict
+from egg_dispatch.util.files import atomic_write
 
 __all__ = [
     "LHS",
@@ -32,6 +34,7 @@ __all__ = [
     "builtin_target_names",
     "load_target",
     "target_from_dict",
+    "write_profile",
 ]
 
 LHS, RHS, RESULT = 0, 1, 2
@@ -110,7 +113,7 @@ def _rebuild_target(*values: Any) -> Target:
 
 
 # --------------------------------------------------------------------------------------------------
-# Loading and validation
+# Reading, writing and validation
 # --------------------------------------------------------------------------------------------------
 
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
@@ -280,6 +283,16 @@ def load_target(name_or_path: str | os.PathLike[str]) -> Target:
     if not path.is_file():
         raise TargetError(f"{path}: not a built-in target ({', '.join(builtin_target_names())}) and no such file")
     return _load_text(path.read_text(encoding="utf-8"), str(path))
+
+
+def write_profile(data: Mapping[str, Any], path: Path) -> None:
+    """Write a profile (``load_target`` reads it back) as indented JSON, atomically: a temporary file in
+    the same directory, then a rename, so an interrupted write leaves the previous file as it was.
+    ``calibrate --samples`` writes its measurements with it too."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(path) as f:  # util/files.py: every file the tool writes goes through it
+        json.dump(data, f, indent=2)
+        f.write("\n")
 
 
 # --------------------------------------------------------------------------------------------------
