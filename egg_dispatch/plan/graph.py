@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from egg_dispatch.cost.measured import MeasuredTimes
-from egg_dispatch.cost.model import (
-    _Facts,
+from egg_dispatch.cost import (
+    Facts,
+    MeasuredTimes,
     alloc_seconds,
     call_seconds,
     consumer_pairs,
@@ -110,11 +110,11 @@ def _throttle(
     choice: dict[str, str],
     imported: ImportedProgram,
     target: Target,
-    facts: _Facts,
+    facts: Facts,
     measured: MeasuredTimes | None,
 ) -> float:
     """``KernelCosts.throttle`` when the plan runs a data-tiled contraction of ``throttle_us`` or more
-    at run time (its plain contractions pay it: ``cost.model.throttle_charges``), else 0."""
+    at run time (its plain contractions pay it: ``cost.charges.throttle_charges``), else 0."""
     k = target.kernels
     if k is None or k.throttle <= 0:
         return 0.0
@@ -138,7 +138,7 @@ def build_plan(
 ) -> Plan:
     """The plan graph of ``choice``, priced as the cost table prices it (with the same ``measured``)."""
     allow_deep_recursion()
-    facts = _Facts(g)
+    facts = Facts(g)
     exclusive = exclusive_nodes(g)  # same set as the cost table's: charged per use
     graph: nx.DiGraph[str] = nx.DiGraph()
     launch = launch_seconds(target)
@@ -165,11 +165,11 @@ def build_plan(
     def op_time(c: str, at_load: bool) -> float:
         node = g.nodes[choice[c]]
         seconds = node_seconds(g, c, node.op, node.children, facts, imported, target, measured)
-        if pairs and node.op == "Generic":  # reading an unset in its dispatch (cost.model.consumer_pairs)
+        if pairs and node.op == "Generic":  # reading an unset in its dispatch (cost.charges.consumer_pairs)
             ins = dict.fromkeys(k for k, _ in _list_classes_chosen(g, choice, node.children[1]))
             seconds += sum(pairs.get((node.id, choice[k]), 0.0) for k in ins)
         if throttle and not at_load and contraction_tiled(g, node, facts, imported) is False:
-            seconds *= 1.0 + throttle  # next to a long mmt4d (cost.model.throttle_charges)
+            seconds *= 1.0 + throttle  # next to a long mmt4d (cost.charges.throttle_charges)
         return seconds
 
     def fuse(
@@ -214,7 +214,7 @@ def build_plan(
             into.ops.append(node.op)
 
     def copy_dispatch(c: str) -> None:
-        """The dispatch ``emit.iree`` gives a slice between dispatches (``cost.model.copied_slice``)."""
+        """The dispatch ``emit.iree`` gives a slice between dispatches (``cost.classes.copied_slice``)."""
         nonlocal transients
         name = f"dispatch:{c}"
         if (c, False) in owned and name in graph:
