@@ -38,9 +38,11 @@ from egg_dispatch.target.profile import Target
 
 __all__ = [
     "alloc_seconds",
+    "call_overhead_seconds",
     "call_seconds",
     "consumer_pairs",
     "copy_dispatch_seconds",
+    "dispatch_overhead_seconds",
     "exclusive_nodes",
     "launch_seconds",
     "output_seconds",
@@ -83,6 +85,18 @@ def alloc_seconds(target: Target, nbytes: float) -> float:
     return nbytes / (k.alloc_gbps * 1e9) if k.alloc_gbps > 0 else 0.0
 
 
+def dispatch_overhead_seconds(target: Target, nbytes: float) -> float:
+    """What a run-time dispatch writing ``nbytes`` costs beyond its ops: its launch and the allocation of
+    its result buffer (the cost table and the plan graph price a dispatch by this one sum)."""
+    return launch_seconds(target) + alloc_seconds(target, nbytes)
+
+
+def call_overhead_seconds(target: Target, results: int) -> float:
+    """What a call with ``results`` function results costs whatever its dispatches: its fixed overhead
+    and ``output_seconds`` per result."""
+    return call_seconds(target) + output_seconds(target) * results
+
+
 def slice_copy_seconds(g: EGraphData, c: str, facts: Facts, target: Target) -> float:
     """The copy a dispatch of class ``c`` is when ``c`` is nothing but a slice (every node of it a
     ``Slice`` or ``EncodedSlice``): its result's bytes read and written; 0 for any other dispatch."""
@@ -95,11 +109,7 @@ def slice_copy_seconds(g: EGraphData, c: str, facts: Facts, target: Target) -> f
 
 def copy_dispatch_seconds(g: EGraphData, c: str, facts: Facts, target: Target) -> float:
     """A dispatch of its own for the slice class ``c`` (``copied_slice``): launch, result buffer, copy."""
-    return (
-        launch_seconds(target)
-        + alloc_seconds(target, facts.info(c).stored_bytes)
-        + slice_copy_seconds(g, c, facts, target)
-    )
+    return dispatch_overhead_seconds(target, facts.info(c).stored_bytes) + slice_copy_seconds(g, c, facts, target)
 
 
 def consumer_pairs(

@@ -16,13 +16,11 @@ e-nodes so the exact extractor optimizes what the report shows; the max() form i
 from __future__ import annotations
 
 from egg_dispatch.cost.charges import (
-    alloc_seconds,
-    call_seconds,
+    call_overhead_seconds,
     consumer_pairs,
     copy_dispatch_seconds,
+    dispatch_overhead_seconds,
     exclusive_nodes,
-    launch_seconds,
-    output_seconds,
     slice_copy_seconds,
     throttle_charges,
     transient_dispatches,
@@ -71,7 +69,6 @@ def cost_table(
     """``NodeCost`` of every extractable node in the root's cone (see ``table.py``); a node whose
     signature ``measured`` holds is priced by that measurement instead of the formulas."""
     facts = Facts(g)
-    launch = launch_seconds(target)
     step = transient_seconds(target)
     once = ((step, transient_dispatches(g, imported)),) if step > 0 else ()
     table = CostTable(
@@ -85,7 +82,7 @@ def cost_table(
             continue
         out = facts.info(c)
         for node in g.choices(c):
-            table[node.id] = _node_cost(c, node.op, node.children, out, facts, imported, target, launch, g, measured)
+            table[node.id] = _node_cost(c, node.op, node.children, out, facts, imported, target, g, measured)
     run = {n: cost.run_seconds for n, cost in table.items()}
     table.gated, table.gate = throttle_charges(g, imported, target, facts, run)
     return table
@@ -116,7 +113,6 @@ def _node_cost(
     facts: Facts,
     imported: ImportedProgram,
     target: Target,
-    launch: float,
     g: EGraphData,
     measured: MeasuredTimes | None = None,
 ) -> NodeCost:
@@ -131,11 +127,11 @@ def _node_cost(
         seconds = copy_dispatch_seconds(g, sliced, facts, target)
         return NodeCost(run_seconds=seconds, memory_bytes=facts.info(sliced).stored_bytes)
     if op == "Dispatch":
-        seconds = launch + alloc_seconds(target, out.stored_bytes) + slice_copy_seconds(g, kids[0], facts, target)
+        seconds = dispatch_overhead_seconds(target, out.stored_bytes) + slice_copy_seconds(g, kids[0], facts, target)
         return NodeCost(run_seconds=seconds, memory_bytes=out.stored_bytes)
     if op == "Results":
         results = list_classes(g, kids[0])
-        seconds = call_seconds(target) + output_seconds(target) * len(results)
+        seconds = call_overhead_seconds(target, len(results))
         slices = [s for s in dict.fromkeys(copied_slice(g, imported, r) for r in results) if s is not None]
         seconds += sum(copy_dispatch_seconds(g, s, facts, target) for s in slices)
         return NodeCost(run_seconds=seconds, memory_bytes=sum(facts.info(s).stored_bytes for s in slices))

@@ -20,18 +20,16 @@ import networkx as nx
 from egg_dispatch.cost import (
     Facts,
     MeasuredTimes,
-    alloc_seconds,
-    call_seconds,
+    call_overhead_seconds,
     consumer_pairs,
     contraction_tiled,
     copied_slice,
+    dispatch_overhead_seconds,
     exclusive_nodes,
     is_reshape,
-    launch_seconds,
     node_seconds,
     node_signature,
     output_classes,
-    output_seconds,
     slice_copy_seconds,
     throttles,
     transient_seconds,
@@ -141,7 +139,6 @@ def build_plan(
     facts = Facts(g)
     exclusive = exclusive_nodes(g)  # same set as the cost table's: charged per use
     graph: nx.DiGraph[str] = nx.DiGraph()
-    launch = launch_seconds(target)
     # Already counted: (class, at_load, owning user@dispatch) when fused, (class, at_load) as a producer
     owned: set[tuple[str, bool, str] | tuple[str, bool]] = set()
     dispatches: list[DispatchInfo] = []
@@ -226,7 +223,7 @@ def build_plan(
     def run_dispatch(name: str, c: str, body: str) -> None:
         """The run-time dispatch ``name`` that computes class ``c`` by fusing ``body`` into it: its launch,
         result allocation, the slice copy ``body`` may start with, its ops and the graph's edges."""
-        d = DispatchInfo(name, launch_seconds=launch + alloc_seconds(target, facts.info(c).stored_bytes))
+        d = DispatchInfo(name, launch_seconds=dispatch_overhead_seconds(target, facts.info(c).stored_bytes))
         d.flops_seconds = slice_copy_seconds(g, body, facts, target)
         d.bytes_out = facts.info(c).stored_bytes
         reads: list[tuple[str, int]] = []
@@ -287,7 +284,7 @@ def build_plan(
         for src, b in reads:
             graph.add_edge(src, f"result{i}", bytes=b)
     transient = sum(d.bytes_out for d in dispatches) + load_temporaries
-    per_call = call_seconds(target) + output_seconds(target) * len(results)
+    per_call = call_overhead_seconds(target, len(results))
     per_call += transient_seconds(target) if transients else 0.0
     run_seconds = sum(d.seconds for d in dispatches) + top_seconds + per_call
     encodes = sum(1 for d in dispatches if d.ops == ["SetEncoding"] or d.ops == ["Pack"])
