@@ -29,10 +29,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from egg_dispatch.cost.measured import MeasuredTimes
-from egg_dispatch.cost.model import conflicts_of, cost_table, default_lambda
-from egg_dispatch.cost.sizes import Assumption, cost_at_sizes, size_plan
-from egg_dispatch.cost.table import violated_conflicts
+from egg_dispatch.cost import (
+    Assumption,
+    MeasuredTimes,
+    conflicts_of,
+    cost_at_sizes,
+    cost_table,
+    default_lambda,
+    size_plan,
+    violated_conflicts,
+)
 from egg_dispatch.egraph.data import EGraphData, build_term
 from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.egraph.rules import FAMILIES, Budget, saturate

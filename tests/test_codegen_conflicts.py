@@ -22,6 +22,8 @@ import pytest
 
 import egg_dispatch.cost.model as cost_model
 import egg_dispatch.pipeline as pipeline
+from egg_dispatch.cost import Facts
+from egg_dispatch.cost.classes import contraction_node_mnk
 from egg_dispatch.cost.conflicts import (
     codegen_conflicts,
     is_result_layout,
@@ -72,7 +74,7 @@ def _one_start_state_per_program() -> Iterator[None]:
 
 def plain_chain(ex: Exploration, choice: dict[str, str]) -> bool:
     """The plan has the dispatch the conflicts describe, at any size (found again, with a limit of 0)."""
-    found = unset_generic_set_conflicts(ex.data, 0, cost_model._Facts(ex.data).info)
+    found = unset_generic_set_conflicts(ex.data, 0, Facts(ex.data).info)
     return bool(violated_conflicts(CostTable(conflicts=tuple(found)), choice))
 
 
@@ -144,7 +146,7 @@ UNDER = [(8, 256), (16, 128), (32, 64)]
 @pytest.mark.parametrize(("m", "f"), OVER + UNDER)
 def test_conflicts_exist_exactly_over_the_stack_limit(m: int, f: int) -> None:
     ex = explore(mlp(m, 32, f), "x86_64-avx512", baseline=False, lam=0.0, families=NO_SINK)
-    found = unset_generic_set_conflicts(ex.data, 32768, cost_model._Facts(ex.data).info)
+    found = unset_generic_set_conflicts(ex.data, 32768, Facts(ex.data).info)
     assert bool(found) == ((m, f) in OVER), found
 
 
@@ -347,10 +349,10 @@ def test_the_gpt2_block_holds_plain_result_packs_and_no_plan_chooses_one(gpt2_ze
     reports chooses one."""
     ex = gpt2_zen5
     g = ex.data
-    facts = cost_model._Facts(g)
+    facts = Facts(g)
 
     def contraction(node: Node) -> tuple[int, int, int] | None:
-        return cost_model.contraction_node_mnk(g, node, facts, ex.imported)
+        return contraction_node_mnk(g, node, facts, ex.imported)
 
     found = plain_result_pack_conflicts(g, 32768, facts.info, contraction)
     assert found and set(found) <= set(ex.costs.conflicts)

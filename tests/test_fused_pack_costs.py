@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from egg_dispatch.cost.model import TensorInfo, contraction_mnk, in_dispatch_pack_extra
+from egg_dispatch.cost import TensorInfo
+from egg_dispatch.cost.contraction import contraction_mnk
+from egg_dispatch.cost.op_time import in_dispatch_pack_extra
 from egg_dispatch.egraph.rules import FAMILIES
 from egg_dispatch.measure.calibrate import profile_dict
 from egg_dispatch.measure.kernel_fit import fit_kernels, padded_flops

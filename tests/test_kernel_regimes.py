@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from egg_dispatch.cost.model import TensorInfo, cost_table, op_seconds
+from egg_dispatch.cost import TensorInfo, cost_table
+from egg_dispatch.cost.op_time import op_seconds
 from egg_dispatch.emit.iree.abi import abi_shell
 from egg_dispatch.emit.iree.module import emit_iree
 from egg_dispatch.extract import plan_objective

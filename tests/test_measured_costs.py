@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from egg_dispatch.cli import main
+from egg_dispatch.cost import Facts, node_signature
 from egg_dispatch.cost.measured import KEEP, CacheError, MeasuredTimes, measurement_context
-from egg_dispatch.cost.model import _Facts, node_signature
 from egg_dispatch.emit.iree.module import runnable_here
 from egg_dispatch.iree.tools import iree_available
 from egg_dispatch.measure.calibrate import calibration_from_samples, profile_dict, samples_dict, unique_encode_groups
@@ -238,7 +238,7 @@ def test_measured_times_replace_the_model_in_the_cost_table_and_the_plan() -> No
     target = load_target("x86_64-avx512")
     source = FIXTURES / "mlp2.mlir"
     ex = explore(source, target, baseline=False)
-    facts = _Facts(ex.data)
+    facts = Facts(ex.data)
     sigs = {}
     for c, nid in ex.best.choice.items():
         node = ex.data.nodes[nid]
@@ -264,7 +264,7 @@ def test_signatures_do_not_depend_on_ssa_names_or_the_program() -> None:
 
     def signatures(src: str) -> set[str]:
         ex = explore(src, t, baseline=False)
-        facts = _Facts(ex.data)
+        facts = Facts(ex.data)
         out = set()
         for c in ex.data.classes:
             for node in ex.data.choices(c):

@@ -15,7 +15,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from egg_dispatch.cost.model import TensorInfo, attention_kind, op_seconds
+from egg_dispatch.cost import TensorInfo
+from egg_dispatch.cost.op_time import attention_kind, op_seconds
 from egg_dispatch.evaluate import evaluate
 from egg_dispatch.measure.kernel_fit import fit_kernels
 from egg_dispatch.measure.micro import opaque

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from egg_dispatch.cost.model import TensorInfo, body_op_count, op_seconds
+from egg_dispatch.cost import TensorInfo
+from egg_dispatch.cost.op_time import body_op_count, op_seconds
 from egg_dispatch.measure.calibrate import profile_dict
 from egg_dispatch.measure.kernel_fit import Calibration, fit_kernels
 from egg_dispatch.measure.micro import MATH_OPS, generics, math_op_helpers

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from egg_dispatch.cost.model import _Facts
+from egg_dispatch.cost import Facts
 from egg_dispatch.cost.table import CostTable
 from egg_dispatch.egraph.enumerate import enumerate_plans
 from egg_dispatch.extract.common import plan_contexts, plan_objective
@@ -97,7 +97,7 @@ def _by_hand(ex: object, choice: dict[str, str], fraction: float, us: float) -> 
     one of at least ``us`` (a contraction is data-tiled when an operand has a tiled layout; an mmt4d
     always is)."""
     g, costs = ex.data, ex.costs  # type: ignore[attr-defined]
-    facts = _Facts(g)
+    facts = Facts(g)
     run, _ = plan_contexts(g, choice)
     plain, tiled = 0.0, []
     for nid in run:

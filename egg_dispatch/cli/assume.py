@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from egg_dispatch.cli.args import refuses
-from egg_dispatch.cost.sizes import AssumeError, parse_assume
+from egg_dispatch.cost import AssumeError, parse_assume
 
 __all__ = ["add_assume_argument", "assume_spec"]
 

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from egg_dispatch.cli.args import InputError, output_file
-from egg_dispatch.cost.measured import CacheError, MeasuredTimes, default_cache_path, measurement_context
+from egg_dispatch.cost import CacheError, MeasuredTimes, default_cache_path, measurement_context
 from egg_dispatch.target.profile import Target
 
 __all__ = ["add_cache_arguments", "measurement_cache"]

@@ -23,7 +23,7 @@ from egg_dispatch.cli.args import (
 )
 from egg_dispatch.cli.assume import add_assume_argument
 from egg_dispatch.cli.run import evaluation_input_error
-from egg_dispatch.cost.sizes import AssumeError
+from egg_dispatch.cost import AssumeError
 from egg_dispatch.evaluate import EvaluationError, select_function
 from egg_dispatch.evaluate.check import check_module
 from egg_dispatch.evaluate.sizes import assumed_domains

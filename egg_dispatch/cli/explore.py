@@ -30,7 +30,7 @@ from egg_dispatch.cli.args import (
 )
 from egg_dispatch.cli.assume import add_assume_argument
 from egg_dispatch.cli.cache import add_cache_arguments, measurement_cache
-from egg_dispatch.cost.sizes import AssumeError
+from egg_dispatch.cost import AssumeError
 from egg_dispatch.egraph.imported import ImportError_
 from egg_dispatch.evaluate.values import EvaluationError
 from egg_dispatch.mlir.ir import Module

@@ -36,7 +36,7 @@ from egg_dispatch.cli.args import (
     target_spec,
 )
 from egg_dispatch.cli.assume import add_assume_argument
-from egg_dispatch.cost.sizes import AssumeError
+from egg_dispatch.cost import AssumeError
 from egg_dispatch.iree.dispatch_creation import first_error_line
 from egg_dispatch.pipeline import iree_plan
 from egg_dispatch.target.host import HOST

@@ -21,7 +21,7 @@ from egg_dispatch.cli.args import (
     positive_int,
 )
 from egg_dispatch.cli.assume import add_assume_argument
-from egg_dispatch.cost.sizes import AssumeError, size_plan
+from egg_dispatch.cost import AssumeError, size_plan
 from egg_dispatch.egraph.data import EGraphData, build_term
 from egg_dispatch.egraph.enumerate import enumerate_plans
 from egg_dispatch.egraph.imported import ImportError_

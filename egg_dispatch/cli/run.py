@@ -37,7 +37,7 @@ from egg_dispatch.cli.args import (
     target_spec,
     writable_path,
 )
-from egg_dispatch.cost.sizes import AssumeError
+from egg_dispatch.cost import AssumeError
 from egg_dispatch.evaluate import EvaluationError, evaluate, function_input_types, select_function
 from egg_dispatch.evaluate.check import type_of_array
 from egg_dispatch.evaluate.core import function_type, type_str

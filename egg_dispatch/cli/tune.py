@@ -32,7 +32,7 @@ from egg_dispatch.cli.args import (
 )
 from egg_dispatch.cli.cache import add_cache_arguments, measurement_cache
 from egg_dispatch.cli.progress import ProgressBar
-from egg_dispatch.cost.measured import CacheError
+from egg_dispatch.cost import CacheError
 
 __all__ = ["register", "render", "report_json", "run"]
 

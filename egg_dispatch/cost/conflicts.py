@@ -74,7 +74,7 @@ _DECODE = ("UnsetEncoding", "Unpack")
 
 
 class _Info(Protocol):
-    """What a conflict test needs of a class (``cost.model.TensorInfo``)."""
+    """What a conflict test needs of a class (``cost.facts.TensorInfo``)."""
 
     @property
     def shape(self) -> tuple[int, ...]: ...

@@ -2,7 +2,7 @@
 
 ``egg-dispatch tune`` compiles candidate plans, profiles every dispatch with IREE's runtime and
 attributes each dispatch's kernel time to the computations it fuses (``measure.tune``); the times
-land here, keyed by a *node signature* (``cost.model.node_signature``: the op, its kind or body,
+land here, keyed by a *node signature* (``cost.signature.node_signature``: the op, its kind or body,
 shapes, element types, layouts, which operands are packed inside the dispatch) and by the context
 they were measured in (target profile, CPU, IREE version). The cost table then uses a measured time
 in place of the model's wherever the cache has one, so repeated runs, and other programs that share

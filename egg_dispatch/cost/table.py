@@ -17,17 +17,17 @@ below a ``ConstEval`` (so they are always at run time).
 
 A table may also carry ``once`` charges: (seconds, nodes) pairs, where a plan that needs any of the
 nodes at run time pays the seconds once, however many of them it chooses (the transient buffers of
-a call are allocated together: ``cost.model.transient_dispatches``). They are part of the objective:
+a call are allocated together: ``cost.charges.transient_dispatches``). They are part of the objective:
 
     objective += Σ_{(s, N) in once, N ∩ run-time nodes ≠ ∅} s
 
 and ``pairs``: (seconds, p, n) triples, paid when a plan needs both p and n at run time (a generic
-p reading the unset n inside its dispatch: ``cost.model.consumer_pairs``), once per user of p's
+p reading the unset n inside its dispatch: ``cost.charges.consumer_pairs``), once per user of p's
 class when p is exclusive (it runs in each dispatch it is cloned into, with its unset).
 
 and ``gated``: (seconds, n) pairs paid when a plan needs n at run time and any node of the table's
 ``gate`` too (plain contractions run slower in a plan that runs a long mmt4d kernel:
-``cost.model.throttle_charges``), once per user of n's class when n is exclusive.
+``cost.charges.throttle_charges``), once per user of n's class when n is exclusive.
 """
 
 from __future__ import annotations

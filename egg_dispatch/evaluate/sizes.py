@@ -127,7 +127,7 @@ def label(env: Mapping[str, int]) -> str:
 def assumed_domains(func: Operation, specs: list[str]) -> dict[str, Domain]:
     """``--assume`` values (``cost.sizes.parse_assume`` syntax) as domains of ``func``'s dynamic dims;
     a name that is not one of them is a ValueError listing those it has."""
-    from egg_dispatch.cost.sizes import AssumeError, parse_assume
+    from egg_dispatch.cost import AssumeError, parse_assume
     from egg_dispatch.mlir.symbolic import parse_symbol
 
     known = sorted(set(function_shapes(func).arguments) | set(input_dims(func)))

@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, gated_paid, once_seconds, pair_charges
+from egg_dispatch.cost import LOAD_BOUNDARY_OPS, NodeCost, gated_paid, once_seconds, pair_charges
 from egg_dispatch.egraph.data import EGraphData
 
 __all__ = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from egg_dispatch.cost.table import NodeCost
+from egg_dispatch.cost import NodeCost
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.extract.common import ExtractionResult
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 
-from egg_dispatch.cost.table import NodeCost, violated_conflicts
+from egg_dispatch.cost import NodeCost, violated_conflicts
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.enumerate import enumerate_plans
 from egg_dispatch.extract.common import (

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, CostTable, NodeCost, violated_conflicts
+from egg_dispatch.cost import LOAD_BOUNDARY_OPS, CostTable, NodeCost, violated_conflicts
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.extract.common import (
     LOAD,

@@ -45,7 +45,7 @@ import highspy
 import networkx as nx
 import numpy as np
 
-from egg_dispatch.cost.table import (
+from egg_dispatch.cost import (
     LOAD_BOUNDARY_OPS,
     NodeCost,
     gated_charges,

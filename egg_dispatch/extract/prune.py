@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from egg_dispatch.cost.table import LOAD_BOUNDARY_OPS, NodeCost, gated_charges, once_charges, pair_charges
+from egg_dispatch.cost import LOAD_BOUNDARY_OPS, NodeCost, gated_charges, once_charges, pair_charges
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.extract.common import ZERO_COST, derivable_classes, no_plan_error
 

@@ -38,7 +38,7 @@ from typing import cast
 
 import numpy as np
 
-from egg_dispatch.cost.measured import MeasuredTimes
+from egg_dispatch.cost import MeasuredTimes
 from egg_dispatch.emit.iree.abi import abi_shell
 from egg_dispatch.emit.iree.module import emit_iree, runnable_here
 from egg_dispatch.evaluate import evaluate, select_function

@@ -17,21 +17,19 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from egg_dispatch.cost.measured import MeasuredTimes
-from egg_dispatch.cost.model import (
-    _Facts,
-    alloc_seconds,
-    call_seconds,
+from egg_dispatch.cost import (
+    Facts,
+    MeasuredTimes,
+    call_overhead_seconds,
     consumer_pairs,
     contraction_tiled,
     copied_slice,
+    dispatch_overhead_seconds,
     exclusive_nodes,
     is_reshape,
-    launch_seconds,
     node_seconds,
     node_signature,
     output_classes,
-    output_seconds,
     slice_copy_seconds,
     throttles,
     transient_seconds,
@@ -110,11 +108,11 @@ def _throttle(
     choice: dict[str, str],
     imported: ImportedProgram,
     target: Target,
-    facts: _Facts,
+    facts: Facts,
     measured: MeasuredTimes | None,
 ) -> float:
     """``KernelCosts.throttle`` when the plan runs a data-tiled contraction of ``throttle_us`` or more
-    at run time (its plain contractions pay it: ``cost.model.throttle_charges``), else 0."""
+    at run time (its plain contractions pay it: ``cost.charges.throttle_charges``), else 0."""
     k = target.kernels
     if k is None or k.throttle <= 0:
         return 0.0
@@ -138,57 +136,82 @@ def build_plan(
 ) -> Plan:
     """The plan graph of ``choice``, priced as the cost table prices it (with the same ``measured``)."""
     allow_deep_recursion()
-    facts = _Facts(g)
-    exclusive = exclusive_nodes(g)  # same set as the cost table's: charged per use
-    graph: nx.DiGraph[str] = nx.DiGraph()
-    launch = launch_seconds(target)
-    # Already counted: (class, at_load, owning user@dispatch) when fused, (class, at_load) as a producer
-    owned: set[tuple[str, bool, str] | tuple[str, bool]] = set()
-    dispatches: list[DispatchInfo] = []
-    globals_: list[tuple[str, int, list[str]]] = []
-    persistent = 0
-    load_temporaries = 0
-    load_seconds = 0.0
-    top_seconds = 0.0
-    outputs = output_classes(g, imported)
-    transients = 0  # run-time dispatch results no function result is: the call pays the step once
+    walk = _PlanWalk(g, choice, imported, target, measured)
+    root = g.nodes[choice[g.root]]
+    results = _list_classes_chosen(g, choice, root.children[0])
+    for i, (c, cons) in enumerate(results):
+        walk.result(i, c, cons)
+    return walk.plan(len(results), lam)
 
-    def producer(c: str) -> str:
-        node = g.nodes[choice[c]]
+
+class _PlanWalk:
+    """The walk ``build_plan`` makes from a plan's results down its chosen nodes: the graph it builds
+    and what it has counted so far."""
+
+    def __init__(
+        self,
+        g: EGraphData,
+        choice: dict[str, str],
+        imported: ImportedProgram,
+        target: Target,
+        measured: MeasuredTimes | None,
+    ):
+        self.g, self.choice, self.imported, self.target, self.measured = g, choice, imported, target, measured
+        self.facts = Facts(g)
+        self.exclusive = exclusive_nodes(g)  # same set as the cost table's: charged per use
+        self.graph: nx.DiGraph[str] = nx.DiGraph()
+        # Already counted: (class, at_load, owning user@dispatch) when fused, (class, at_load) as a producer
+        self.owned: set[tuple[str, bool, str] | tuple[str, bool]] = set()
+        self.dispatches: list[DispatchInfo] = []
+        self.globals: list[tuple[str, int, list[str]]] = []
+        self.persistent = 0
+        self.load_temporaries = 0
+        self.load_seconds = 0.0
+        self.top_seconds = 0.0
+        self.outputs = output_classes(g, imported)
+        self.transients = 0  # run-time dispatch results no function result is: the call pays the step once
+        self.pairs = {(gen, unset): sec for sec, gen, unset in consumer_pairs(g, imported, target, self.facts)}
+        self.throttle = _throttle(g, choice, imported, target, self.facts, measured)
+
+    def producer(self, c: str) -> str:
+        node = self.g.nodes[self.choice[c]]
         if node.op in ("Arg", "Const"):
-            return f"{node.op.lower()}{'' if node.op == 'Arg' else ':'}{g.leaf_value(node.children[0])}"
+            return f"{node.op.lower()}{'' if node.op == 'Arg' else ':'}{self.g.leaf_value(node.children[0])}"
         return {"Dispatch": f"dispatch:{c}", "ConstEval": f"global:{c}"}.get(node.op, "")
 
-    pairs = {(gen, unset): sec for sec, gen, unset in consumer_pairs(g, imported, target, facts)}
-    throttle = _throttle(g, choice, imported, target, facts, measured)
-
-    def op_time(c: str, at_load: bool) -> float:
+    def op_time(self, c: str, at_load: bool) -> float:
+        g, choice, facts, imported = self.g, self.choice, self.facts, self.imported
         node = g.nodes[choice[c]]
-        seconds = node_seconds(g, c, node.op, node.children, facts, imported, target, measured)
-        if pairs and node.op == "Generic":  # reading an unset in its dispatch (cost.model.consumer_pairs)
+        seconds = node_seconds(g, c, node.op, node.children, facts, imported, self.target, self.measured)
+        if self.pairs and node.op == "Generic":  # reading an unset in its dispatch (cost.charges.consumer_pairs)
             ins = dict.fromkeys(k for k, _ in _list_classes_chosen(g, choice, node.children[1]))
-            seconds += sum(pairs.get((node.id, choice[k]), 0.0) for k in ins)
-        if throttle and not at_load and contraction_tiled(g, node, facts, imported) is False:
-            seconds *= 1.0 + throttle  # next to a long mmt4d (cost.model.throttle_charges)
+            seconds += sum(self.pairs.get((node.id, choice[k]), 0.0) for k in ins)
+        if self.throttle and not at_load and contraction_tiled(g, node, facts, imported) is False:
+            seconds *= 1.0 + self.throttle  # next to a long mmt4d (cost.charges.throttle_charges)
         return seconds
 
     def fuse(
-        c: str, at_load: bool, into: DispatchInfo | None, boundary_reads: list[tuple[str, int]], user: str
+        self, c: str, at_load: bool, into: DispatchInfo | None, boundary_reads: list[tuple[str, int]], user: str
     ) -> None:
         """Walk the computation fused at c (down to boundaries), charging each class once."""
-        nonlocal load_seconds, top_seconds
+        g, choice, facts = self.g, self.choice, self.facts
         node = g.nodes[choice[c]]
         if node.op in STORED:
-            visit(c, at_load)
-            boundary_reads.append((producer(c), facts.info(c).stored_bytes))
+            self.visit(c, at_load)
+            boundary_reads.append((self.producer(c), facts.info(c).stored_bytes))
             return
-        if into is None and not at_load and node.op in ("Slice", "EncodedSlice") and copied_slice(g, imported, c) == c:
-            copy_dispatch(c)  # a slice between dispatches runs as a copy dispatch of its own
+        if (
+            into is None
+            and not at_load
+            and node.op in ("Slice", "EncodedSlice")
+            and copied_slice(g, self.imported, c) == c
+        ):
+            self.copy_dispatch(c)  # a slice between dispatches runs as a copy dispatch of its own
             boundary_reads.append((f"dispatch:{c}", facts.info(c).stored_bytes))
             return
         for k in node.children:
             if g.is_term_class(k):
-                fuse(k, at_load, into, boundary_reads, choice[c])
+                self.fuse(k, at_load, into, boundary_reads, choice[c])
         view = node.op in _VIEWS or (
             node.op in ("SetEncoding", "Pack") and any(n.op == "Empty" for n in g.choices(node.children[0]))
         )
@@ -196,113 +219,127 @@ def build_plan(
         # dispatch): exclusive computations are owned per user and per dispatch (a contraction under a
         # generic cloned into two dispatches has one user, the generic's operand list, and runs twice:
         # the extractor's per-user charge misses that, the plan's price does not); everything else once.
-        key = (c, at_load, f"{user}@{into.name if into is not None else ''}" if choice[c] in exclusive else "")
-        if key in owned or view:
+        key = (c, at_load, f"{user}@{into.name if into is not None else ''}" if choice[c] in self.exclusive else "")
+        if key in self.owned or view:
             if into is not None and not view:
                 into.ops.append(node.op)
             return
-        owned.add(key)
-        seconds = op_time(c, at_load)
+        self.owned.add(key)
+        self.charge(c, node.op, node.children, at_load, into)
+
+    def charge(self, c: str, op: str, kids: tuple[str, ...], at_load: bool, into: DispatchInfo | None) -> None:
+        """Count the time of class c's chosen node (``op`` of ``kids``) where it runs."""
+        seconds = self.op_time(c, at_load)
         if at_load:
-            load_seconds += seconds
+            self.load_seconds += seconds
         elif into is not None:
             into.flops_seconds += seconds
-            into.nodes.append((node_signature(g, c, node.op, node.children, facts, imported), seconds))
+            into.nodes.append((node_signature(self.g, c, op, kids, self.facts, self.imported), seconds))
         else:
-            top_seconds += seconds
+            self.top_seconds += seconds
         if into is not None:
-            into.ops.append(node.op)
+            into.ops.append(op)
 
-    def copy_dispatch(c: str) -> None:
-        """The dispatch ``emit.iree`` gives a slice between dispatches (``cost.model.copied_slice``)."""
-        nonlocal transients
+    def copy_dispatch(self, c: str) -> None:
+        """The dispatch ``emit.iree`` gives a slice between dispatches (``cost.classes.copied_slice``)."""
         name = f"dispatch:{c}"
-        if (c, False) in owned and name in graph:
+        if (c, False) in self.owned and name in self.graph:
             return
-        owned.add((c, False))
-        transients += c not in outputs
-        run_dispatch(name, c, c)  # with the launch: copy_dispatch_seconds
+        self.owned.add((c, False))
+        self.transients += c not in self.outputs
+        self.run_dispatch(name, c, c)  # with the launch: copy_dispatch_seconds
 
-    def run_dispatch(name: str, c: str, body: str) -> None:
+    def run_dispatch(self, name: str, c: str, body: str) -> None:
         """The run-time dispatch ``name`` that computes class ``c`` by fusing ``body`` into it: its launch,
         result allocation, the slice copy ``body`` may start with, its ops and the graph's edges."""
-        d = DispatchInfo(name, launch_seconds=launch + alloc_seconds(target, facts.info(c).stored_bytes))
-        d.flops_seconds = slice_copy_seconds(g, body, facts, target)
+        facts, target = self.facts, self.target
+        d = DispatchInfo(name, launch_seconds=dispatch_overhead_seconds(target, facts.info(c).stored_bytes))
+        d.flops_seconds = slice_copy_seconds(self.g, body, facts, target)
         d.bytes_out = facts.info(c).stored_bytes
         reads: list[tuple[str, int]] = []
-        fuse(body, False, d, reads, choice[c])
+        self.fuse(body, False, d, reads, self.choice[c])
         d.bytes_in = sum(b for _, b in reads)
         d.bytes_seconds = (d.bytes_in + d.bytes_out) / (target.memory_bandwidth_gbps * 1e9)
-        dispatches.append(d)
-        graph.add_node(name, kind="dispatch", info=d, bytes=d.bytes_out)
+        self.dispatches.append(d)
+        self.graph.add_node(name, kind="dispatch", info=d, bytes=d.bytes_out)
         for src, b in reads:
-            graph.add_edge(src, name, bytes=b)
+            self.graph.add_edge(src, name, bytes=b)
 
-    def visit(c: str, at_load: bool) -> None:
-        nonlocal persistent, transients
-        node = g.nodes[choice[c]]
-        name = producer(c)
-        if (c, at_load) in owned and name in graph:
+    def visit(self, c: str, at_load: bool) -> None:
+        """Count the stored value class c is (an argument, a constant, a global or a dispatch's result)."""
+        node = self.g.nodes[self.choice[c]]
+        name = self.producer(c)
+        if (c, at_load) in self.owned and name in self.graph:
             return
-        owned.add((c, at_load))
+        self.owned.add((c, at_load))
         if node.op == "Arg":
-            graph.add_node(name, kind="argument", bytes=facts.info(c).stored_bytes)
+            self.graph.add_node(name, kind="argument", bytes=self.facts.info(c).stored_bytes)
         elif node.op == "Const":
-            if name not in graph:
-                persistent += facts.info(c).logical_bytes
-            graph.add_node(name, kind="constant", bytes=facts.info(c).logical_bytes)
+            if name not in self.graph:
+                self.persistent += self.facts.info(c).logical_bytes
+            self.graph.add_node(name, kind="constant", bytes=self.facts.info(c).logical_bytes)
         elif node.op == "ConstEval":
-            stored = facts.info(c).stored_bytes
-            reads: list[tuple[str, int]] = []
-            before = load_seconds
-            inner = DispatchInfo(name)
-            fuse(node.children[0], True, inner, reads, choice[c])
-            if name not in graph:
-                persistent += stored
-                globals_.append((name, stored, inner.ops))
-            graph.add_node(name, kind="global", bytes=stored, load_seconds=load_seconds - before)
-            for src, b in reads:
-                graph.add_edge(src, name, bytes=b)
-        elif node.op == "Dispatch" and is_reshape(g, imported, node.children[0]):
-            reads = []
-            fuse(node.children[0], at_load, None, reads, choice[c])
-            graph.add_node(name, kind="view", bytes=0)
-            for src, b in reads:
-                graph.add_edge(src, name, bytes=b)
+            self.global_(name, c, node.children[0])
         elif node.op == "Dispatch":
-            if at_load:  # placement inside an initializer: computed in place at load, into a temporary
-                nonlocal load_temporaries
-                load_temporaries += facts.info(c).stored_bytes
-                fuse(node.children[0], True, None, [], choice[c])
-                return
-            transients += c not in outputs
-            run_dispatch(name, c, node.children[0])
+            self.dispatch(name, c, node.children[0], at_load)
 
-    root = g.nodes[choice[g.root]]
-    results = _list_classes_chosen(g, choice, root.children[0])
-    for i, (c, cons) in enumerate(results):
+    def global_(self, name: str, c: str, body: str) -> None:
+        """The global ``name`` holding class c, whose initializer computes ``body`` at load."""
+        stored = self.facts.info(c).stored_bytes
         reads: list[tuple[str, int]] = []
-        fuse(c, False, None, reads, cons)
-        graph.add_node(f"result{i}", kind="result")
+        before = self.load_seconds
+        inner = DispatchInfo(name)
+        self.fuse(body, True, inner, reads, self.choice[c])
+        if name not in self.graph:
+            self.persistent += stored
+            self.globals.append((name, stored, inner.ops))
+        self.graph.add_node(name, kind="global", bytes=stored, load_seconds=self.load_seconds - before)
         for src, b in reads:
-            graph.add_edge(src, f"result{i}", bytes=b)
-    transient = sum(d.bytes_out for d in dispatches) + load_temporaries
-    per_call = call_seconds(target) + output_seconds(target) * len(results)
-    per_call += transient_seconds(target) if transients else 0.0
-    run_seconds = sum(d.seconds for d in dispatches) + top_seconds + per_call
-    encodes = sum(1 for d in dispatches if d.ops == ["SetEncoding"] or d.ops == ["Pack"])
-    metrics = PlanMetrics(
-        run_seconds,
-        load_seconds,
-        persistent,
-        transient,
-        _peak_live(graph, persistent),
-        len(dispatches),
-        encodes,
-        len(globals_),
-        lam,
-    )
-    return Plan(graph, dispatches, globals_, metrics, choice)
+            self.graph.add_edge(src, name, bytes=b)
+
+    def dispatch(self, name: str, c: str, body: str, at_load: bool) -> None:
+        """The ``Dispatch`` node of class c over ``body``: a view when it is a reshape, else a dispatch."""
+        if is_reshape(self.g, self.imported, body):
+            reads: list[tuple[str, int]] = []
+            self.fuse(body, at_load, None, reads, self.choice[c])
+            self.graph.add_node(name, kind="view", bytes=0)
+            for src, b in reads:
+                self.graph.add_edge(src, name, bytes=b)
+        elif at_load:  # placement inside an initializer: computed in place at load, into a temporary
+            self.load_temporaries += self.facts.info(c).stored_bytes
+            self.fuse(body, True, None, [], self.choice[c])
+        else:
+            self.transients += c not in self.outputs
+            self.run_dispatch(name, c, body)
+
+    def result(self, i: int, c: str, cons: str) -> None:
+        """The plan's ``i``-th function result, class c (read through the list node ``cons``)."""
+        reads: list[tuple[str, int]] = []
+        self.fuse(c, False, None, reads, cons)
+        self.graph.add_node(f"result{i}", kind="result")
+        for src, b in reads:
+            self.graph.add_edge(src, f"result{i}", bytes=b)
+
+    def plan(self, results: int, lam: float) -> Plan:
+        """The plan walked so far, with ``results`` function results, priced with ``lam``."""
+        target, dispatches = self.target, self.dispatches
+        transient = sum(d.bytes_out for d in dispatches) + self.load_temporaries
+        per_call = call_overhead_seconds(target, results)
+        per_call += transient_seconds(target) if self.transients else 0.0
+        run_seconds = sum(d.seconds for d in dispatches) + self.top_seconds + per_call
+        encodes = sum(1 for d in dispatches if d.ops == ["SetEncoding"] or d.ops == ["Pack"])
+        metrics = PlanMetrics(
+            run_seconds,
+            self.load_seconds,
+            self.persistent,
+            transient,
+            _peak_live(self.graph, self.persistent),
+            len(dispatches),
+            encodes,
+            len(self.globals),
+            lam,
+        )
+        return Plan(self.graph, dispatches, self.globals, metrics, self.choice)
 
 
 def _list_classes_chosen(g: EGraphData, choice: dict[str, str], c: str) -> list[tuple[str, str]]:

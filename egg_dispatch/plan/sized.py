@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from egg_dispatch.cost.sizes import SizePlan, specialize
+from egg_dispatch.cost import SizePlan, specialize
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.plan.graph import Plan, PlanMetrics

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from egg_dispatch.cost.sizes import SizePlan
+from egg_dispatch.cost import SizePlan
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.rules import SaturationReport
