@@ -5,6 +5,9 @@ and under ``if TYPE_CHECKING:`` alike) and resolved to the stage it names. A mod
 stage and earlier ones; an import of a later stage, of the top-level package from inside a stage, or
 a dynamic import fails the test, so the layout cannot decay silently.
 
+No private name (``_x``) crosses a module: neither ``from M import _x`` nor ``m._x`` on an imported
+module, in the package or in its tests. What another module needs is public, in ``__all__``.
+
 Inside a stage, the imports that run when a module is loaded (module level, not inside a function nor
 under ``if TYPE_CHECKING:``) form no cycle between modules: a cycle makes the module that loads first
 see a half-initialized other, and hides which one is the foundation.
@@ -265,3 +268,81 @@ def test_the_checker_finds_a_module_level_cycle(path: str, line: str, cycle: boo
     sources = package_sources()
     sources[path] += "\n" + line + "\n"
     assert bool(module_cycles(sources)) == cycle, module_cycles(sources)
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_uses(source: str, module: str, is_package: bool, modules: frozenset[str]) -> Iterator[tuple[int, str]]:
+    """(line, what) for each private name ``source`` takes from another module of ``modules``:
+    ``from M import _x``, and ``m._x`` where ``m`` is bound to a module of ``modules`` by an import."""
+    package = module if is_package else module.rpartition(".")[0]
+    tree = ast.parse(source)
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            target = from_target(node, package)
+            for alias in node.names:
+                if f"{target}.{alias.name}" in modules:
+                    bound[alias.asname or alias.name] = f"{target}.{alias.name}"
+                elif target in modules and target != module and _is_private(alias.name):
+                    yield node.lineno, f"from {target} import {alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in modules and alias.asname:
+                    bound[alias.asname] = alias.name  # import a.b as m: m is a.b
+                elif alias.name in modules:
+                    bound[alias.name.split(".")[0]] = alias.name.split(".")[0]  # import a.b: a is bound
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            parts: list[str] = []
+            value: ast.expr = node.value
+            while isinstance(value, ast.Attribute):
+                parts.insert(0, value.attr)
+                value = value.value
+            if isinstance(value, ast.Name) and value.id in bound:
+                owner = ".".join([bound[value.id], *parts])
+                if owner in modules and owner != module:
+                    yield node.lineno, f"{owner}.{node.attr}"
+
+
+def private_violations(sources: Mapping[str, str], tests: Mapping[str, str]) -> list[str]:
+    modules = frozenset(module_name(Path(rel)) for rel in sources) | {TOP}
+    found = []
+    for rel, text in sorted(sources.items()):
+        module = module_name(Path(rel))
+        for line, what in private_uses(text, module, rel.endswith("__init__.py"), modules):
+            found.append(f"{TOP}/{rel}:{line}: {what}")
+    for rel, text in sorted(tests.items()):
+        for line, what in private_uses(text, f"tests.{Path(rel).stem}", False, modules):
+            found.append(f"tests/{rel}:{line}: {what}")
+    return found
+
+
+def test_no_private_name_crosses_a_module() -> None:
+    tests = {p.relative_to(TESTS).as_posix(): p.read_text() for p in sorted(TESTS.rglob("*.py"))}
+    found = private_violations(package_sources(), tests)
+    assert not found, "private names used from another module (make them public):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("line", "found"),
+    [
+        ("from egg_dispatch.mlir.dense import _x", True),
+        ("from .dense import _x", True),
+        ("from egg_dispatch.mlir.dense import x as _x", False),
+        ("import egg_dispatch.mlir.dense as d\nd._x", True),
+        ("from egg_dispatch.mlir import dense\ndense._x()", True),
+        ("import egg_dispatch.mlir.dense\negg_dispatch.mlir.dense._x", True),
+        ("from egg_dispatch.mlir import dense\ndense.__name__", False),
+        ("class A:\n    def f(self):\n        return self._x", False),
+    ],
+)
+def test_the_checker_finds_a_private_import(line: str, found: bool) -> None:
+    modules = frozenset(module_name(Path(rel)) for rel in package_sources()) | {TOP}
+    uses = list(private_uses('"""x"""\n' + line + "\n", "egg_dispatch.mlir.ir", False, modules))
+    assert bool(uses) == found, uses

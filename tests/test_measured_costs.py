@@ -450,12 +450,12 @@ def test_pack_fits_per_operand_and_element_recover_their_own_rates(tmp_path: Pat
 
 
 def test_tune_keeps_iree_own_plan_when_the_win_is_inside_its_rounds_spread() -> None:
-    from egg_dispatch.measure.tune import TuneCandidate, TuneReport, _choose
+    from egg_dispatch.measure.tune import TuneCandidate, TuneReport, choose_winner
 
     def report(ours: list[float], iree: list[float]) -> TuneReport:
         cands = [TuneCandidate("IREE", True, 1e-6, measured=iree), TuneCandidate("ours", False, 1e-6, measured=ours)]
         r = TuneReport("f", "t", cands, len(iree), True)
-        _choose(r, cands)
+        choose_winner(r, cands)
         return r
 
     # faster in every round by 5%, IREE's rounds scatter 2%: ours
@@ -484,17 +484,17 @@ def test_tune_keeps_iree_own_plan_when_the_win_is_inside_its_rounds_spread() -> 
 def test_tune_never_chooses_a_plan_measured_only_for_comparison() -> None:
     """``tune(extra_plans=...)`` plans (a fidelity benchmark's wider sample) are timed with the rest but
     never chosen: the fastest of them loses to a slower candidate, or to IREE's plan."""
-    from egg_dispatch.measure.tune import TuneCandidate, TuneReport, _choose
+    from egg_dispatch.measure.tune import TuneCandidate, TuneReport, choose_winner
 
     iree = TuneCandidate("IREE", True, 1e-6, measured=[1.0, 1.0, 1.0])
     extra = TuneCandidate("ablation", False, 1e-6, measured=[0.5, 0.5, 0.5], choosable=False)
     ours = TuneCandidate("ours", False, 1e-6, measured=[0.8, 0.8, 0.8])
     r = TuneReport("f", "t", [iree, extra, ours], 3, True)
-    _choose(r, [iree, extra, ours])
+    choose_winner(r, [iree, extra, ours])
     assert r.winner is ours and not extra.chosen
     r = TuneReport("f", "t", [iree, extra], 3, True)
     iree.chosen = False
-    _choose(r, [iree, extra])
+    choose_winner(r, [iree, extra])
     assert r.winner is iree
 
 

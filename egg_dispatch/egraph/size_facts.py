@@ -3,7 +3,7 @@
 The static conditions of ``egraph.facts`` (a slice is one contiguous range; a slice of a packed
 tensor is tile-aligned; a fused pack's tiles divide its shape and its buffers fit the stack; a
 const-evaluated encode grows memory by at most 1 MiB; a bubbled encode's tiles divide the shape) read
-sizes. With dynamic dims each size is a symbolic ``mlir.shapes.Dim``, and a condition holds only when
+sizes. With dynamic dims each size is a symbolic ``mlir.symbolic.Dim``, and a condition holds only when
 it is *provable for every value* the argument-size domains allow (``util.assume.int`` ranges and
 divisibility, narrowed by the user's ``--assume``): ``divides`` and ``upper_bound`` decide that,
 by enumeration when the domains are small and finite, else symbolically. When a condition cannot be

@@ -36,7 +36,7 @@ Analyses (functions the importer seeds and ``rules/analysis.egg`` extends): ``(s
 ``(dtype t)``, ``(layout-of enc)``.
 
 Dynamic sizes: a ``?`` dim of a shape (and a dynamic slice offset or size) is a negative *size code*
-(``ImportedProgram.dims`` maps it to its symbolic ``mlir.shapes.Dim``), so two tensors are the same
+(``ImportedProgram.dims`` maps it to its symbolic ``mlir.symbolic.Dim``), so two tensors are the same
 shape exactly when their sizes are the same expression of the arguments' sizes; encodings keep IREE's
 ``-1`` for ``?`` in their iteration sizes.
 

@@ -60,6 +60,7 @@ __all__ = [
     "TuneReport",
     "attribute_dispatch_times",
     "candidate_plans",
+    "choose_winner",
     "tune",
 ]
 
@@ -352,7 +353,7 @@ def tune(
                     for name, s in prof.seconds.items():
                         tc.dispatch_seconds[name] = min(s, tc.dispatch_seconds.get(name, s))
         say("timed", steps, steps)
-    _choose(report, timed)
+    choose_winner(report, timed)
     if measured is not None:
         where = str(source) if isinstance(source, Path) or "\n" not in str(source) else "<text>"
         for tc in timed:
@@ -374,7 +375,7 @@ def _spread(times: Sequence[float], lower_half: bool = False) -> float:
     return 2 * (mid - ordered[0]) / mid if lower_half else (ordered[-1] - ordered[0]) / mid
 
 
-def _choose(report: TuneReport, timed: list[TuneCandidate]) -> None:
+def choose_winner(report: TuneReport, timed: list[TuneCandidate]) -> None:
     """The fastest plan by median; one of ours only if it also beat IREE's in most rounds, by more than
     its own rounds scatter and IREE's undisturbed ones do (``_spread``)."""
     # the measured ones, so median is a float

@@ -2,7 +2,7 @@
 
 Forming dispatch regions and setting encodings creates ops whose types have ``?`` (a region's results,
 an encoded ``tensor.empty``, ``unset_encoding``); their sizes must be values defined before them.
-``TopSizes`` computes each size (``mlir.shapes.Dim``) once, at the top of the function: an argument's
+``TopSizes`` computes each size (``mlir.symbolic.Dim``) once, at the top of the function: an argument's
 size is ``tensor.dim`` of a tensor argument or ``hal.buffer_view.dim`` of a buffer view (IREE's ABI),
 any other size arithmetic on those (``arith.muli`` ...). A size the analysis cannot see through (an
 opaque op's result) has no such value: ``value`` returns None and the caller keeps the IR as it was.
