@@ -226,7 +226,6 @@ def solve_ilp(
         for cand in ((greedy.objective, 0, "greedy", greedy.choice), (mapped_res.objective, 1, "mapped", mapped))
         if allowed(cand[3])
     ]
-    exclusive: frozenset[str] = getattr(costs, "exclusive", frozenset())
     stats: dict[str, object] = dict(p.stats)
     stats.update(greedy_objective=greedy.objective, mapped_objective=mapped_res.objective)
     decisions = sum(len(v) > 1 for v in p.nodes.values())
@@ -237,173 +236,11 @@ def solve_ilp(
         # One plan left, or a zero-cost plan with costs >= 0: optimal without a solver.
         return extraction_result(g, mapped, costs, lam, "ilp-highs", start, True, 0.0, {**stats, "source": "mapped"})
 
-    # Context: classes below some ConstEval need r; every other reachable class is always at run time,
-    # and so is a class every plan needs at run time.
-    graph: nx.DiGraph[str] = nx.DiGraph()
-    graph.add_nodes_from(p.classes)
-    graph.add_edges_from((c, d) for c in p.classes for n in p.nodes[c] for d in p.kids[n])
-    needed, needed_at_run = necessary_classes(g, p, list(nx.dfs_postorder_nodes(graph, g.root)))
-    below: set[str] = set()
-    todo = [d for c in p.classes for n in p.nodes[c] if g.nodes[n].op in LOAD_BOUNDARY_OPS for d in p.kids[n]]
-    while todo:
-        c = todo.pop()
-        if c not in below:
-            below.add(c)
-            todo.extend(d for n in p.nodes[c] for d in p.kids[n])
-    below -= needed_at_run
-    scc_of: dict[str, tuple[int, int]] = {}
-    big = sorted((sorted(s) for s in nx.strongly_connected_components(graph) if len(s) > 1), key=lambda s: s[0])
-    for k, members in enumerate(big):
-        for c in members:
-            scc_of[c] = (k, len(members))
-
     scale = mapped_res.objective / _OBJECTIVE_SCALE
-    m = _Model()
-    cols: dict[tuple[str, str], int] = {}
-    for c in p.classes:
-        for n in p.nodes[c]:
-            cost = costs.get(n, ZERO_COST)
-            per_use = n in exclusive and c not in below  # charged on its users' w columns instead
-            charge = lam * cost.memory_bytes + (0.0 if c in below or per_use else cost.run_seconds)
-            cols[("x", n)] = m.col(charge / scale, 0.0, 1.0, True)
-    for c in p.classes:
-        cols[("a", c)] = m.col(0.0, 1.0 if c in needed else 0.0, 1.0, False)
-    for c in p.classes:
-        if c in below:
-            cols[("r", c)] = m.col(0.0, 0.0, 1.0, False)
-            for n in p.nodes[c]:
-                run_s = costs.get(n, ZERO_COST).run_seconds
-                if run_s > 0:
-                    cols[("y", n)] = m.col(run_s / scale, 0.0, 1.0, False)
-    for c, (_, size) in scc_of.items():
-        cols[("l", c)] = m.col(0.0, 0.0, float(size - 1), False)
-    for c in p.classes:
-        m.row([(cols[("x", n)], 1.0) for n in p.nodes[c]] + [(cols[("a", c)], -1.0)], 0.0, 0.0)
-    for c in p.classes:
-        rc = cols.get(("r", c))
-        for n in p.nodes[c]:
-            x = cols[("x", n)]
-            for d in p.kids[n]:
-                m.row([(x, 1.0), (cols[("a", d)], -1.0)], -math.inf, 0.0)
-                rd = cols.get(("r", d))
-                if rd is not None and g.nodes[n].op not in LOAD_BOUNDARY_OPS:
-                    if rc is None:
-                        m.row([(x, 1.0), (rd, -1.0)], -math.inf, 0.0)
-                    else:
-                        m.row([(rc, 1.0), (x, 1.0), (rd, -1.0)], -math.inf, 1.0)
-                if c in scc_of and scc_of.get(d, (-1,))[0] == scc_of[c][0]:
-                    big_m = float(scc_of[c][1])
-                    m.row([(cols[("l", c)], 1.0), (cols[("l", d)], -1.0), (x, big_m)], -math.inf, big_m - 1)
-            if ("y", n) in cols and rc is not None:
-                m.row([(x, 1.0), (rc, 1.0), (cols[("y", n)], -1.0)], -math.inf, 1.0)
-    pairs = pair_charges(costs)
-    gated, gate = gated_charges(costs)
-    users: dict[str, set[str]] = {}  # class -> the run-time nodes that use it (per-use charges)
-    if exclusive or pairs or gated:
-        for c in p.classes:
-            for n in p.nodes[c]:
-                if g.nodes[n].op not in LOAD_BOUNDARY_OPS:
-                    for d in set(p.kids[n]):
-                        users.setdefault(d, set()).add(n)
-    if exclusive:
-        for c in p.classes:
-            if c in below:
-                continue
-            for n in p.nodes[c]:
-                run_s = costs.get(n, ZERO_COST).run_seconds
-                if n not in exclusive or run_s <= 0:
-                    continue
-                for u in sorted(users.get(c, ())):
-                    w = m.col(run_s / scale, 0.0, 1.0, False)
-                    m.row([(cols[("x", u)], 1.0), (cols[("x", n)], 1.0), (w, -1.0)], -math.inf, 1.0)
-    kept = {n for ns in p.nodes.values() for n in ns}
-    charges = once_charges(costs)
-    for i, (seconds, once) in enumerate(charges):  # paid once if any of the nodes runs: z >= run(n)
-        charged = [(c, n) for c in p.classes for n in p.nodes[c] if n in once]
-        if not charged:
-            continue
-        z = cols[("z", str(i))] = m.col(seconds / scale, 0.0, 1.0, False)
-        for c, n in charged:
-            rc = cols.get(("r", c))
-            if rc is None:  # always at run time when chosen
-                m.row([(cols[("x", n)], 1.0), (z, -1.0)], -math.inf, 0.0)
-            else:  # at run time when chosen in a run context: x + r - 1 <= z
-                m.row([(cols[("x", n)], 1.0), (rc, 1.0), (z, -1.0)], -math.inf, 1.0)
-    products: list[tuple[int, tuple[str, ...]]] = []  # (column, nodes): 1 when all of them are chosen
-    if pairs:
-        for seconds, gen, unset in pairs:  # both chosen: v >= x_gen + x_unset - 1 (per user if exclusive)
-            if ("x", gen) not in cols or ("x", unset) not in cols or g.nodes[gen].eclass in below:
-                continue  # pruned, or at load time (not charged here; the plan is re-priced exactly)
-            groups = [(u,) for u in sorted(users.get(g.nodes[gen].eclass, ()))] if gen in exclusive else [()]
-            for extra in groups:
-                nodes = (*extra, gen, unset)
-                v = m.col(seconds / scale, 0.0, 1.0, False)
-                m.row([*((cols[("x", n)], 1.0) for n in nodes), (v, -1.0)], -math.inf, float(len(nodes) - 1))
-                products.append((v, nodes))
-    gate_col: int | None = None
-    gated_cols: list[tuple[int, tuple[str, ...]]] = []  # (column, nodes): 1 when all chosen and the gate runs
-    gate_members = [(c, n) for c in p.classes for n in p.nodes[c] if n in gate] if gated else []
-    if gate_members:
-        gate_col = m.col(0.0, 0.0, 1.0, False)
-        for c, n in gate_members:  # the gate runs if any of its nodes does: t >= run(n)
-            rc = cols.get(("r", c))
-            if rc is None:
-                m.row([(cols[("x", n)], 1.0), (gate_col, -1.0)], -math.inf, 0.0)
-            else:
-                m.row([(cols[("x", n)], 1.0), (rc, 1.0), (gate_col, -1.0)], -math.inf, 1.0)
-        for seconds, n in gated:  # v >= x_n + t - 1 (per user if exclusive)
-            if ("x", n) not in cols or g.nodes[n].eclass in below:
-                continue  # pruned, or possibly at load time (the plan is re-priced exactly)
-            groups = [(u,) for u in sorted(users.get(g.nodes[n].eclass, ()))] if n in exclusive else [()]
-            for extra in groups:
-                nodes = (*extra, n)
-                v = m.col(seconds / scale, 0.0, 1.0, False)
-                m.row(
-                    [*((cols[("x", k)], 1.0) for k in nodes), (gate_col, 1.0), (v, -1.0)], -math.inf, float(len(nodes))
-                )
-                gated_cols.append((v, nodes))
-    for conflict in conflicts:  # combinations IREE's codegen rejects: not all of one
-        if all(n in kept for n in conflict):  # (a pruned node is in no plan the model can return)
-            m.row([(cols[("x", n)], 1.0) for n in dict.fromkeys(conflict)], -math.inf, float(len(set(conflict)) - 1))
-    for ex in excluded:  # no-good cuts: not every node of an excluded plan again
-        chosen_cols = [cols[("x", n)] for _, n in sorted(ex) if ("x", n) in cols]
-        if chosen_cols:
-            m.row([(j, 1.0) for j in chosen_cols], -math.inf, float(len(chosen_cols) - 1))
-    stats.update(
-        columns=len(m.cost),
-        rows=len(m.row_lower),
-        needed=len(needed),
-        context_vars=sum(1 for k in cols if k[0] == "r"),
-        level_vars=len(scc_of),
-        sccs=len(big),
-        largest_scc=max((len(s) for s in big), default=0),
-    )
-
-    h = _highs()
-    for name, value in (
-        ("output_flag", False),
-        ("threads", 1),
-        ("random_seed", seed),
-        ("time_limit", float(time_limit)),
-        ("mip_rel_gap", rel_gap),
-        ("mip_abs_gap", 1e-10),
-    ):
-        if h.setOptionValue(name, value) != highspy.HighsStatus.kOk:  # HiGHS only returns the error
-            raise ValueError(f"HiGHS rejected option {name}={value!r}")
-    h.passModel(m.lp())
-    warm = _warm_values(g, p, mapped, cols, len(m.cost), big, charges)
-    chosen_warm = set(mapped.values())
-    for col, nodes in products:
-        warm[col] = 1.0 if all(n in chosen_warm for n in nodes) else 0.0
-    if gate_col is not None:
-        gate_on = not gate.isdisjoint(plan_contexts(g, mapped)[0])
-        warm[gate_col] = 1.0 if gate_on else 0.0
-        for col, nodes in gated_cols:
-            warm[col] = 1.0 if gate_on and all(n in chosen_warm for n in nodes) else 0.0
-    solution = highspy.HighsSolution()
-    solution.col_value = warm
-    solution.value_valid = True
-    h.setSolution(solution)
+    f = _Formulation(g, p, costs, lam, scale)
+    f.build(conflicts, excluded)
+    stats.update(f.stats())
+    h = _highs_for(f, mapped, time_limit, seed, rel_gap)
     solve_start = time.perf_counter()
     _run_interruptibly(h)
     stats["solver_seconds"] = time.perf_counter() - solve_start
@@ -412,12 +249,7 @@ def solve_ilp(
     stats.update(status=h.modelStatusToString(status), mip_nodes=int(info.mip_node_count))
     optimal = status == highspy.HighsModelStatus.kOptimal
     if info.primal_solution_status == highspy.kSolutionStatusFeasible:
-        values = h.getSolution().col_value
-        chosen: dict[str, str] = {}
-        for c in p.classes:
-            best = max(p.nodes[c], key=lambda n: values[cols[("x", n)]])
-            if values[cols[("x", best)]] > 0.5:
-                chosen[c] = best
+        chosen = f.chosen(h.getSolution().col_value)
         try:
             solved = extraction_result(g, chosen, costs, lam, "ilp-highs", start)
         except ValueError as e:  # not integral within tolerance: HiGHS bug or numerical trouble
@@ -436,3 +268,263 @@ def solve_ilp(
         gap = 0.0 if objective <= 0 else max(0.0, (objective - bound) / objective)
     stats["source"] = source
     return extraction_result(g, choice, costs, lam, "ilp-highs", start, optimal, gap, stats)
+
+
+def _highs_for(
+    f: _Formulation, mapped: Mapping[str, str], time_limit: float, seed: int, rel_gap: float
+) -> highspy.Highs:
+    """HiGHS set up to solve ``f``: one thread, a fixed seed, the limits, and ``mapped`` as its start."""
+    h = _highs()
+    for name, value in (
+        ("output_flag", False),
+        ("threads", 1),
+        ("random_seed", seed),
+        ("time_limit", float(time_limit)),
+        ("mip_rel_gap", rel_gap),
+        ("mip_abs_gap", 1e-10),
+    ):
+        if h.setOptionValue(name, value) != highspy.HighsStatus.kOk:  # HiGHS only returns the error
+            raise ValueError(f"HiGHS rejected option {name}={value!r}")
+    h.passModel(f.m.lp())
+    solution = highspy.HighsSolution()
+    solution.col_value = f.warm(mapped)
+    solution.value_valid = True
+    h.setSolution(solution)
+    return h
+
+
+class _Formulation:
+    """The MILP of one extraction (module docstring): its columns, rows, and what the warm start and
+    the reading of a solution need to know of them. Columns and rows are made in a fixed order, so
+    the same e-graph and costs give the same model."""
+
+    def __init__(self, g: EGraphData, p: PrunedGraph, costs: Mapping[str, NodeCost], lam: float, scale: float):
+        self.g, self.p, self.costs, self.lam, self.scale = g, p, costs, lam, scale
+        self.exclusive: frozenset[str] = getattr(costs, "exclusive", frozenset())
+        self.m = _Model()
+        self.cols: dict[tuple[str, str], int] = {}
+        self.charges = once_charges(costs)
+        self.products: list[tuple[int, tuple[str, ...]]] = []  # (column, nodes): 1 when all of them are chosen
+        self.gate_col: int | None = None
+        self.gated_cols: list[tuple[int, tuple[str, ...]]] = []  # (column, nodes): 1 when all chosen and the gate runs
+        self.gate: frozenset[str] = frozenset()
+        self._contexts()
+
+    def _contexts(self) -> None:
+        """Context: classes below some ConstEval need r; every other reachable class is always at run
+        time, and so is a class every plan needs at run time. Cycles get level columns."""
+        g, p = self.g, self.p
+        graph: nx.DiGraph[str] = nx.DiGraph()
+        graph.add_nodes_from(p.classes)
+        graph.add_edges_from((c, d) for c in p.classes for n in p.nodes[c] for d in p.kids[n])
+        self.needed, needed_at_run = necessary_classes(g, p, list(nx.dfs_postorder_nodes(graph, g.root)))
+        below: set[str] = set()
+        todo = [d for c in p.classes for n in p.nodes[c] if g.nodes[n].op in LOAD_BOUNDARY_OPS for d in p.kids[n]]
+        while todo:
+            c = todo.pop()
+            if c not in below:
+                below.add(c)
+                todo.extend(d for n in p.nodes[c] for d in p.kids[n])
+        self.below = below - needed_at_run
+        self.scc_of: dict[str, tuple[int, int]] = {}
+        self.big = sorted(
+            (sorted(s) for s in nx.strongly_connected_components(graph) if len(s) > 1), key=lambda s: s[0]
+        )
+        for k, members in enumerate(self.big):
+            for c in members:
+                self.scc_of[c] = (k, len(members))
+
+    def build(self, conflicts: Sequence[tuple[str, ...]], excluded: Sequence[frozenset[tuple[str, str]]]) -> None:
+        """Every column and row, in a fixed order."""
+        self._columns()
+        self._structure_rows()
+        pairs = pair_charges(self.costs)
+        gated, self.gate = gated_charges(self.costs)
+        users = self._users() if self.exclusive or pairs or gated else {}
+        self._exclusive_rows(users)
+        self._once_rows()
+        self._pair_rows(pairs, users)
+        self._gated_rows(gated, users)
+        self._cut_rows(conflicts, excluded)
+
+    def _columns(self) -> None:
+        """x per node, a per class, r and y in load contexts, l in cycles."""
+        p, m, cols, below = self.p, self.m, self.cols, self.below
+        for c in p.classes:
+            for n in p.nodes[c]:
+                cost = self.costs.get(n, ZERO_COST)
+                per_use = n in self.exclusive and c not in below  # charged on its users' w columns instead
+                charge = self.lam * cost.memory_bytes + (0.0 if c in below or per_use else cost.run_seconds)
+                cols[("x", n)] = m.col(charge / self.scale, 0.0, 1.0, True)
+        for c in p.classes:
+            cols[("a", c)] = m.col(0.0, 1.0 if c in self.needed else 0.0, 1.0, False)
+        for c in p.classes:
+            if c in below:
+                cols[("r", c)] = m.col(0.0, 0.0, 1.0, False)
+                for n in p.nodes[c]:
+                    run_s = self.costs.get(n, ZERO_COST).run_seconds
+                    if run_s > 0:
+                        cols[("y", n)] = m.col(run_s / self.scale, 0.0, 1.0, False)
+        for c, (_, size) in self.scc_of.items():
+            cols[("l", c)] = m.col(0.0, 0.0, float(size - 1), False)
+
+    def _structure_rows(self) -> None:
+        """One node per active class, kids active, run contexts passed down, levels along cycles."""
+        p, m, cols = self.p, self.m, self.cols
+        for c in p.classes:
+            m.row([(cols[("x", n)], 1.0) for n in p.nodes[c]] + [(cols[("a", c)], -1.0)], 0.0, 0.0)
+        for c in p.classes:
+            rc = cols.get(("r", c))
+            for n in p.nodes[c]:
+                x = cols[("x", n)]
+                for d in p.kids[n]:
+                    m.row([(x, 1.0), (cols[("a", d)], -1.0)], -math.inf, 0.0)
+                    self._context_row(n, x, rc, cols.get(("r", d)))
+                    self._level_row(c, d, x)
+                if ("y", n) in cols and rc is not None:
+                    m.row([(x, 1.0), (rc, 1.0), (cols[("y", n)], -1.0)], -math.inf, 1.0)
+
+    def _context_row(self, n: str, x: int, rc: int | None, rd: int | None) -> None:
+        """A kid of a node at run time is at run time too (unless the node is a load boundary)."""
+        if rd is None or self.g.nodes[n].op in LOAD_BOUNDARY_OPS:
+            return
+        if rc is None:
+            self.m.row([(x, 1.0), (rd, -1.0)], -math.inf, 0.0)
+        else:
+            self.m.row([(rc, 1.0), (x, 1.0), (rd, -1.0)], -math.inf, 1.0)
+
+    def _level_row(self, c: str, d: str, x: int) -> None:
+        """Inside one cycle of classes, a chosen node's kid sits on a lower level (no cyclic plan)."""
+        if c in self.scc_of and self.scc_of.get(d, (-1,))[0] == self.scc_of[c][0]:
+            big_m = float(self.scc_of[c][1])
+            self.m.row([(self.cols[("l", c)], 1.0), (self.cols[("l", d)], -1.0), (x, big_m)], -math.inf, big_m - 1)
+
+    def _users(self) -> dict[str, set[str]]:
+        """class -> the run-time nodes that use it (per-use charges)."""
+        p = self.p
+        users: dict[str, set[str]] = {}
+        for c in p.classes:
+            for n in p.nodes[c]:
+                if self.g.nodes[n].op not in LOAD_BOUNDARY_OPS:
+                    for d in set(p.kids[n]):
+                        users.setdefault(d, set()).add(n)
+        return users
+
+    def _exclusive_rows(self, users: Mapping[str, set[str]]) -> None:
+        """An exclusive node's run time once per chosen user: w >= x_user + x_node - 1."""
+        p, m, cols = self.p, self.m, self.cols
+        for c in p.classes if self.exclusive else ():
+            if c in self.below:
+                continue
+            for n in p.nodes[c]:
+                run_s = self.costs.get(n, ZERO_COST).run_seconds
+                if n not in self.exclusive or run_s <= 0:
+                    continue
+                for u in sorted(users.get(c, ())):
+                    w = m.col(run_s / self.scale, 0.0, 1.0, False)
+                    m.row([(cols[("x", u)], 1.0), (cols[("x", n)], 1.0), (w, -1.0)], -math.inf, 1.0)
+
+    def _runs_row(self, c: str, n: str, z: int) -> None:
+        """z >= run(n): 1 when n is chosen at run time."""
+        rc = self.cols.get(("r", c))
+        if rc is None:  # always at run time when chosen
+            self.m.row([(self.cols[("x", n)], 1.0), (z, -1.0)], -math.inf, 0.0)
+        else:  # at run time when chosen in a run context: x + r - 1 <= z
+            self.m.row([(self.cols[("x", n)], 1.0), (rc, 1.0), (z, -1.0)], -math.inf, 1.0)
+
+    def _once_rows(self) -> None:
+        """A charge paid once if any of its nodes runs: z >= run(n)."""
+        p = self.p
+        for i, (seconds, once) in enumerate(self.charges):
+            charged = [(c, n) for c in p.classes for n in p.nodes[c] if n in once]
+            if not charged:
+                continue
+            z = self.cols[("z", str(i))] = self.m.col(seconds / self.scale, 0.0, 1.0, False)
+            for c, n in charged:
+                self._runs_row(c, n, z)
+
+    def _per_user(self, n: str, users: Mapping[str, set[str]]) -> list[tuple[str, ...]]:
+        """The user groups a charge on ``n`` is paid per: each user if n is exclusive, else once."""
+        return [(u,) for u in sorted(users.get(self.g.nodes[n].eclass, ()))] if n in self.exclusive else [()]
+
+    def _pair_rows(self, pairs: Sequence[tuple[float, str, str]], users: Mapping[str, set[str]]) -> None:
+        """Both chosen: v >= x_gen + x_unset - 1 (per user if exclusive)."""
+        g, cols = self.g, self.cols
+        for seconds, gen, unset in pairs:
+            if ("x", gen) not in cols or ("x", unset) not in cols or g.nodes[gen].eclass in self.below:
+                continue  # pruned, or at load time (not charged here; the plan is re-priced exactly)
+            for extra in self._per_user(gen, users):
+                nodes = (*extra, gen, unset)
+                v = self.m.col(seconds / self.scale, 0.0, 1.0, False)
+                self.m.row([*((cols[("x", n)], 1.0) for n in nodes), (v, -1.0)], -math.inf, float(len(nodes) - 1))
+                self.products.append((v, nodes))
+
+    def _gated_rows(self, gated: Sequence[tuple[float, str]], users: Mapping[str, set[str]]) -> None:
+        """A gate column t, 1 if any gate node runs; each gated charge v >= x_n + t - 1 (per user if
+        exclusive)."""
+        p, g, cols = self.p, self.g, self.cols
+        gate_members = [(c, n) for c in p.classes for n in p.nodes[c] if n in self.gate] if gated else []
+        if not gate_members:
+            return
+        gate_col = self.gate_col = self.m.col(0.0, 0.0, 1.0, False)
+        for c, n in gate_members:
+            self._runs_row(c, n, gate_col)
+        for seconds, n in gated:
+            if ("x", n) not in cols or g.nodes[n].eclass in self.below:
+                continue  # pruned, or possibly at load time (the plan is re-priced exactly)
+            for extra in self._per_user(n, users):
+                nodes = (*extra, n)
+                v = self.m.col(seconds / self.scale, 0.0, 1.0, False)
+                self.m.row(
+                    [*((cols[("x", k)], 1.0) for k in nodes), (gate_col, 1.0), (v, -1.0)], -math.inf, float(len(nodes))
+                )
+                self.gated_cols.append((v, nodes))
+
+    def _cut_rows(self, conflicts: Sequence[tuple[str, ...]], excluded: Sequence[frozenset[tuple[str, str]]]) -> None:
+        """Conflicts (combinations IREE's codegen rejects: not all of one) and no-good cuts (not every
+        node of an excluded plan again)."""
+        cols = self.cols
+        kept = {n for ns in self.p.nodes.values() for n in ns}
+        for conflict in conflicts:
+            if all(n in kept for n in conflict):  # (a pruned node is in no plan the model can return)
+                self.m.row(
+                    [(cols[("x", n)], 1.0) for n in dict.fromkeys(conflict)], -math.inf, float(len(set(conflict)) - 1)
+                )
+        for ex in excluded:
+            chosen_cols = [cols[("x", n)] for _, n in sorted(ex) if ("x", n) in cols]
+            if chosen_cols:
+                self.m.row([(j, 1.0) for j in chosen_cols], -math.inf, float(len(chosen_cols) - 1))
+
+    def stats(self) -> dict[str, object]:
+        """The model's size, for ``ExtractionResult.stats``."""
+        return dict(
+            columns=len(self.m.cost),
+            rows=len(self.m.row_lower),
+            needed=len(self.needed),
+            context_vars=sum(1 for k in self.cols if k[0] == "r"),
+            level_vars=len(self.scc_of),
+            sccs=len(self.big),
+            largest_scc=max((len(s) for s in self.big), default=0),
+        )
+
+    def warm(self, mapped: Mapping[str, str]) -> list[float]:
+        """Column values of the plan ``mapped``, product and gate columns included."""
+        warm = _warm_values(self.g, self.p, mapped, self.cols, len(self.m.cost), self.big, self.charges)
+        chosen_warm = set(mapped.values())
+        for col, nodes in self.products:
+            warm[col] = 1.0 if all(n in chosen_warm for n in nodes) else 0.0
+        if self.gate_col is not None:
+            gate_on = not self.gate.isdisjoint(plan_contexts(self.g, mapped)[0])
+            warm[self.gate_col] = 1.0 if gate_on else 0.0
+            for col, nodes in self.gated_cols:
+                warm[col] = 1.0 if gate_on and all(n in chosen_warm for n in nodes) else 0.0
+        return warm
+
+    def chosen(self, values: Sequence[float]) -> dict[str, str]:
+        """The plan a solution's column values select: per class, its node with the largest x, if > 0.5."""
+        chosen: dict[str, str] = {}
+        for c in self.p.classes:
+            best = max(self.p.nodes[c], key=lambda n: values[self.cols[("x", n)]])
+            if values[self.cols[("x", best)]] > 0.5:
+                chosen[c] = best
+        return chosen
