@@ -41,6 +41,7 @@ from egg_dispatch.cost import (
 )
 from egg_dispatch.egraph.data import EGraphData, build_term
 from egg_dispatch.egraph.importer import import_function
+from egg_dispatch.egraph.membership import NORMALIZATIONS, Membership, plan_membership
 from egg_dispatch.egraph.rules import FAMILIES, Budget, saturate
 from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.emitter import Emitter
@@ -319,11 +320,14 @@ def explore(
             "of a plain contraction's result, over the vector limit): "
             "the selected rule families derive no alternative"
         )
+    membership = None
     if baseline:
         try:
             base = candidate("baseline (IREE 3.13 passes, modelled)", iree_baseline_choice(data))
         except BaselineError as e:
             warnings.append(f"warning: no modelled IREE baseline: {e}")
+        else:  # a choice of this e-graph, so in it; the test says whether legality refuses a node of it
+            membership = plan_membership(data, imported, data, base.choice, imported)
     front: list[Candidate] = []
     if pareto:
         say("sweeping λ for the time/memory frontier")
@@ -361,6 +365,7 @@ def explore(
         measured_nodes=len(measured.used) if measured is not None else 0,
         measured_source=str(measured.path) if measured is not None and measured.path else None,
         sizes=sizes,
+        baseline_membership=membership,
     )
 
 
@@ -396,6 +401,8 @@ class IreePlan:
     """``util.global``s other than the device."""
     candidate: Candidate | None = None
     """The ``Candidate`` our model built from IREE's plan (None when it could not cost it)."""
+    explored: Exploration | None = None
+    """IREE's plan explored on its own, with no rule (its e-graph and import: what membership reads)."""
     error: str | None = None
     """Why our model could not cost the plan."""
     warnings: list[str] = field(default_factory=list)
@@ -414,6 +421,17 @@ class IreePlan:
         if self.candidate is None:
             return False
         return self.metrics.dispatches == self.printed_dispatches + self.printed_encodes + self.printed_slices
+
+
+def iree_plan_membership(
+    result: Exploration, plan: IreePlan, normalize: frozenset[str] = NORMALIZATIONS
+) -> Membership | None:
+    """Whether IREE's own plan is one of the plans of ``result``'s e-graph (``egraph.membership``);
+    None when the plan was not read."""
+    if plan.explored is None:
+        return None
+    own = plan.explored
+    return plan_membership(result.data, result.imported, own.data, own.best.choice, own.imported, normalize)
 
 
 def _naming_iree_plan(warning: str) -> str:
@@ -475,6 +493,7 @@ def iree_plan(
         plan.error = str(e.args[0] if e.args else e)
         return plan
     plan.candidate = result.best
+    plan.explored = result
     plan.warnings = [w if IREE_PLAN in w else _naming_iree_plan(w) for w in result.warnings]
     if not plan.dispatch_count_sane:
         plan.warnings.append(

@@ -147,7 +147,7 @@ def _use_iree_baseline(result: Exploration, module: Module, args: argparse.Names
             raise InputError("error: --baseline iree needs IREE (pip install 'egg-dispatch[iree]')")
         return
     from egg_dispatch.mlir.printer import print_mlir
-    from egg_dispatch.pipeline import iree_plan
+    from egg_dispatch.pipeline import iree_plan, iree_plan_membership
 
     source = result.input.iree_plan if result.input and result.input.iree_plan else None
     if source is None:
@@ -161,6 +161,7 @@ def _use_iree_baseline(result: Exploration, module: Module, args: argparse.Names
         if plan.candidate is not None:
             plan.candidate.label = "baseline (IREE 3.13 iree-compile, costed by our model)"
             result.baseline = plan.candidate
+            result.baseline_membership = iree_plan_membership(result, plan)
             result.warnings += plan.warnings
             result.iree_plan_text = plan.text
             result.decision = decide(result.best.metrics.run_seconds, plan.candidate.metrics.run_seconds, args.min_gain)

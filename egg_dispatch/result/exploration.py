@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from egg_dispatch.cost import SizePlan
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.imported import ImportedProgram
+from egg_dispatch.egraph.membership import Membership
 from egg_dispatch.egraph.rules import SaturationReport
 from egg_dispatch.evaluate import EvaluationError, evaluate, select_function
 from egg_dispatch.evaluate.check import function_inputs, reduction_length, relative_error, tolerance
@@ -117,6 +118,9 @@ class Exploration:
     iree_plan_text: str | None = None
     """IREE's own post-dispatch-creation output, when the baseline is IREE's plan (what ``--emit iree``
     writes when the decision keeps it: IREE's plan exactly, not our emission of it)."""
+    baseline_membership: Membership | None = None
+    """Whether the baseline is one of the e-graph's plans (``egraph.membership``): by construction for
+    the modelled one; for IREE's own plan, the answer of a test (None: no baseline)."""
 
     @property
     def recommended(self) -> Candidate:

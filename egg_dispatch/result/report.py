@@ -6,8 +6,8 @@ asked for)::
     {schema, file, function, target, lambda,
      input: {form, explored_form, steps: [str], notes: [str]} | null,
      egraph: {enodes, eclasses, iterations, stop_reason, rule_matches: {rule: n}},
-     best: PLAN, baseline: PLAN | null, pareto: [PLAN], warnings: [str],
-     decision?: {keep_iree, reason}}  (the CLI's recommendation, ``result.decision``)
+     best: PLAN, baseline: PLAN & {in_egraph, missing, refused} | null, pareto: [PLAN],
+     warnings: [str], decision?: {keep_iree, reason}}  (the CLI's recommendation, ``result.decision``)
     PLAN = {label, signature, objective, run_seconds, load_seconds, persistent_bytes,
             transient_bytes, peak_live_bytes, dispatches: [{name, ops, bytes_in, bytes_out,
             seconds, seconds_max_form}], globals: [{name, bytes, initializer_ops}],
@@ -198,7 +198,7 @@ def to_json(e: Exploration, with_timings: bool = False) -> dict:
             "rule_matches": dict(sorted(s.matches.items())),
         },
         "best": plan_json(e.best, with_timings),
-        "baseline": plan_json(e.baseline, with_timings) if e.baseline else None,
+        "baseline": _baseline_json(e, with_timings),
         "pareto": [plan_json(c, with_timings) for c in e.pareto],
         "warnings": e.warnings,
     }
@@ -209,6 +209,31 @@ def to_json(e: Exploration, with_timings: bool = False) -> dict:
     if with_timings:
         out["timings"] = e.timings
     return out
+
+
+def _baseline_json(e: Exploration, with_timings: bool) -> dict | None:
+    """The baseline's plan, and whether it is one of the e-graph's plans (``in_egraph``; where not,
+    ``missing``: the first of its decisions the e-graph lacks; ``refused``: a node of it legality
+    refuses, so that no extractor returns it)."""
+    if e.baseline is None:
+        return None
+    out = plan_json(e.baseline, with_timings)
+    m = e.baseline_membership
+    if m is not None:
+        out.update(in_egraph=m.in_egraph, missing=m.missing, refused=m.refused)
+    return out
+
+
+def membership_line(e: Exploration) -> str | None:
+    """The report's line on whether the baseline is a plan of the e-graph."""
+    m = e.baseline_membership
+    if e.baseline is None or m is None:
+        return None
+    if not m.in_egraph:
+        return f"  in our e-graph: no (first decision it lacks: {m.missing})"
+    if m.refused:
+        return f"  in our e-graph: yes, but legality refuses {m.refused}"
+    return "  in our e-graph: yes"
 
 
 def _us(seconds: float) -> str:
@@ -300,6 +325,8 @@ def text(e: Exploration, include_mlir: bool = True) -> str:
     lines += _table(("totals", "ours", column, "ours/IREE"), totals_rows(e))
     if e.baseline is not None:
         lines.append(f"{plan_name}: {plan_signature(e.baseline.mlir)}")
+        if (line := membership_line(e)) is not None:
+            lines.append(line)
     diff = differences(e)
     if diff:
         lines.append("rules that made the difference:")

@@ -1,0 +1,389 @@
+"""Whether a plan imported on its own (IREE's own plan, read back from what IREE printed) is one of
+the plans an e-graph holds, and if not, the first of its decisions the e-graph lacks.
+
+Both are terms of one language, so membership is hash-consing, with no rule run and no plan
+enumerated: walk the plan bottom-up and find each of its nodes among the e-graph's e-nodes (the same
+constructor, its children in the classes the plan's own children were found in). The plan is in the
+e-graph when its root is found in the root's class and every class is chosen one way (a plan picks one
+node per class). A plan that uses a node legality refuses is in the e-graph all the same, but no
+extractor returns it: ``refused`` says which (IREE's own plan can be one IREE's codegen then fails on,
+the bug this project was born from).
+
+Leaves are compared by what they stand for, not by how two imports spelled them:
+
+- an op key (``linalg.generic#…``) digests the op as printed, result types included, so a generic
+  that IREE runs on encoded operands has another key than the same generic in the e-graph: keys
+  match when the ops have the same name, attributes, body and result shapes and element types;
+- a reshape is a reshape (``flow.tensor.reshape``, which IREE prints between dispatches, is the
+  ``tensor.expand_shape`` / ``collapse_shape`` it was converted from): by its result type;
+- an op's body is compared as a structure, not as text: values by where they come from (a block
+  argument by number, an op's result by the op's position), so ``%in_3`` and ``%in_0`` are one
+  argument, and a scalar ``arith.constant`` by its value, whether the body defines it or reads it
+  from outside (our emitter copies such a constant into the body; IREE's output reads it);
+- a constant matches by its values' digest and type (IREE may hold it in a ``util.global``), and a
+  static slice of a constant in the e-graph matches the constant IREE folded it into (its JIT
+  const-eval evaluates what the e-graph's const-eval keeps as ``Slice(Const …)``);
+- everything else (encodings, sizes, argument numbers) by value.
+
+Two differences of form are normalized, on both sides: IREE's initializers encode with
+``flow.tensor.encode``, read as ``Dispatch(SetEncoding …)``, where the e-graph's const-eval holds
+``ConstEval(SetEncoding …)`` (a load-time computation is not a run-time dispatch); and a reshape between
+dispatches, read from IREE's ``flow.tensor.reshape`` as ``Dispatch(Op reshape …)``, is the reshape
+itself (a view, no dispatch).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass
+
+from egg_dispatch.egraph.data import EGraphData, Node, Term
+from egg_dispatch.egraph.imported import ImportedProgram, Parameter
+from egg_dispatch.mlir.elements import element_bytes
+from egg_dispatch.mlir.ir import DenseAttr, Operation, Region, TensorType, Type, Value
+from egg_dispatch.mlir.ops import RESHAPE_OPS
+from egg_dispatch.mlir.printer import Printer
+
+__all__ = ["NORMALIZATIONS", "Membership", "plan_membership"]
+
+NORMALIZATIONS = frozenset(
+    {"structured-bodies", "reshapes-alike", "folded-constants", "initializer-encodes", "reshape-views"}
+)
+"""The differences of form ``plan_membership`` looks through (module docstring), each by name, so
+that a caller (a test) can ask without one and see what it is for."""
+
+_Key = tuple[str, tuple[object, ...]]
+_Entry = tuple[Node, tuple[Node, ...]]
+
+_PLUMBING = frozenset({"TCons", "TNil", "Results"})
+"""Term heads that only list values: a miss there is described by the op whose operands they are."""
+
+
+@dataclass(frozen=True)
+class Membership:
+    """The answer of ``plan_membership``."""
+
+    in_egraph: bool
+    missing: str | None = None
+    """Where the plan leaves the e-graph: its first node (bottom-up, in program order) that has no
+    e-node, or an e-class the plan needs chosen two ways; None when it is in."""
+    refused: str | None = None
+    """The first node of the plan that legality refuses (the plan is in, but not extractable)."""
+    choice: dict[str, str] | None = None
+    """The plan as a choice of the e-graph (class -> node id), when it is in."""
+
+
+def plan_membership(
+    g: EGraphData,
+    imported: ImportedProgram,
+    plan: EGraphData,
+    plan_choice: dict[str, str],
+    plan_imported: ImportedProgram,
+    normalize: frozenset[str] = NORMALIZATIONS,
+) -> Membership:
+    """Whether the plan ``plan_choice`` selects in ``plan`` (imported from ``plan_imported``) is one of
+    the plans of ``g`` (imported from ``imported``, then saturated), up to the differences of form
+    named in ``normalize`` (``NORMALIZATIONS``)."""
+    if unknown := normalize - NORMALIZATIONS:
+        raise ValueError(f"unknown normalizations {sorted(unknown)}; known: {sorted(NORMALIZATIONS)}")
+    return _Matcher(g, imported, plan, plan_choice, plan_imported, normalize).run()
+
+
+class _Identities:
+    """Canonical identities of one import's leaves (module docstring)."""
+
+    def __init__(self, imported: ImportedProgram, normalize: frozenset[str]):
+        self.imported, self.normalize = imported, normalize
+        self.printer = Printer(use_aliases=False)
+        self.memo: dict[str, object] = {}
+
+    def op(self, op: Operation) -> tuple[object, ...]:
+        if op.name in RESHAPE_OPS and "reshapes-alike" in self.normalize:
+            return ("reshape", tuple(self.printer.type(_plain(r.type)) for r in op.results))
+        attrs = sorted((k, repr(v) if not isinstance(v, DenseAttr) else v.digest()) for k, v in op.attributes.items())
+        body = self.body(op) if "structured-bodies" in self.normalize else self.text(op)
+        types = [self.printer.type(_plain(r.type)) for r in op.results]
+        return ("op", op.name, tuple(attrs), body, tuple(types), op.opaque_text)
+
+    def text(self, op: Operation) -> str:
+        """``op``'s regions as printed."""
+        return "\n".join(self.printer.region(r, "") for r in op.regions)
+
+    def body(self, op: Operation) -> tuple[object, ...]:
+        """``op``'s regions as nested tuples (class docstring): every op but scalar constants, with its
+        attributes, operands as tokens, result types and regions."""
+        tokens: dict[Value, object] = {}
+        captured: dict[Value, object] = {}
+
+        def token(v: Value) -> object:
+            if v in tokens:
+                return tokens[v]
+            owner = v.owner
+            if isinstance(owner, Operation) and (c := _scalar_constant(owner)) is not None:
+                return c
+            return captured.setdefault(v, ("captured", len(captured), self.printer.type(v.type)))
+
+        def region(r: Region, depth: int) -> tuple[object, ...]:
+            blocks = []
+            for b in r.blocks:
+                for i, a in enumerate(b.args):
+                    tokens[a] = ("arg", depth, i, self.printer.type(a.type))
+                ops: list[object] = []
+                for o in b.ops:
+                    if (c := _scalar_constant(o)) is not None:
+                        tokens[o.results[0]] = c
+                        continue
+                    attrs = tuple(sorted((k, repr(v)) for k, v in o.attributes.items()))
+                    args = tuple(token(v) for v in o.operands)
+                    for j, res in enumerate(o.results):
+                        tokens[res] = ("result", depth, len(ops), j)
+                    types = tuple(self.printer.type(res.type) for res in o.results)
+                    ops.append((o.name, attrs, args, types, tuple(region(rr, depth + 1) for rr in o.regions)))
+                blocks.append(tuple(ops))
+            return tuple(blocks)
+
+        return tuple(region(r, 0) for r in op.regions)
+
+    def string(self, s: str) -> object:
+        if s in self.memo:
+            return self.memo[s]
+        out: object = s
+        if s in self.imported.ops:
+            out = self.op(self.imported.ops[s])
+        elif s in self.imported.constants:
+            value = self.imported.constants[s]
+            if isinstance(value, DenseAttr):
+                out = ("dense", self.printer.type(dataclasses.replace(value.type, encoding=None)), value.digest())
+            elif isinstance(value, Parameter):
+                out = ("parameter", repr(value.attr), self.printer.type(value.type))
+        self.memo[s] = out
+        return out
+
+    def leaf(self, value: object) -> object:
+        if isinstance(value, str):
+            return self.string(value)
+        if isinstance(value, Term):
+            return (value.op, tuple(self.leaf(a) for a in value.args))
+        if isinstance(value, tuple | list):
+            return tuple(self.leaf(a) for a in value)
+        return value
+
+
+class _Matcher:
+    def __init__(
+        self,
+        g: EGraphData,
+        imported: ImportedProgram,
+        plan: EGraphData,
+        plan_choice: dict[str, str],
+        plan_imported: ImportedProgram,
+        normalize: frozenset[str],
+    ):
+        self.g, self.plan, self.plan_choice, self.normalize = g, plan, plan_choice, normalize
+        self.ours, self.theirs = _Identities(imported, normalize), _Identities(plan_imported, normalize)
+        # (constructor, children) -> the e-nodes with them, each with the nodes below it its key looks
+        # through (the Dispatch under a ConstEval, the Const a Slice is folded from)
+        self.index: dict[_Key, list[_Entry]] = {}
+        for c, nids in g.classes.items():
+            if not g.is_term_class(c):
+                continue
+            for nid in nids:
+                node = g.nodes[nid]
+                self.index.setdefault(self._key(node.op, node.children), []).append((node, ()))
+                for i, k in enumerate(node.children):  # a child that is a Dispatch of a reshape
+                    for d in self._views(k) if "reshape-views" in normalize else ():
+                        kids = (*node.children[:i], d.children[0], *node.children[i + 1 :])
+                        self.index.setdefault(self._key(node.op, kids), []).append((node, (d,)))
+                if node.op == "ConstEval" and "initializer-encodes" in normalize:
+                    for d in (g.nodes[m] for m in g.classes[node.children[0]]):
+                        if d.op == "Dispatch":
+                            self.index.setdefault(self._key(node.op, d.children), []).append((node, (d,)))
+        self.folded: dict[_Key, list[_Entry]] | None = None
+        self.parents: dict[str, str] = {}
+        self.found: dict[str, str] = {}  # plan class -> class of g
+        self.choice: dict[str, str] = {}  # class of g -> the node the plan chose there
+
+    def _views(self, c: str) -> list[Node]:
+        """The ``Dispatch(reshape)`` nodes of class ``c`` of the e-graph."""
+        if not self.g.is_term_class(c):
+            return []
+        out = []
+        for nid in self.g.classes[c]:
+            d = self.g.nodes[nid]
+            if d.op == "Dispatch" and any(
+                _is_reshape(self.g, self.g.nodes[m], self.ours.imported) for m in self.g.classes[d.children[0]]
+            ):
+                out.append(d)
+        return out
+
+    def _key(self, op: str, children: tuple[str, ...]) -> _Key:
+        return (
+            op,
+            tuple(c if self.g.is_term_class(c) else ("leaf", self.ours.leaf(self.g.leaf_value(c))) for c in children),
+        )
+
+    def run(self) -> Membership:
+        order = self._post_order()
+        refused: str | None = None
+        for c in order:
+            node = self.plan.nodes[self.plan_choice[c]]
+            kids: list[object] = []
+            for k in self._children(node):
+                if self.plan.is_term_class(k):
+                    kids.append(self.found[k])
+                else:
+                    kids.append(("leaf", self.theirs.leaf(self.plan.leaf_value(k))))
+            candidates = self.index.get((node.op, tuple(kids)), [])
+            if not candidates and node.op == "Const" and "folded-constants" in self.normalize:
+                candidates = self._folded().get((node.op, tuple(kids)), [])
+            if not candidates:
+                return Membership(False, f"no e-node {self._describe(c)}{self._context(c)}")
+            usable = [e for e in candidates if not any(n.subsumed for n in (e[0], *e[1]))]
+            if not usable and refused is None:
+                refused = self._describe(c)
+            ours, below = (usable or candidates)[0]
+            for n in (ours, *below):
+                if self.choice.get(n.eclass, n.id) != n.id:
+                    why = "the plan chooses its e-class two ways"
+                    return Membership(False, f"{self._describe(c)}{self._context(c)}: {why}")
+                self.choice[n.eclass] = n.id
+            self.found[c] = ours.eclass
+        if self.found.get(self.plan.root) != self.g.root:
+            return Membership(False, "the plan's results are not the e-graph's root")
+        return Membership(True, None, refused, dict(self.choice))
+
+    def _folded(self) -> dict[_Key, list[_Entry]]:
+        """Static slices of constants in the e-graph, keyed as the ``Const`` of their values (built
+        the first time a constant of the plan is not found as it is: it decodes the constants)."""
+        if self.folded is None:
+            self.folded = {}
+            for node in self.g.nodes.values():
+                found = self._slice_parts(node) if node.op == "Slice" else None
+                value = self._sliced_constant(*found[1:]) if found is not None else None
+                if found is not None and value is not None:
+                    self.folded.setdefault(("Const", (("leaf", value),)), []).append((node, (found[0],)))
+        return self.folded
+
+    def _slice_parts(self, node: Node) -> tuple[Node, DenseAttr, list[tuple[int, ...]]] | None:
+        src = next((self.g.nodes[n] for n in self.g.classes[node.children[0]] if self.g.nodes[n].op == "Const"), None)
+        if src is None:
+            return None
+        value = self.ours.imported.constants.get(str(self.g.leaf_value(src.children[0])))
+        parts = [self.g.leaf_value(k) for k in node.children[1:4]]
+        if not isinstance(value, DenseAttr) or not all(
+            isinstance(p, tuple) and all(isinstance(v, int) and v >= 0 for v in p) for p in parts
+        ):
+            return None
+        return src, value, [tuple(p) for p in parts if isinstance(p, tuple)]
+
+    def _sliced_constant(self, value: DenseAttr, parts: list[tuple[int, ...]]) -> tuple[str, str, str] | None:
+        offsets, sizes, strides = parts
+        if not (len(offsets) == len(sizes) == len(strides) == len(value.type.shape)):
+            return None
+        index = tuple(slice(o, o + n * s, s) for o, n, s in zip(offsets, sizes, strides, strict=True))
+        typ = TensorType(tuple(sizes), value.type.element)
+        digest = hashlib.sha1(element_bytes(value.array[index], typ)).hexdigest()
+        return ("dense", self.ours.printer.type(typ), digest)
+
+    def _children(self, node: Node) -> tuple[str, ...]:
+        """``node``'s children, with a ``Dispatch`` under a ``ConstEval`` and a ``Dispatch`` of a
+        reshape looked through (module docstring)."""
+        if node.op == "ConstEval" and "initializer-encodes" in self.normalize:
+            inner = self.plan.nodes[self.plan_choice[node.children[0]]]
+            if inner.op == "Dispatch":
+                return inner.children
+        if "reshape-views" not in self.normalize:
+            return node.children
+        return tuple(self._through_view(k) for k in node.children)
+
+    def _through_view(self, c: str) -> str:
+        """``c``, or the reshape it holds when the plan chose ``Dispatch(reshape)`` there."""
+        if not self.plan.is_term_class(c):
+            return c
+        node = self.plan.nodes[self.plan_choice[c]]
+        if node.op != "Dispatch":
+            return c
+        inner = self.plan.nodes[self.plan_choice[node.children[0]]]
+        return node.children[0] if _is_reshape(self.plan, inner, self.theirs.imported) else c
+
+    def _context(self, c: str) -> str:
+        """`` in OP(…)``: the first ancestor of ``c`` that is an op, not list plumbing (TCons, Results)."""
+        parent = self.parents.get(c)
+        while parent is not None and self.plan.nodes[self.plan_choice[parent]].op in _PLUMBING:
+            parent = self.parents.get(parent)
+        if parent is None or self.plan.nodes[self.plan_choice[c]].op not in _PLUMBING:
+            return ""
+        return f", the operands of {self._describe(parent, 1)}"
+
+    def _post_order(self) -> list[str]:
+        """The plan's term classes, children first, each once (iterative: plans are deep); fills
+        ``parents`` (a class -> the first class found using it)."""
+        out: list[str] = []
+        seen: set[str] = set()
+        stack: list[tuple[str, bool]] = [(self.plan.root, False)]
+        while stack:
+            c, expanded = stack.pop()
+            if expanded:
+                out.append(c)
+                continue
+            if c in seen:
+                continue
+            seen.add(c)
+            stack.append((c, True))
+            node = self.plan.nodes[self.plan_choice[c]]
+            for k in reversed(self._children(node)):
+                if self.plan.is_term_class(k):
+                    self.parents.setdefault(k, c)
+                    stack.append((k, False))
+        return out
+
+    def _describe(self, c: str, depth: int = 2) -> str:
+        """A plan class as a short term: ops by name, constants by type, at most ``depth`` deep."""
+        node = self.plan.nodes[self.plan_choice[c]]
+        if depth == 0:
+            return node.op
+        args = []
+        for k in self._children(node):
+            if self.plan.is_term_class(k):
+                args.append(self._describe(k, depth - 1))
+            else:
+                args.append(_short(self.plan.leaf_value(k), self.theirs))
+        return f"{node.op}({', '.join(args)})" if args else node.op
+
+
+def _is_reshape(g: EGraphData, node: Node, imported: ImportedProgram) -> bool:
+    """Whether ``node`` is an ``Op`` of a reshape (``mlir.ops.RESHAPE_OPS``)."""
+    if node.op != "Op":
+        return False
+    op = imported.ops.get(str(g.leaf_value(node.children[0])))
+    return op is not None and op.name in RESHAPE_OPS
+
+
+def _plain(t: Type) -> Type:
+    """``t`` without its encoding."""
+    return dataclasses.replace(t, encoding=None) if isinstance(t, TensorType) else t
+
+
+def _scalar_constant(op: Operation) -> tuple[str, str] | None:
+    """``("constant", value)`` of a scalar ``arith.constant``, else None."""
+    if op.name != "arith.constant" or len(op.results) != 1 or isinstance(op.results[0].type, TensorType):
+        return None
+    return ("constant", repr(op.attributes.get("value")))
+
+
+def _short(value: object, ids: _Identities) -> str:
+    if isinstance(value, str):
+        if value in ids.imported.ops:
+            return ids.imported.ops[value].name
+        if value in ids.imported.constants:
+            c = ids.imported.constants[value]
+            return f"constant {ids.printer.type(c.type)}"
+        return repr(value)
+    if isinstance(value, Term):
+        if value.op == "Enc":
+            return f"encoding(operand {value.args[0]})"
+        return value.op
+    if isinstance(value, tuple | list):
+        return "x".join(map(str, value)) if all(isinstance(v, int) for v in value) else "(…)"
+    return str(value)

@@ -1,0 +1,249 @@
+"""``egraph.membership``: whether a plan imported on its own is one of the plans of an e-graph.
+
+Without IREE, the plans are our own emissions read back (each must be in the e-graph it came from)
+and edits of them: a changed constant (not in), and each difference of form IREE's output has
+(another SSA spelling of a body, a constant IREE folded from a slice, an initializer's
+``flow.tensor.encode``, a ``flow.tensor.reshape`` between dispatches), which must be in, and which
+the test shows are not without the normalization that handles them. With IREE, IREE's own plan of
+each fixture: in, or a known miss whose first missing decision is named (issue 29, point 4).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from egg_dispatch.egraph.membership import NORMALIZATIONS, Membership, plan_membership
+from egg_dispatch.iree.tools import find_tool
+from egg_dispatch.mlir.ir import Module
+from egg_dispatch.mlir.parser import parse_mlir
+from egg_dispatch.mlir.printer import print_mlir
+from egg_dispatch.pipeline import explore, iree_plan_membership
+from egg_dispatch.result.exploration import Exploration
+from tests.test_explore_property import run_cli
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TARGET = "x86_64-avx2"
+
+
+def _explored(source: str | Path, top_k: int = 0, target: str = TARGET) -> Exploration:
+    return explore(source, target, start="input", top_k=top_k)
+
+
+def _member(result: Exploration, plan: Module | str, without: str | None = None) -> Membership:
+    """``plan`` (a module, or its text) imported alone, with no rule, against ``result``'s e-graph
+    (``without`` one of the normalizations)."""
+    module = parse_mlir(plan, "<plan>") if isinstance(plan, str) else plan
+    own = explore(module, result.target, families=(), baseline=False, start="input")
+    normalize = NORMALIZATIONS - {without} if without else NORMALIZATIONS
+    return plan_membership(result.data, result.imported, own.data, own.best.choice, own.imported, normalize)
+
+
+@pytest.mark.parametrize("fixture", ["mlp2", "qkv_const", "col_slices", "attention_explicit", "unaligned"])
+def test_every_plan_explore_emits_is_in_its_egraph(fixture: str) -> None:
+    result = _explored(FIXTURES / f"{fixture}.mlir", top_k=3)
+    assert result.baseline is not None
+    for cand in [result.best, result.baseline, *result.top]:
+        m = _member(result, cand.mlir)
+        assert m.in_egraph, (cand.label, m.missing)
+
+
+def test_a_plan_legality_refuses_is_in_and_says_so() -> None:
+    """The seed bug's plan, as IREE makes it: the weight slice's set_encoding cloned into the matmul's
+    dispatch, the argument's encode hoisted (here by editing the start state: the RHS set_encoding
+    moved out of each dispatch into a ``flow.tensor.encode``). On AVX-512 that leaves a pack fused
+    into an mmt4d dispatch whose other operand comes packed, which IREE's codegen fails on: the plan is
+    in the e-graph, and legality refuses it."""
+    path = FIXTURES / "seed_after_set_encoding.mlir"
+    result = _explored(path, target="x86_64-avx512")
+    text = path.read_text()
+    rhs = re.compile(
+        r"      (%\w+) = iree_encoding\.set_encoding (%\w+) : (tensor<8x8xf32>) -> (tensor<8x8xf32, #encoding1>)\n"
+    )
+    region = re.compile(r"(    )(%\w+) = flow\.dispatch\.region -> \(tensor<8x8xf32>\) \{\n(.*?)\n    \}", re.S)
+    hoisted = 0
+
+    def hoist(m: re.Match[str]) -> str:
+        nonlocal hoisted
+        found = rhs.search(m.group(3))
+        assert found is not None
+        hoisted += 1
+        name = f"%rhs{hoisted}"
+        body = rhs.sub("", m.group(3)).replace(f"ins(%10, {found.group(1)} :", f"ins(%10, {name} :")
+        encode = f"{m.group(1)}{name} = flow.tensor.encode {found.group(2)} : {found.group(3)} -> {found.group(4)}\n"
+        return f"{encode}{m.group(1)}{m.group(2)} = flow.dispatch.region -> (tensor<8x8xf32>) {{\n{body}\n    }}"
+
+    plan = region.sub(hoist, text)
+    assert hoisted == 2 and "%rhs2" in plan
+    m = _member(result, plan)
+    assert m.in_egraph and m.missing is None
+    assert m.refused is not None and m.refused.startswith("Contract(") and "SetEncoding(Slice" in m.refused
+    assert _member(result, result.best.mlir).refused is None  # what extraction returns is legal
+    base = result.baseline_membership  # the modelled baseline: a choice of the e-graph, in by construction
+    assert base is not None and base.in_egraph and base.missing is None
+
+
+def test_a_plan_computing_on_other_values_is_not_in() -> None:
+    result = _explored(FIXTURES / "mlp2.mlir")
+    text = print_mlir(result.best.mlir)
+    changed = re.sub(r"dense<\[(-?[0-9.e+-]+)", lambda m: f"dense<[{float(m.group(1)) + 1.0:e}", text, count=1)
+    assert changed != text
+    m = _member(result, changed)
+    assert not m.in_egraph and m.missing is not None and m.missing.startswith("no e-node Const(constant tensor<")
+
+
+def test_a_body_spelled_with_other_value_names_is_the_same_op() -> None:
+    result = _explored(FIXTURES / "mlp2.mlir")
+    text = print_mlir(result.best.mlir)
+    renamed = re.sub(r"%in(\d+)\b", r"%renamed_\1", text)
+    assert renamed != text
+    assert _member(result, renamed).in_egraph
+    m = _member(result, renamed, without="structured-bodies")
+    assert not m.in_egraph and m.missing is not None and "linalg.generic" in m.missing
+
+
+def _split_weight_program() -> tuple[str, np.ndarray]:
+    """y = x @ w[16:32]^T, w a 32x16 constant of values the test chose (the seed bug's split weight)."""
+    w = (np.arange(32 * 16, dtype=np.float32).reshape(32, 16) % 7 - 3) / 4
+    rows = ", ".join("[" + ", ".join(f"{v:e}" for v in row) + "]" for row in w)
+    program = f"""
+func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {{
+  %w = arith.constant dense<[{rows}]> : tensor<32x16xf32>
+  %s = tensor.extract_slice %w[16, 0] [16, 16] [1, 1] : tensor<32x16xf32> to tensor<16x16xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %y = linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>,
+      affine_map<(d0, d1, d2) -> (d0, d1)>] ins(%x, %s : tensor<8x16xf32>, tensor<16x16xf32>)
+      outs(%acc : tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}}"""
+    return program, w
+
+
+def _baseline_text(result: Exploration) -> str:
+    assert result.baseline is not None
+    return print_mlir(result.baseline.mlir)
+
+
+def test_a_constant_folded_from_a_slice_is_the_slice() -> None:
+    """IREE's const-eval folds the hoisted ``extract_slice`` of a constant into a constant of its own;
+    the e-graph keeps ``ConstEval(SetEncoding(Slice(Const)))``. The folded values are the test's own
+    slice of the weight it wrote."""
+    program, w = _split_weight_program()
+    result = _explored(program)
+    text = _baseline_text(result)
+    pattern = re.compile(
+        r"(%\w+) = arith\.constant dense<[^>]*> : tensor<32x16xf32>\n(\s*)(%\w+) = tensor\.extract_slice \1\[16, 0\] "
+        r"\[16, 16\] \[1, 1\] : tensor<32x16xf32> to tensor<16x16xf32>"
+    )
+    rows = ", ".join("[" + ", ".join(f"{v:e}" for v in row) + "]" for row in w[16:32])
+    folded, n = pattern.subn(lambda m: f"{m.group(3)} = arith.constant dense<[{rows}]> : tensor<16x16xf32>", text)
+    assert n == 1, text
+    assert _member(result, folded).in_egraph
+    m = _member(result, folded, without="folded-constants")
+    assert not m.in_egraph and m.missing == "no e-node Const(constant tensor<16x16xf32>)"
+
+
+def test_an_initializers_flow_tensor_encode_is_its_set_encoding() -> None:
+    """IREE's initializers encode with ``flow.tensor.encode`` (read as a Dispatch of the encode): at
+    load time it is the const-eval of the set_encoding."""
+    program, _ = _split_weight_program()
+    result = _explored(program)
+    text = _baseline_text(result)
+    init = re.compile(r"(util\.initializer \{.*?util\.return)", re.S)
+    encoded = init.sub(lambda m: m.group(1).replace("iree_encoding.set_encoding", "flow.tensor.encode"), text)
+    assert encoded != text and "flow.tensor.encode" in encoded
+    assert _member(result, encoded).in_egraph
+    m = _member(result, encoded, without="initializer-encodes")
+    assert not m.in_egraph and m.missing is not None and m.missing.startswith("no e-node ConstEval(Dispatch(")
+
+
+def test_a_flow_tensor_reshape_between_dispatches_is_the_reshape() -> None:
+    result = _explored(FIXTURES / "attention_explicit.mlir")
+    text = print_mlir(result.best.mlir)
+    top_level = re.compile(
+        r"^  (%\w+) = tensor\.expand_shape (%\w+) \[\[0\], \[1, 2\]\] output_shape \[8, 2, 8\] : "
+        r"(tensor<8x16xf32>) into (tensor<8x2x8xf32>)$",
+        re.M,
+    )
+    flowed, n = top_level.subn(r"  \1 = flow.tensor.reshape \2 : \3 -> \4", text)
+    assert n >= 1, text
+    assert _member(result, flowed).in_egraph
+    m = _member(result, flowed, without="reshapes-alike")  # a reshape then is an op like any other
+    assert not m.in_egraph and m.missing is not None and "flow.tensor.reshape" in m.missing
+
+
+def test_json_and_text_say_whether_the_baseline_is_in_the_egraph() -> None:
+    path = str(FIXTURES / "mlp2.mlir")
+    args = ["explore", path, "--target", TARGET, "--from", "input", "--baseline", "modelled"]
+    rc, out, err = run_cli([*args, "--emit", "json"])
+    assert rc == 0, err
+    baseline = json.loads(out)["baseline"]
+    assert (baseline["in_egraph"], baseline["missing"], baseline["refused"]) == (True, None, None)
+    rc, out, err = run_cli(args)
+    assert rc == 0, err
+    assert "IREE's plan as modelled: " in out and "\n  in our e-graph: yes\n" in out
+
+
+# ------------------------------------------------------------------------------- IREE's own plan
+
+needs_iree = pytest.mark.skipif(find_tool("iree-compile") is None, reason="iree-compile not installed")
+
+IN = [
+    "col_slices", "f16_matmul", "i8_matmul", "matmul_m1", "mlp2", "qkv_arg", "qkv_const",
+    "seed_after_set_encoding", "seed_iree313", "seed_resource", "unaligned", "models/int8_mlp/torch",
+]  # fmt: skip
+MISSED = {
+    # the first decision of IREE's plan the e-graph lacks, as the report names it (issue 29, point 2:
+    # the rules still to add); a change in what is missed fails here, and the entry is updated
+    "attention_explicit": "TNil), the operands of Generic(linalg.generic",  # a transpose on the encoded result
+    "torch_export": "no e-node TCons(UnsetEncoding(Contract, 8x16), TNil), the operands of Op(tensor.expand_shape",
+    "transformer_block": "no e-node Const(constant tensor<2x8xf32>)",  # folded from more than a slice
+    "models/gpt2_block/torch": "no e-node Dispatch(Slice(Op, 0x0x0, 2x16x32, 1x1x1))",
+    "models/bert_block/torch": "TNil), the operands of Op(tensor.collapse_shape",  # a reshape in its producer dispatch
+    "models/llama_block/torch": "no e-node SetEncoding(Arg(0), encoding(operand 2))",  # an argument as accumulator
+    "models/tiny_lm/torch": "no e-node Const(constant tensor<128x32xf32>)",
+    "models/f16_mlp/torch": "TNil), the operands of Op(tensor.expand_shape",
+}
+
+
+def _irees(name: str, normalize: frozenset[str] = NORMALIZATIONS) -> Membership | None:
+    from tests.test_iree_own_plan import _explored as explored_with_iree
+
+    result, plan = explored_with_iree(f"tests/fixtures/{name}.mlir", TARGET)
+    return iree_plan_membership(result, plan, normalize)
+
+
+@needs_iree
+@pytest.mark.iree
+@pytest.mark.slow
+@pytest.mark.parametrize("name", IN)
+def test_irees_own_plan_is_in_the_egraph(name: str) -> None:
+    m = _irees(name)
+    assert m is not None and m.in_egraph, m and m.missing
+
+
+@needs_iree
+@pytest.mark.iree
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(MISSED))
+def test_irees_own_plan_misses_what_the_rules_lack(name: str) -> None:
+    m = _irees(name)
+    assert m is not None and not m.in_egraph and m.missing is not None
+    assert MISSED[name] in m.missing, m.missing
+
+
+@needs_iree
+@pytest.mark.iree
+@pytest.mark.slow
+def test_a_reshape_between_irees_dispatches_is_a_view() -> None:
+    """IREE prints a reshape between dispatches as ``flow.tensor.reshape`` (read as a Dispatch of it);
+    the e-graph of IREE's start state holds the reshape itself."""
+    assert (m := _irees("models/int8_mlp/torch")) is not None and m.in_egraph
+    m = _irees("models/int8_mlp/torch", NORMALIZATIONS - {"reshape-views"})
+    assert m is not None and not m.in_egraph and m.missing is not None and "flow.tensor.reshape" in m.missing
