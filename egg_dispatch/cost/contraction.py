@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from egg_dispatch.cost.facts import TensorInfo
 from egg_dispatch.mlir.ir import Operation
+from egg_dispatch.mlir.ops import DEFAULT_MAPS
 
 __all__ = [
-    "DEFAULT_MAPS",
     "contraction_mnk",
     "contraction_rhs",
     "contraction_rows",
@@ -32,13 +32,6 @@ __all__ = [
 ]
 
 
-DEFAULT_MAPS = {
-    "linalg.matmul": ((0, 2), (2, 1), (0, 1)),
-    "linalg.batch_matmul": ((0, 1, 3), (0, 3, 2), (0, 1, 2)),
-    "linalg.matvec": ((0, 1), (1,), (0,)),
-    "linalg.vecmat": ((0,), (0, 1), (1,)),
-}
-"""Loop dims of each operand of the named matmul ops (printed maps override these)."""
 
 
 def parse_maps(kind: str) -> tuple[tuple[int, ...], ...]:

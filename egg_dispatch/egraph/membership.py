@@ -20,6 +20,8 @@ Leaves are compared by what they stand for, not by how two imports spelled them:
   argument by number, an op's result by the op's position), so ``%in_3`` and ``%in_0`` are one
   argument, and a scalar ``arith.constant`` by its value, whether the body defines it or reads it
   from outside (our emitter copies such a constant into the body; IREE's output reads it);
+- a contraction's kind (``linalg.matmul:(d0,d2);…``) by its maps, the named op's defaults when it
+  prints none (IREE's printer drops ``indexing_maps`` that are the defaults);
 - a constant matches by its values' digest and type (IREE may hold it in a ``util.global``), and a
   static slice of a constant in the e-graph matches the constant IREE folded it into (its JIT
   const-eval evaluates what the e-graph's const-eval keeps as ``Slice(Const …)``);
@@ -42,7 +44,7 @@ from egg_dispatch.egraph.data import EGraphData, Node, Term
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
 from egg_dispatch.mlir.elements import element_bytes
 from egg_dispatch.mlir.ir import DenseAttr, Operation, Region, TensorType, Type, Value
-from egg_dispatch.mlir.ops import RESHAPE_OPS
+from egg_dispatch.mlir.ops import DEFAULT_MAPS, RESHAPE_OPS
 from egg_dispatch.mlir.printer import Printer
 
 __all__ = ["NORMALIZATIONS", "Membership", "plan_membership"]
@@ -149,7 +151,10 @@ class _Identities:
         if s in self.memo:
             return self.memo[s]
         out: object = s
-        if s in self.imported.ops:
+        if f"contract:{s}" in self.imported.ops:
+            name, _, maps = s.partition(":")
+            out = ("contraction", name, maps or _maps_text(DEFAULT_MAPS.get(name, ())))
+        elif s in self.imported.ops:
             out = self.op(self.imported.ops[s])
         elif s in self.imported.constants:
             value = self.imported.constants[s]
@@ -358,6 +363,11 @@ def _is_reshape(g: EGraphData, node: Node, imported: ImportedProgram) -> bool:
         return False
     op = imported.ops.get(str(g.leaf_value(node.children[0])))
     return op is not None and op.name in RESHAPE_OPS
+
+
+def _maps_text(maps: tuple[tuple[int, ...], ...]) -> str:
+    """Loop dims per operand in the importer's spelling of a contraction's maps: ``(d0,d2);(d2,d1)``."""
+    return ";".join("(" + ",".join(f"d{d}" for d in dims) + ")" for dims in maps)
 
 
 def _plain(t: Type) -> Type:

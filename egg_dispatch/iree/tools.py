@@ -45,6 +45,7 @@ __all__ = [
     "iree_available",
     "iree_opt_parses",
     "iree_opt_parses_each",
+    "iree_opt_passes",
     "parameter_flags",
     "run_module",
 ]
@@ -271,6 +272,18 @@ def iree_opt_parses(text: str, *, timeout: float = DEFAULT_COMPILE_TIMEOUT) -> t
     cmd = [str(tool), "-", "-o", os.devnull]
     proc = _run(cmd, stdin=text.encode(), timeout=timeout)
     return proc.returncode == 0, proc.stderr.decode(errors="replace")
+
+
+def iree_opt_passes(text: str, pipeline: str, *, timeout: float = DEFAULT_COMPILE_TIMEOUT) -> str:
+    """``text`` after ``iree-opt --pass-pipeline=PIPELINE`` (IREE's own passes, as its lit tests run
+    them); raises :class:`IreeError` with IREE's diagnostics when IREE rejects the input."""
+    tool = _require_tool("iree-opt")
+    cmd = [str(tool), f"--pass-pipeline={pipeline}", "-"]
+    proc = _run(cmd, stdin=text.encode(), timeout=timeout)
+    if proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace")
+        raise IreeError(f"iree-opt failed (exit {proc.returncode})", stderr=err, cmd=cmd)
+    return proc.stdout.decode()
 
 
 def iree_opt_parses_each(texts: Sequence[str], *, timeout: float = DEFAULT_COMPILE_TIMEOUT) -> list[tuple[bool, str]]:

@@ -91,6 +91,7 @@ from egg_dispatch.mlir.ir import (
 __all__ = [
     "CAST_OPS",
     "CONTRACTION_OPS",
+    "DEFAULT_MAPS",
     "DIM_SEGMENTS",
     "DYNAMIC",
     "ELEMENTWISE_DIALECTS",
@@ -126,6 +127,14 @@ CONTRACTION_OPS = frozenset(
     }
 )
 """Named ops of the matmul family that IREE's SetEncoding encodes (docs/iree-data-tiling.md §1.1)."""
+
+DEFAULT_MAPS = {
+    "linalg.matmul": ((0, 2), (2, 1), (0, 1)),
+    "linalg.batch_matmul": ((0, 1, 3), (0, 3, 2), (0, 1, 2)),
+    "linalg.matvec": ((0, 1), (1,), (0,)),
+    "linalg.vecmat": ((0,), (0, 1), (1,)),
+}
+"""Loop dims of each operand of the named matmul ops when they print no ``indexing_maps``."""
 
 ELEMENTWISE_DIALECTS = ("arith", "math")
 
