@@ -32,8 +32,6 @@ __all__ = [
 ]
 
 
-
-
 def parse_maps(kind: str) -> tuple[tuple[int, ...], ...]:
     """Loop dims per operand from a Contract kind ``name:(d0,d2);(d1,d2);(d0,d1)``."""
     name, _, maps = kind.partition(":")
