@@ -28,6 +28,7 @@ from egg_dispatch.egraph.membership import Membership, plan_membership
 from egg_dispatch.egraph.rules import saturate
 from egg_dispatch.evaluate import EvaluationError, evaluate, select_function
 from egg_dispatch.evaluate.check import function_inputs, relative_error
+from egg_dispatch.evaluate.sizes import check_sizes
 from egg_dispatch.iree.tools import IreeError, iree_opt_passes
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.ops import sym_name
@@ -99,14 +100,24 @@ def _imported(module: Module, target: Target, families: Sequence[str]) -> tuple[
 
 
 def _only_choice(data: EGraphData) -> dict[str, str]:
-    """The one plan of an e-graph no rule ran on: its first extractable node per class."""
-    return {c: nodes[0].id for c in data.classes if data.is_term_class(c) and (nodes := data.choices(c))}
+    """The one plan of an e-graph no rule ran on: its first node per class that is not a self-loop,
+    refused by legality or not (it is the plan as IREE made it)."""
+    out = {}
+    for c, nids in data.classes.items():
+        if data.is_term_class(c):
+            loose = [n for n in nids if c not in data.nodes[n].children]
+            out[c] = (loose or nids)[0]
+    return out
 
 
-def oracle(text: str, pass_name: str, target: str | Target = "x86_64-avx2", *, seed: int = 0) -> OracleResult:
-    """Run IREE's pass ``pass_name`` (``PASSES``) on ``text`` and ask whether its plan is one of ours."""
+def oracle(
+    text: str, iree_pass: str | IreePass, target: str | Target = "x86_64-avx2", *, seed: int = 0
+) -> OracleResult:
+    """Run IREE's pass (a name of ``PASSES``, or a pipeline with its families) on ``text`` and ask
+    whether its plan is one of ours."""
     tgt = load_target(target) if isinstance(target, str) else target
-    p = PASSES[pass_name]
+    p = PASSES[iree_pass] if isinstance(iree_pass, str) else iree_pass
+    pass_name = iree_pass if isinstance(iree_pass, str) else p.pipeline
     try:
         out = iree_opt_passes(text, p.pipeline)
     except IreeError as e:
@@ -122,7 +133,8 @@ def oracle(text: str, pass_name: str, target: str | Target = "x86_64-avx2", *, s
     if not m.in_egraph:
         return OracleResult("missing", m.missing or "", m, out)
     try:
-        inputs = function_inputs(select_function(program), seed)
+        func = select_function(program)
+        inputs = function_inputs(func, seed, check_sizes(func)[0])  # a dynamic program at sizes it allows
         want = evaluate(program, inputs, target=tgt)
         got = evaluate(plan_module, inputs, target=tgt)
     except EvaluationError as e:
