@@ -75,7 +75,7 @@ def encoding_layout(target: Target, e: EncodingAttr) -> Layout | None:
     """What the target resolves ``e`` to; None is the identity layout (no tile, no resolver). A bubbled
     encoding (IREE's plan: a bias broadcast into the encoded accumulator) resolves to the dims it has
     (``target.layout.encoding_attr_layout``)."""
-    if e.user_indexing_maps is None or e.iteration_sizes is None or e.op_type != "matmul":
+    if e.user_indexing_maps is None or e.op_type != "matmul":  # no iteration_sizes: all unknown (IREE)
         return None
     if len(e.user_indexing_maps) != 3 or e.operand_index not in (0, 1, 2):
         return None  # a dynamic iteration size ('?') resolves as IREE's resolver does (target.layout)
