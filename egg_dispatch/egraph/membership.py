@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 from dataclasses import dataclass
 
 from egg_dispatch.egraph.data import EGraphData, Node, Term
@@ -57,6 +58,9 @@ that a caller (a test) can ask without one and see what it is for."""
 
 _Key = tuple[str, tuple[object, ...]]
 _Entry = tuple[Node, tuple[Node, ...]]
+
+_MAX_COMBINATIONS = 256
+"""Combinations of the classes a node's children can be that are looked up (look-alike leaves)."""
 
 _PLUMBING = frozenset({"TCons", "TNil", "Results"})
 """Term heads that only list values: a miss there is described by the op whose operands they are."""
@@ -206,7 +210,7 @@ class _Matcher:
                             self.index.setdefault(self._key(node.op, d.children), []).append((node, (d,)))
         self.folded: dict[_Key, list[_Entry]] | None = None
         self.parents: dict[str, str] = {}
-        self.found: dict[str, str] = {}  # plan class -> class of g
+        self.found: dict[str, dict[str, tuple[_Entry, tuple[object, ...]]]] = {}  # plan class -> its classes in g
         self.choice: dict[str, str] = {}  # class of g -> the node the plan chose there
 
     def _views(self, c: str) -> list[Node]:
@@ -229,33 +233,52 @@ class _Matcher:
         )
 
     def run(self) -> Membership:
-        order = self._post_order()
-        refused: str | None = None
-        for c in order:
+        """Bottom-up, every e-class each plan class can be (two leaves that look alike, e.g. equal
+        constants, leave more than one), then top-down from the root one node per class."""
+        for c in self._post_order():
             node = self.plan.nodes[self.plan_choice[c]]
-            kids: list[object] = []
+            slots: list[list[object]] = []
             for k in self._children(node):
                 if self.plan.is_term_class(k):
-                    kids.append(self.found[k])
+                    slots.append(list(self.found[k]))
                 else:
-                    kids.append(("leaf", self.theirs.leaf(self.plan.leaf_value(k))))
-            candidates = self.index.get((node.op, tuple(kids)), [])
-            if not candidates and node.op == "Const" and "folded-constants" in self.normalize:
-                candidates = self._folded().get((node.op, tuple(kids)), [])
-            if not candidates:
+                    slots.append([("leaf", self.theirs.leaf(self.plan.leaf_value(k)))])
+            found: dict[str, tuple[_Entry, tuple[object, ...]]] = {}
+            for kids in itertools.islice(itertools.product(*slots), _MAX_COMBINATIONS):
+                candidates = self.index.get((node.op, kids), [])
+                if not candidates and node.op == "Const" and "folded-constants" in self.normalize:
+                    candidates = self._folded().get((node.op, kids), [])
+                usable = [e for e in candidates if not any(n.subsumed for n in (e[0], *e[1]))]
+                for entry in usable or candidates:
+                    found.setdefault(entry[0].eclass, (entry, kids))
+            if not found:
                 return Membership(False, f"no e-node {self._describe(c)}{self._context(c)}")
-            usable = [e for e in candidates if not any(n.subsumed for n in (e[0], *e[1]))]
-            if not usable and refused is None:
-                refused = self._describe(c)
-            ours, below = (usable or candidates)[0]
-            for n in (ours, *below):
+            self.found[c] = found
+        if self.g.root not in self.found.get(self.plan.root, {}):
+            return Membership(False, "the plan's results are not the e-graph's root")
+        return self._chosen()
+
+    def _chosen(self) -> Membership:
+        """The plan as one choice of the e-graph, from the root down (``run`` found every class)."""
+        refused: str | None = None
+        todo = [(self.plan.root, self.g.root)]
+        seen: set[tuple[str, str]] = set()
+        while todo:
+            c, ours = todo.pop()
+            if (c, ours) in seen:
+                continue
+            seen.add((c, ours))
+            (node, below), kids = self.found[c][ours]
+            for n in (node, *below):
                 if self.choice.get(n.eclass, n.id) != n.id:
                     why = "the plan chooses its e-class two ways"
                     return Membership(False, f"{self._describe(c)}{self._context(c)}: {why}")
                 self.choice[n.eclass] = n.id
-            self.found[c] = ours.eclass
-        if self.found.get(self.plan.root) != self.g.root:
-            return Membership(False, "the plan's results are not the e-graph's root")
+                if n.subsumed and refused is None:
+                    refused = self._describe(c)
+            plan_kids = [k for k in self._children(self.plan.nodes[self.plan_choice[c]]) if self.plan.is_term_class(k)]
+            term_kids = [k for k in kids if isinstance(k, str)]
+            todo.extend(zip(plan_kids, term_kids, strict=True))
         return Membership(True, None, refused, dict(self.choice))
 
     def _folded(self) -> dict[_Key, list[_Entry]]:
