@@ -30,6 +30,7 @@ from egg_dispatch.egraph.size_facts import (
 from egg_dispatch.egraph.terms import ivec, quote
 from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, TensorType, element_nbytes
 from egg_dispatch.mlir.ir_types import static_sizes
+from egg_dispatch.mlir.ops import RESHAPE_OPS
 from egg_dispatch.mlir.symbolic import Dim
 from egg_dispatch.target.layout import (
     Layout,
@@ -297,6 +298,8 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
             names = [getattr(a, "value", "") for a in getattr(its, "items", ())]
             if names and all(n == "parallel" for n in names):
                 lines.append(f"(elementwise {quote(key)})")
+        elif op.name in RESHAPE_OPS:
+            lines.append(f"(view-op {quote(key)})")
     return FactReport("\n".join(lines), layouts, refusals)
 
 
