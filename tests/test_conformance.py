@@ -52,6 +52,7 @@ def _id(case: tuple[str, str, int, str]) -> str:
 
 
 def test_every_case_says_what_it_expects() -> None:
+    assert len(CASES) >= 40
     for case in CASES:
         found = EXPECT.findall(case[3])
         assert len(found) == 1, f"{_id(case)}: one '// EXPECT:' line, found {len(found)}"

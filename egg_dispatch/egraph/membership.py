@@ -39,12 +39,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
+import re
 from dataclasses import dataclass
 
 from egg_dispatch.egraph.data import EGraphData, Node, Term
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
 from egg_dispatch.mlir.elements import element_bytes
-from egg_dispatch.mlir.ir import DenseAttr, Operation, Region, TensorType, Type, Value
+from egg_dispatch.mlir.ir import ArrayAttr, DenseAttr, FloatAttr, Operation, Region, TensorType, Type, Value
 from egg_dispatch.mlir.ops import DEFAULT_MAPS, RESHAPE_OPS
 from egg_dispatch.mlir.printer import Printer
 
@@ -110,7 +111,8 @@ class _Identities:
         attrs = sorted((k, repr(v) if not isinstance(v, DenseAttr) else v.digest()) for k, v in op.attributes.items())
         body = self.body(op) if "structured-bodies" in self.normalize else self.text(op)
         types = [self.printer.type(_plain(r.type)) for r in op.results]
-        return ("op", op.name, tuple(attrs), body, tuple(types), op.opaque_text)
+        opaque = _renamed(op.opaque_text) if op.opaque_text is not None else None
+        return ("op", op.name, tuple(attrs), body, tuple(types), opaque)
 
     def text(self, op: Operation) -> str:
         """``op``'s regions as printed."""
@@ -140,7 +142,7 @@ class _Identities:
                     if (c := _scalar_constant(o)) is not None:
                         tokens[o.results[0]] = c
                         continue
-                    attrs = tuple(sorted((k, repr(v)) for k, v in o.attributes.items()))
+                    attrs = tuple(sorted((k, _attr_identity(v)) for k, v in o.attributes.items()))
                     args = tuple(token(v) for v in o.operands)
                     for j, res in enumerate(o.results):
                         tokens[res] = ("result", depth, len(ops), j)
@@ -398,11 +400,30 @@ def _plain(t: Type) -> Type:
     return dataclasses.replace(t, encoding=None) if isinstance(t, TensorType) else t
 
 
-def _scalar_constant(op: Operation) -> tuple[str, str] | None:
+def _attr_identity(a: object) -> object:
+    """An attribute by value: a float by its value and type, not by how it was spelled (IREE prints
+    ``0.5`` as ``5.000000e-01``), a dense one by its elements' digest."""
+    if isinstance(a, FloatAttr):
+        return ("float", a.value, repr(a.type))
+    if isinstance(a, DenseAttr):
+        return ("dense", repr(a.type), a.digest())
+    if isinstance(a, ArrayAttr):
+        return ("array", tuple(_attr_identity(x) for x in a.items))
+    return repr(a)
+
+
+def _renamed(text: str) -> str:
+    """``text`` with its SSA values (``%name``) renamed ``%0``, ``%1``, ... in order of appearance: an
+    opaque op's text names its operands, which the term's children already give."""
+    names: dict[str, str] = {}
+    return re.sub(r"%[\w$.#-]+", lambda m: names.setdefault(m.group(0), f"%{len(names)}"), text)
+
+
+def _scalar_constant(op: Operation) -> tuple[str, object] | None:
     """``("constant", value)`` of a scalar ``arith.constant``, else None."""
     if op.name != "arith.constant" or len(op.results) != 1 or isinstance(op.results[0].type, TensorType):
         return None
-    return ("constant", repr(op.attributes.get("value")))
+    return ("constant", _attr_identity(op.attributes.get("value")))
 
 
 def _short(value: object, ids: _Identities) -> str:

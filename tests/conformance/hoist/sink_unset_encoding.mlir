@@ -3,7 +3,7 @@
 // Source: HoistEncodingOps.cpp, SinkUnsetEncodingOp
 // (EncodingPropagationAttrInterface::isPropagableDown).
 // Matters: the epilogue runs on packed tiles and fuses with the matmul.
-// EXPECT: missing no e-node TCons(Contract('linalg.matmul:', Dispatch, Dispatch, Fill), TNil)
+// EXPECT: in
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #kn = affine_map<(d0, d1, d2) -> (d2, d1)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -38,7 +38,7 @@ util.func public @sink_unset_through_relu(%x: tensor<8x32xf32>, %w: tensor<32x16
 // dispatch, which the hoisting phase then moves out of it.
 // Source: HoistEncodingOps.cpp, SinkUnsetEncodingOp, then the hoisting walk.
 // Matters: the standard GEMM + bias layer.
-// EXPECT: missing no e-node SetEncoding(Arg(2), encoding(operand 2))
+// EXPECT: in
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #kn = affine_map<(d0, d1, d2) -> (d2, d1)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -73,7 +73,7 @@ util.func public @sink_unset_through_bias_add(%x: tensor<8x32xf32>, %w: tensor<3
 // unset_encoding moves after it.
 // Source: HoistEncodingOps.cpp, SinkUnsetEncodingOp.
 // Matters: the unpack then moves half the bytes.
-// EXPECT: missing no e-node TCons(Contract('linalg.matmul:', Dispatch, Dispatch, Fill), TNil)
+// EXPECT: in
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #kn = affine_map<(d0, d1, d2) -> (d2, d1)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>
