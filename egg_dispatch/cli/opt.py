@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     for index, module in enumerate(_chunks(args)):
         if index:
             out.write("// -----\n")
-        names = [args.function] if args.function else [sym_name(f) for f in module.functions()]
+        names = [args.function] if args.function else [sym_name(f) for f in module.defined_functions()]
         for name in names:
             try:
                 prepared = prepare(module, name, not args.no_initial_plan)

@@ -516,6 +516,8 @@ def _index_constant(v: Value) -> int | None:
 def import_function(module: Module, function: str | None = None) -> ImportedProgram:
     """Import one function (default: the first public one) as egglog lets, one per SSA value."""
     func = module.function(function)
+    if not func.regions:
+        raise ImportError_(f"{func.loc}: @{sym_name(func)} is a declaration (no body): there is no program to import")
     imp = _Importer(module, func)
     ft = function_type(func)
     entry = func.regions[0].entry

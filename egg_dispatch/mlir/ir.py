@@ -399,15 +399,21 @@ class Module:
             yield from op.walk()
 
     def functions(self) -> list[Operation]:
+        """Every function, declarations (no body: ``func.func private @f(tensor<4xf32>)``) too."""
         return [op for op in self.ops if op.name in ("func.func", "util.func")]
 
+    def defined_functions(self) -> list[Operation]:
+        """The functions with a body (the ones there is a program in)."""
+        return [op for op in self.functions() if op.regions]
+
     def function(self, name: str | None = None) -> Operation:
-        """The function called ``name``; with no name, the first public one (or the only one)."""
+        """The function called ``name``; with no name, the first public one (or the only one) with a body."""
         funcs = self.functions()
         if name is None:
+            funcs = self.defined_functions()
             public = [f for f in funcs if f.attributes.get("sym_visibility") != StrAttr("private")]
             if not (public or funcs):
-                raise KeyError("the module has no function")
+                raise KeyError("the module has no function" + (" with a body" if self.functions() else ""))
             computing = [f for f in public if not _is_abi_wrapper(f)]
             return (computing or public or funcs)[0]
         for f in funcs:

@@ -415,7 +415,10 @@ _SCALAR_OPS = {
 
 
 def function_shapes(func: Operation, module_ops: list[Operation] | None = None) -> FunctionShapes:
-    """Dims of every tensor and size of every index value in ``func`` (see the module docstring)."""
+    """Dims of every tensor and size of every index value in ``func`` (see the module docstring); a
+    declaration (no body) has none."""
+    if not func.regions:
+        return FunctionShapes()
     entry = func.regions[0].entry
     numbers: dict[Value, int] = {}
     data_args = argument_tensor_types(func)

@@ -118,10 +118,15 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         lex.expect("(")
         args: list[tuple[str, Type, int]] = []
         arg_attrs: list[DictAttr] = []
+        named = lex.peek().kind == "value" or lex.at(")")  # a declaration may list bare types, as MLIR prints
         while not lex.at(")"):
-            t = lex.expect_kind("value", "a function argument (%name: type)")
-            lex.expect(":")
-            args.append((t.text[1:], self.parse_type(), t.pos))
+            if named:
+                t = lex.expect_kind("value", "a function argument (%name: type)")
+                lex.expect(":")
+                args.append((t.text[1:], self.parse_type(), t.pos))
+            else:
+                pos = lex.peek().pos
+                args.append((f"arg{len(args)}", self.parse_type(), pos))
             arg_attrs.append(self.parse_dict() if lex.at("{") else DictAttr(()))
             if not lex.accept(","):
                 break
@@ -136,6 +141,8 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
             attrs.update(self.parse_dict().items)
         regions = []
         if lex.at("{"):
+            if not named:
+                raise lex.error("a function with a body names its arguments (%name: type)", args[0][2])
             regions.append(self.parse_region(args, isolated=True))
         op = self.make_op(name, [], [], attributes=attrs, regions=regions)
         self._verify_returns(op, results)
@@ -389,17 +396,18 @@ def _print_func(p: Printer, op: Operation, indent: str) -> str:
 
 
 def _func_args(p: Printer, op: Operation, ft: FunctionType) -> list[str]:
-    """``%name: T`` per argument, with its attribute dict when it has one."""
+    """``%name: T`` per argument, with its attribute dict when it has one; a declaration's arguments as
+    IREE prints them (``func.func``: bare types, ``util.func``: ``%argN: T``)."""
     entry = op.regions[0].entry if op.regions else None
     # one DictAttr per argument
     arg_attrs = cast("tuple[DictAttr, ...] | None", getattr(op.attributes.get("arg_attrs"), "items", None))
     args = []
     for i, t in enumerate(ft.inputs):
-        name = f"%{entry.args[i].name}" if entry else f"%arg{i}"
+        name = f"%{entry.args[i].name}: " if entry else ("" if op.name == "func.func" else f"%arg{i}: ")
         extra = ""
         if arg_attrs is not None and arg_attrs[i].items:
             extra = " " + p.attr(arg_attrs[i])
-        args.append(f"{name}: {p.type(t)}{extra}")
+        args.append(f"{name}{p.type(t)}{extra}")
     return args
 
 
