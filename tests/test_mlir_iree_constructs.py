@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from egg_dispatch.cli import main
@@ -19,9 +20,9 @@ from egg_dispatch.egraph.imported import ImportError_
 from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.iree.tools import find_tool
 from egg_dispatch.mlir.compare import ir_key
-from egg_dispatch.mlir.ir import Module
+from egg_dispatch.mlir.ir import DenseAttr, Module, ScalarType, TensorType, element_nbytes
 from egg_dispatch.mlir.lexer import MLIRSyntaxError
-from egg_dispatch.mlir.ops import sym_name
+from egg_dispatch.mlir.ops import function_type, sym_name
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.mlir.printer import print_mlir
 from egg_dispatch.mlir.shapes import function_shapes
@@ -37,8 +38,43 @@ util.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {
 }
 """
 
+SMALL_FLOATS = """\
+func.func @scaled(%a: tensor<4x32xf4E2M1FN>, %s: tensor<4xf8E8M0FNU>, %o: tensor<4x32xf32>,
+                  %b: f6E2M3FN, %c: f8E4M3FN, %d: f8E5M2) -> tensor<4x32xf32> {
+  %h = arith.constant 1.5 : f8E4M3FN
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>,
+                                        affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%a, %s : tensor<4x32xf4E2M1FN>, tensor<4xf8E8M0FNU>) outs(%o : tensor<4x32xf32>) {
+  ^bb0(%in: f4E2M1FN, %scale: f8E8M0FNU, %out: f32):
+    %1 = arith.scaling_extf %in, %scale : f4E2M1FN, f8E8M0FNU to f32
+    linalg.yield %1 : f32
+  } -> tensor<4x32xf32>
+  return %0 : tensor<4x32xf32>
+}
+"""
+
+COMPLEX = """\
+func.func @table(%t: tensor<2x2xcomplex<f32>>) -> tensor<2x2xcomplex<f32>> {
+  %c = arith.constant dense<[[(0x7FC00000,0.000000e+00), (1.0,-2.5)], [(3.0,4.0), (5.0,6.0)]]>
+      : tensor<2x2xcomplex<f32>>
+  %s = arith.constant dense<(1.0,2.0)> : tensor<2x2xcomplex<f32>>
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>,
+                                        affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%c, %s : tensor<2x2xcomplex<f32>>, tensor<2x2xcomplex<f32>>) outs(%t : tensor<2x2xcomplex<f32>>) {
+  ^bb0(%in: complex<f32>, %in2: complex<f32>, %out: complex<f32>):
+    %1 = complex.mul %in, %in2 : complex<f32>
+    linalg.yield %1 : complex<f32>
+  } -> tensor<2x2xcomplex<f32>>
+  return %0 : tensor<2x2xcomplex<f32>>
+}
+"""
+
 INPUTS = {
     "declarations": DECLARATIONS,
+    "small_floats": SMALL_FLOATS,
+    "complex": COMPLEX,
 }
 
 
@@ -74,6 +110,44 @@ def test_declarations_list_bare_types_and_print_as_iree_does() -> None:
 def test_a_body_needs_named_arguments() -> None:
     with pytest.raises(MLIRSyntaxError, match=r"x\.mlir:1:14: error: a function with a body names its arguments"):
         parse_mlir("func.func @f(tensor<4xf32>) {\n  return\n}\n", "x.mlir")
+
+
+def test_small_float_types_and_their_storage() -> None:
+    module = _read("small_floats")
+    ft = function_type(module.function())
+    assert [t.element.name if isinstance(t, TensorType) else t.name for t in ft.inputs] == [
+        "f4E2M1FN", "f8E8M0FNU", "f32", "f6E2M3FN", "f8E4M3FN", "f8E5M2",
+    ]  # fmt: skip
+    assert all(ScalarType(n).is_float for n in ("f4E2M1FN", "f8E8M0FNU", "f6E2M3FN", "tf32", "f80"))
+    # Storage as IREE rounds it: whole bytes, then a power of two.
+    sizes = {n: element_nbytes(ScalarType(n)) for n in ("f4E2M1FN", "f6E3M2FN", "f8E5M2FNUZ", "tf32", "f80", "f128")}
+    assert sizes == {"f4E2M1FN": 1, "f6E3M2FN": 1, "f8E5M2FNUZ": 1, "tf32": 4, "f80": 16, "f128": 16}
+    assert "arith.constant 1.5 : f8E4M3FN" in print_mlir(module)  # the literal as written
+    assert "arith.scaling_extf %in, %scale : f4E2M1FN, f8E8M0FNU to f32" in print_mlir(module)
+    assert not module.warnings
+
+
+def test_a_dense_literal_of_small_floats_is_a_clean_refusal() -> None:
+    message = r"x\.mlir:1:21: error: unsupported element type f8E4M3FN in a dense literal"
+    with pytest.raises(MLIRSyntaxError, match=message):
+        parse_mlir("%0 = arith.constant dense<1.0> : tensor<2xf8E4M3FN>\n", "x.mlir")
+
+
+def test_complex_elements_read_as_numpy_complex() -> None:
+    module = _read("complex")
+    table, splat = (op.attributes["value"] for op in module.walk() if op.name == "arith.constant")
+    assert isinstance(table, DenseAttr) and isinstance(splat, DenseAttr)
+    assert table.type.element == ScalarType("complex<f32>") and element_nbytes(table.type.element) == 8
+    assert table.array.dtype == np.complex64
+    np.testing.assert_array_equal(table.array[1:], [[3 + 4j, 5 + 6j]])
+    assert np.isnan(table.array[0, 0].real) and table.array[0, 1] == 1 - 2.5j
+    assert splat.is_splat and splat.first() == 1 + 2j
+    printed = print_mlir(module)
+    assert "dense<[[(0x7FC00000,0.0e+00), (1.0e+00,-2.5e+00)], [(3.0e+00,4.0e+00), (5.0e+00,6.0e+00)]]>" in printed
+    assert "dense<(1.0e+00,2.0e+00)> : tensor<2x2xcomplex<f32>>" in printed
+    hex_form = parse_mlir('%0 = arith.constant dense<"0x0000803F00000040"> : tensor<3xcomplex<f32>>\n')
+    value = hex_form.ops[0].attributes["value"]
+    assert isinstance(value, DenseAttr) and value.array.tolist() == [1 + 2j] * 3
 
 
 def _start_plan(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str = "") -> tuple[int, str, str]:

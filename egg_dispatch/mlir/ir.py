@@ -16,12 +16,14 @@ import numpy as np
 
 from egg_dispatch.mlir.elements import HexData, decode_elements, element_bytes, storage_nbytes
 from egg_dispatch.mlir.ir_types import (
+    FLOAT_TYPES,
     DispatchTensorType,
     FunctionType,
     OpaqueType,
     ScalarType,
     TensorType,
     Type,
+    element_bits,
     element_nbytes,
     is_known_element,
     numpy_dtype,
@@ -29,6 +31,7 @@ from egg_dispatch.mlir.ir_types import (
 
 __all__ = [
     "ABI_SHELL_OPS",
+    "FLOAT_TYPES",
     "AffineMapAttr",
     "ArrayAttr",
     "Attr",
@@ -56,6 +59,7 @@ __all__ = [
     "TypeAttr",
     "UnitAttr",
     "Value",
+    "element_bits",
     "element_nbytes",
     "is_known_element",
     "numpy_dtype",

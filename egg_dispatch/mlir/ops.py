@@ -138,9 +138,10 @@ input's bytes."""
 
 CAST_OPS = frozenset({
     "extf", "truncf", "sitofp", "uitofp", "fptosi", "fptoui", "extsi", "extui", "trunci",
-    "index_cast", "index_castui", "bitcast",
+    "index_cast", "index_castui", "bitcast", "scaling_extf", "scaling_truncf",
 })  # fmt: skip
-"""arith casts (short names): ``op %x : T to T'`` in both the reader and the printer."""
+"""arith casts (short names): ``op %x : T to T'`` in both the reader and the printer (the scaling ones,
+``op %x, %scale : T, S to T'``, list a type per operand)."""
 
 RETURN_OPS = frozenset({
     "func.return", "return", "util.return", "flow.return", "linalg.yield", "iree_linalg_ext.yield",

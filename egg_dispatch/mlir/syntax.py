@@ -437,7 +437,7 @@ def _print_elementwise(p: Printer, op: Operation, indent: str) -> str:
     extra = p.attr_dict(p.extra_attrs(op, {"predicate", "fastmath", "overflow"}))
     ops_ = p.values(op.operands)
     if short in _CAST_OPS:
-        return f" {ops_}{fm}{extra} : {p.type(op.operands[0].type)} to {p.type(op.result.type)}"
+        return f" {ops_}{fm}{extra} : {p.types([v.type for v in op.operands])} to {p.type(op.result.type)}"
     if short in ("cmpf", "cmpi"):
         return f"{pred} {ops_}{fm}{extra} : {p.type(op.operands[0].type)}"
     if short == "select":
