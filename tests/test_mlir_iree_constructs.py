@@ -71,10 +71,28 @@ func.func @table(%t: tensor<2x2xcomplex<f32>>) -> tensor<2x2xcomplex<f32>> {
 }
 """
 
+UNPRICED_ENCODINGS = """\
+#testing = #iree_encoding.testing<>
+#layout = #iree_encoding.layout<[#iree_encoding.testing<layouts = []>]>
+util.func public @encoded(%x: tensor<?x64xf32>, %w: tensor<64x32xf32>, %n: index) -> tensor<?x32xf32> {
+  %e = iree_encoding.set_encoding %x : tensor<?x64xf32> -> tensor<?x64xf32, #testing>
+  %p = iree_encoding.set_encoding %w : tensor<64x32xf32> -> tensor<64x32xf32, #iree_encoding.padding<[0, ?]>>
+  %l = iree_encoding.set_encoding %w : tensor<64x32xf32> -> tensor<64x32xf32, #layout>
+  %0 = flow.dispatch.region -> (tensor<?x32xf32>{%n}) {
+    %u = iree_encoding.unset_encoding %e : tensor<?x64xf32, #testing> -> tensor<?x64xf32>{%n}
+    %z = tensor.empty(%n) : tensor<?x32xf32>
+    %m = linalg.matmul ins(%u, %w : tensor<?x64xf32>, tensor<64x32xf32>) outs(%z : tensor<?x32xf32>) -> tensor<?x32xf32>
+    flow.return %m : tensor<?x32xf32>
+  }
+  util.return %0 : tensor<?x32xf32>
+}
+"""
+
 INPUTS = {
     "declarations": DECLARATIONS,
     "small_floats": SMALL_FLOATS,
     "complex": COMPLEX,
+    "unpriced_encodings": UNPRICED_ENCODINGS,
 }
 
 
@@ -148,6 +166,25 @@ def test_complex_elements_read_as_numpy_complex() -> None:
     hex_form = parse_mlir('%0 = arith.constant dense<"0x0000803F00000040"> : tensor<3xcomplex<f32>>\n')
     value = hex_form.ops[0].attributes["value"]
     assert isinstance(value, DenseAttr) and value.array.tolist() == [1 + 2j] * 3
+
+
+def test_unpriced_encodings_are_kept_opaque_with_one_warning() -> None:
+    module = _read("unpriced_encodings")
+    assert module.warnings == [
+        "unpriced_encodings.mlir:4:77: warning: encodings the cost model does not price: #iree_encoding.testing, "
+        "#iree_encoding.padding, #iree_encoding.layout; kept as written, and the ops on tensors that carry them "
+        "are opaque ops (a barrier for every rule)"
+    ]
+    printed = print_mlir(module)
+    assert "#iree_encoding.padding<[0, ?]>" in printed and "#iree_encoding.testing<>" in printed
+    imported = import_function(module)
+    # Every op on an encoded tensor is an opaque Op the cost model does not see into; the region stays a dispatch.
+    opaque = sorted(op.name for key, op in imported.ops.items() if not key.startswith("contract:"))
+    assert opaque == ["iree_encoding.set_encoding"] * 3 + ["iree_encoding.unset_encoding"]
+    assert not imported.encodings
+    assert not any(t.startswith(("(SetEncoding", "(UnsetEncoding")) for t in imported.lets.values())
+    assert any(t.startswith("(Contract ") for t in imported.lets.values())
+    assert any(t.startswith("(Dispatch ") for t in imported.lets.values())
 
 
 def _start_plan(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str = "") -> tuple[int, str, str]:

@@ -26,6 +26,7 @@ from egg_dispatch.egraph.import_util import (
 from egg_dispatch.egraph.imported import ImportedProgram, ImportError_, Parameter
 from egg_dispatch.egraph.terms import BOUNDARY, ivec, quote, tlist
 from egg_dispatch.mlir.abi import argument_tensor_types
+from egg_dispatch.mlir.encoding import unpriced_encoding
 from egg_dispatch.mlir.flow_ops import FLOW_SLICE, slice_operands
 from egg_dispatch.mlir.ir import (
     AffineMapAttr,
@@ -79,6 +80,9 @@ _IDENTITY_OPS = {
     "iree_tensor_ext.compute_barrier.end",
     "flow.tensor.tie_shape",
 }
+
+_CARRIERS = {*_IDENTITY_OPS, *_PLACED} - {"flow.tensor.encode", "arith.constant"}
+"""Ops that only pass tensors on: an encoding the cost model does not price does not make them opaque."""
 
 
 class _Importer:
@@ -237,6 +241,9 @@ class _Importer:
             return
         if op.opaque_text is not None:
             self.generic_op(op, unique=True)
+            return
+        if n not in _CARRIERS and any(unpriced_encoding(v.type) for v in [*op.operands, *op.results]):
+            self.generic_op(op, unique=False)  # carried through as written: a barrier the cost model does not see into
             return
         if n == "arith.constant":
             value = a["value"]

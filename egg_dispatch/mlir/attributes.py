@@ -130,9 +130,13 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
             raise lex.error(f"expected a scalar element type in a tensor type, found '{elem}'", start)
         encoding: Attr | None = None
         if lex.accept(","):
+            pos = lex.peek().pos
             encoding = self.parse_attribute()
         lex.expect(">", "to close the tensor type")
-        return TensorType(shape, elem, encoding)
+        typ = TensorType(shape, elem, encoding)
+        if encoding is not None:
+            self.note_encoding(typ, pos)
+        return typ
 
     def parse_dims(self, typ: Type, what: str = "the type") -> list[Value]:
         """``{%d0, %d1}`` after a type with dynamic dims: one ``index`` value per ``?`` (nothing for a
