@@ -18,6 +18,7 @@ import pytest
 from egg_dispatch.cli import main
 from egg_dispatch.egraph.imported import ImportError_
 from egg_dispatch.egraph.importer import import_function
+from egg_dispatch.evaluate import evaluate
 from egg_dispatch.iree.tools import find_tool
 from egg_dispatch.mlir.compare import ir_key
 from egg_dispatch.mlir.ir import DenseAttr, Module, ScalarType, TensorType, element_nbytes
@@ -88,11 +89,87 @@ util.func public @encoded(%x: tensor<?x64xf32>, %w: tensor<64x32xf32>, %n: index
 }
 """
 
+DYNAMIC_TILES = """\
+func.func @repack(%x: tensor<16x8xf32>, %t: index, %dest: tensor<?x2x?x4xf32>, %back: tensor<16x8xf32>)
+    -> (tensor<?x2x?x4xf32>, tensor<16x8xf32>) {
+  %cst = arith.constant 0.0 : f32
+  %p = linalg.pack %x padding_value(%cst : f32) inner_dims_pos = [0, 1] inner_tiles = [%t, 4] into %dest
+      : tensor<16x8xf32> -> tensor<?x2x?x4xf32>
+  %u = linalg.unpack %p inner_dims_pos = [0, 1] inner_tiles = [%t, 4] into %back
+      : tensor<?x2x?x4xf32> -> tensor<16x8xf32>
+  return %p, %u : tensor<?x2x?x4xf32>, tensor<16x8xf32>
+}
+"""
+
+MAP_REDUCE = """\
+func.func @bodies(%x: tensor<4x8xf32>, %acc: tensor<4xf32>) -> (tensor<4xf32>, tensor<4x8xf32>, tensor<4xf32>) {
+  %r = linalg.reduce ins(%x : tensor<4x8xf32>) outs(%acc : tensor<4xf32>) dimensions = [1]
+    (%in: f32, %init: f32) {
+      %0 = arith.addf %in, %init : f32
+      linalg.yield %0 : f32
+    }
+  %m = linalg.map { math.absf } ins(%x : tensor<4x8xf32>) outs(%x : tensor<4x8xf32>)
+  %s = linalg.reduce { arith.maximumf } ins(%m : tensor<4x8xf32>) outs(%acc : tensor<4xf32>) dimensions = [1]
+  return %r, %m, %s : tensor<4xf32>, tensor<4x8xf32>, tensor<4xf32>
+}
+"""
+
+ONLINE_ATTENTION = """\
+#q = affine_map<(b, m, n, k1, k2) -> (b, m, k1)>
+#k = affine_map<(b, m, n, k1, k2) -> (b, k2, k1)>
+#v = affine_map<(b, m, n, k1, k2) -> (b, k2, n)>
+#s = affine_map<(b, m, n, k1, k2) -> ()>
+#o = affine_map<(b, m, n, k1, k2) -> (b, m, n)>
+#r = affine_map<(b, m, n, k1, k2) -> (b, m)>
+func.func @online(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x5xf32>, %scale: f32,
+                  %acc: tensor<2x4x5xf32>, %max: tensor<2x4xf32>, %sum: tensor<2x4xf32>)
+    -> (tensor<2x4x5xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %0:3 = iree_linalg_ext.online_attention <indexing_maps = [#q, #k, #v, #s, #o, #r, #r]>
+      ins(%q, %k, %v, %scale : tensor<2x4x8xf32>, tensor<2x6x8xf32>, tensor<2x6x5xf32>, f32)
+      outs(%acc, %max, %sum : tensor<2x4x5xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  ^bb0(%score: f32):
+    iree_linalg_ext.yield %score : f32
+  } -> tensor<2x4x5xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+  return %0#0, %0#1, %0#2 : tensor<2x4x5xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}
+"""
+
+RESULT_LISTS = """\
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+util.func public @lists(%x: tensor<4x8xf32>, %a: tensor<4x8xf32>, %b: tensor<4x8xi32>, %r: tensor<4xf32>)
+    -> (tensor<4x8xf32>, tensor<4x8xi32>, tensor<4xf32>) {
+  %0:2 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%a, %b : tensor<4x8xf32>, tensor<4x8xi32>) {
+  ^bb0(%in: f32, %o0: f32, %o1: i32):
+    %i = arith.fptosi %in : f32 to i32
+    linalg.yield %in, %i : f32, i32
+  } -> (tensor<4x8xf32>, tensor<4x8xi32>)
+  %1 = iree_linalg_ext.custom_op {indexing_maps = [#id, #row],
+      iterator_types = [#iree_linalg_ext.iterator_type<parallel>, #iree_linalg_ext.iterator_type<reduction>]}
+      ins(%x : tensor<4x8xf32>) outs(%r : tensor<4xf32>) {
+  ^bb0(%t: tensor<?x?xf32>, %s: tensor<?xf32>):
+    %2 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+        ins(%t : tensor<?x?xf32>) outs(%s : tensor<?xf32>) {
+    ^bb1(%e: f32, %acc: f32):
+      %3 = arith.addf %e, %acc : f32
+      linalg.yield %3 : f32
+    } -> tensor<?xf32>
+    iree_linalg_ext.yield %2 : tensor<?xf32>
+  } -> tensor<4xf32>
+  util.return %0#0, %0#1, %1 : tensor<4x8xf32>, tensor<4x8xi32>, tensor<4xf32>
+}
+"""
+
 INPUTS = {
     "declarations": DECLARATIONS,
     "small_floats": SMALL_FLOATS,
     "complex": COMPLEX,
     "unpriced_encodings": UNPRICED_ENCODINGS,
+    "dynamic_tiles": DYNAMIC_TILES,
+    "map_reduce": MAP_REDUCE,
+    "online_attention": ONLINE_ATTENTION,
+    "result_lists": RESULT_LISTS,
 }
 
 
@@ -187,6 +264,33 @@ def test_unpriced_encodings_are_kept_opaque_with_one_warning() -> None:
     assert any(t.startswith("(Dispatch ") for t in imported.lets.values())
 
 
+def test_dynamic_inner_tiles_read_and_evaluate() -> None:
+    module = _read("dynamic_tiles")
+    printed = print_mlir(module)
+    assert "inner_tiles = [%t, 4] into %dest : tensor<16x8xf32> -> tensor<?x2x?x4xf32>" in printed
+    assert "inner_tiles = [%t, 4] into %back : tensor<?x2x?x4xf32> -> tensor<16x8xf32>" in printed
+    x = np.arange(128, dtype=np.float32).reshape(16, 8)
+    packed, back = evaluate(module, [x, 8, np.zeros((2, 2, 8, 4), np.float32), np.zeros_like(x)])
+    np.testing.assert_array_equal(packed, x.reshape(2, 8, 2, 4).transpose(0, 2, 1, 3))
+    np.testing.assert_array_equal(back, x)
+
+
+def test_map_and_reduce_bodies_in_both_spellings() -> None:
+    module = _read("map_reduce")
+    printed = print_mlir(module)
+    assert "dimensions = [1]\n    (%in: f32, %init: f32) {\n      %0 = arith.addf %in, %init : f32" in printed
+    # The one-op spellings stand for the bodies MLIR gives them: a block argument per input and init.
+    _, mapped, largest = (op for op in module.walk() if op.name in ("linalg.map", "linalg.reduce"))
+    for op, body in ((mapped, "math.absf"), (largest, "arith.maximumf")):
+        block = op.regions[0].entry
+        assert [v.type for v in block.args] == [ScalarType("f32")] * 2
+        assert [o.name for o in block.ops] == [body, "linalg.yield"]
+    assert block.ops[0].operands == block.args
+    assert mapped.regions[0].entry.ops[0].operands == mapped.regions[0].entry.args[:1]
+    imported = import_function(module)
+    assert sorted(op.name for op in imported.ops.values()) == ["linalg.map", "linalg.reduce", "linalg.reduce"]
+
+
 def _start_plan(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str = "") -> tuple[int, str, str]:
     """``egg-dispatch opt`` on the input (``text``, else ``INPUTS[name]``) as it is, without rules: its
     start plan, printed."""
@@ -196,6 +300,22 @@ def _start_plan(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], t
                  "--target", "x86_64-avx512", str(path)])  # fmt: skip
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def test_online_attention_has_its_three_results() -> None:
+    module = _read("online_attention")
+    (op,) = (o for o in module.walk() if o.name == "iree_linalg_ext.online_attention")
+    f32 = ScalarType("f32")
+    assert [r.type for r in op.results] == [TensorType((2, 4, 5), f32), *[TensorType((2, 4), f32)] * 2]
+    assert "} -> tensor<2x4x5xf32>, tensor<2x4xf32>, tensor<2x4xf32>\n" in print_mlir(module)
+    imported = import_function(module)
+    assert [imported.expand(r).rsplit(" ", 1)[1] for r in imported.results] == ["0)", "1)", "2)"]
+
+
+def test_result_lists_and_heads_are_printed_as_iree_reads_them() -> None:
+    printed = print_mlir(_read("result_lists"))
+    assert "} -> (tensor<4x8xf32>, tensor<4x8xi32>)\n" in printed  # linalg: in parentheses
+    assert "%1 = iree_linalg_ext.custom_op {indexing_maps = [#map, #map1], iterator_types = [" in printed
 
 
 @pytest.mark.skipif(IREE_OPT is None, reason="iree-opt not installed (pip install egg-dispatch[iree])")

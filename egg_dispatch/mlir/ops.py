@@ -29,9 +29,12 @@ linalg named / generic / transpose /      ins then outs as operands; ``operandSe
 broadcast / pack / unpack / mmt4d         of (num_ins, num_outs); ``indexing_maps`` (optional for named ops),
                                           ``iterator_types`` (generic: ArrayAttr[StrAttr]), ``permutation``
                                           (transpose), ``dimensions`` (broadcast); generic has a body region
-linalg.pack                               [source, dest, padding_value?]; ``inner_dims_pos``, ``inner_tiles``,
-                                          ``outer_dims_perm`` (optional), ``has_padding`` UnitAttr if padded
-linalg.unpack                             [source, dest]; ``inner_dims_pos``, ``inner_tiles``, ``outer_dims_perm``
+linalg.pack                               [source, dest, padding_value?, *dynamic tiles]; ``inner_dims_pos``,
+                                          ``inner_tiles`` (DYNAMIC marks an SSA entry), ``outer_dims_perm``
+                                          (optional), ``has_padding`` UnitAttr if padded; ``dim_segments``
+                                          [dynamic tiles] when it has any
+linalg.unpack                             [source, dest, *dynamic tiles]; ``inner_dims_pos``, ``inner_tiles``,
+                                          ``outer_dims_perm``; ``dim_segments`` as pack
 linalg.index                              ``dim`` IntAttr
 linalg.softmax                            [input, init] (no ``operandSegmentSizes``); ``dimension`` IntAttr
 iree_encoding.set_encoding / unset_       [source, *encoding_dims(, *result dims)]; encoding in the result /

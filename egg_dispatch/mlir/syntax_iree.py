@@ -58,6 +58,9 @@ UNARY_DIMS: dict[str, tuple[str, ...]] = {
 """The ``{...}`` size lists of each ``op %x : T -> T'`` op, in order (its ``DIM_SEGMENTS``):
 ``encoding`` (``encoding_dims{...}``), ``source`` (after T), ``result`` (after T')."""
 
+_OPERAND_LISTS = ("ins", "outs")
+"""Words that continue an unknown op on its next line (a structured op's ``ins(...)`` / ``outs(...)``)."""
+
 UNKNOWN = OpaqueType("<unknown>")
 """Result type of an opaque op whose syntax does not say it; refined by the first typed use."""
 
@@ -414,7 +417,7 @@ class IreeSyntax(ParserBase):
                     raise lex.error(f"unterminated '{name}' (reached the end of the file)", start)
                 break
             newline_before = "\n" in text[end : tok.pos]
-            if depth == 0 and newline_before and tok.text not in ("{", "(", "[", "<", ":", "->", ","):
+            if depth == 0 and newline_before and tok.text not in ("{", "(", "[", "<", ":", "->", ",", *_OPERAND_LISTS):
                 break
             if depth == 0 and tok.text == "}":
                 break
