@@ -114,6 +114,20 @@ func.func @bodies(%x: tensor<4x8xf32>, %acc: tensor<4xf32>) -> (tensor<4xf32>, t
 }
 """
 
+SIZES = """\
+#map = affine_map<()[s0] -> (s0 ceildiv 8)>
+util.func public @sizes(%x: tensor<?x32xf4E2M1FN>, %k: i64) -> (tensor<?x16xi8>, tensor<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %d = tensor.dim %x, %c0 : tensor<?x32xf4E2M1FN>
+  %b = iree_tensor_ext.bitcast %x : tensor<?x32xf4E2M1FN>{%d} -> tensor<?x16xi8>{%d}
+  %n = affine.apply #map()[%d]
+  %i = arith.index_cast %k : i64 to index
+  %m = affine.apply affine_map<(d0)[s0] -> (d0 * 4 + s0 mod 3)>(%n)[%i]
+  %e = tensor.empty(%m) : tensor<?xf32>
+  util.return %b, %e : tensor<?x16xi8>, tensor<?xf32>
+}
+"""
+
 ONLINE_ATTENTION = """\
 #q = affine_map<(b, m, n, k1, k2) -> (b, m, k1)>
 #k = affine_map<(b, m, n, k1, k2) -> (b, k2, k1)>
@@ -131,6 +145,24 @@ func.func @online(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x5
     iree_linalg_ext.yield %score : f32
   } -> tensor<2x4x5xf32>, tensor<2x4xf32>, tensor<2x4xf32>
   return %0#0, %0#1, %0#2 : tensor<2x4x5xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}
+"""
+
+SCATTER_TRANSFER = """\
+util.func public @scatter(%idx: tensor<?xi32>, %n: index, %m: index, %update: tensor<?x?xf32>,
+                          %original: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %0 = flow.tensor.transfer %idx : tensor<?xi32>{%n} to "target"
+  %1 = flow.dispatch.region -> (tensor<?x?xf32>{%m, %n}) {
+    %2 = iree_linalg_ext.scatter dimension_map = [0] unique_indices(true)
+        ins(%update, %0 : tensor<?x?xf32>, tensor<?xi32>)
+        outs(%original : tensor<?x?xf32>) {
+      ^bb0(%a: f32, %b: f32):
+        %3 = arith.addf %a, %b : f32
+        iree_linalg_ext.yield %3 : f32
+    } -> tensor<?x?xf32>
+    flow.return %2 : tensor<?x?xf32>
+  }
+  util.return %1 : tensor<?x?xf32>
 }
 """
 
@@ -168,7 +200,9 @@ INPUTS = {
     "unpriced_encodings": UNPRICED_ENCODINGS,
     "dynamic_tiles": DYNAMIC_TILES,
     "map_reduce": MAP_REDUCE,
+    "sizes": SIZES,
     "online_attention": ONLINE_ATTENTION,
+    "scatter_transfer": SCATTER_TRANSFER,
     "result_lists": RESULT_LISTS,
 }
 
@@ -291,6 +325,29 @@ def test_map_and_reduce_bodies_in_both_spellings() -> None:
     assert sorted(op.name for op in imported.ops.values()) == ["linalg.map", "linalg.reduce", "linalg.reduce"]
 
 
+def test_affine_apply_and_bitcast_sizes_are_seen_through() -> None:
+    module = _read("sizes")
+    func = module.function()
+    shapes = function_shapes(func)
+    by_name = {v.name: v for op in func.walk() for v in op.results}
+    assert str(shapes.scalars[by_name["n"]]) == "(arg0.d0 ceildiv 8)"
+    assert str(shapes.scalars[by_name["m"]]) == "4*(arg0.d0 ceildiv 8) + (arg1 mod 3)"
+    assert str(shapes.shape(by_name["b"])[0]) == "arg0.d0"
+    imported = import_function(module)
+    assert not any("affine.apply" in key for key in imported.ops)  # sizes, not terms
+
+
+def test_affine_apply_evaluates_as_mlir_defines_it() -> None:
+    module = parse_mlir(
+        "func.func @f(%a: index, %b: index) -> (index, index, index) {\n"
+        "  %0 = affine.apply affine_map<(d0)[s0] -> (d0 ceildiv 8 + (s0 - 7) mod 3)>(%a)[%b]\n"
+        "  %1 = affine.min affine_map<(d0, d1) -> (d0, d1 floordiv 2)>(%a, %b)\n"
+        "  %2 = affine.max affine_map<(d0, d1) -> (d0, d1 floordiv 2)>(%a, %b)\n"
+        "  return %0, %1, %2 : index, index, index\n}\n"
+    )
+    assert [int(v) for v in evaluate(module, [17, 5])] == [3 + 1, 2, 17]  # (5 - 7) mod 3 is 1, as floor's
+
+
 def _start_plan(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str = "") -> tuple[int, str, str]:
     """``egg-dispatch opt`` on the input (``text``, else ``INPUTS[name]``) as it is, without rules: its
     start plan, printed."""
@@ -316,6 +373,34 @@ def test_result_lists_and_heads_are_printed_as_iree_reads_them() -> None:
     printed = print_mlir(_read("result_lists"))
     assert "} -> (tensor<4x8xf32>, tensor<4x8xi32>)\n" in printed  # linalg: in parentheses
     assert "%1 = iree_linalg_ext.custom_op {indexing_maps = [#map, #map1], iterator_types = [" in printed
+
+
+def test_scatter_and_transfer_are_read_with_their_sizes() -> None:
+    module = _read("scatter_transfer")
+    assert not module.warnings  # both read into their structure, not kept as text
+    (scatter,) = (o for o in module.walk() if o.name == "iree_linalg_ext.scatter")
+    assert scatter.opaque_text is None and len(scatter.regions) == 1
+    assert " dimension_map = [0] unique_indices(true) ins(" in print_mlir(module)
+    shapes = function_shapes(module.function())
+    (transfer,) = (o for o in module.walk() if o.name == "flow.tensor.transfer")
+    assert [str(d) for d in shapes.shape(transfer.result)] == ["arg1"]  # %n, the sizes its type lists
+
+
+def test_a_size_read_from_data_is_a_clean_refusal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = (
+        "util.func public @f(%t: tensor<2xi32>) -> tensor<?xf32> {\n"
+        "  %c0 = arith.constant 0 : index\n"
+        "  %d = tensor.extract %t[%c0] : tensor<2xi32>\n"
+        "  %n = arith.index_cast %d : i32 to index\n"
+        "  %e = tensor.empty(%n) : tensor<?xf32>\n"
+        "  util.return %e : tensor<?xf32>\n}\n"
+    )
+    code, _, err = _start_plan("data_size", tmp_path, capsys, text)
+    assert code == 2
+    assert err == (
+        f"{tmp_path}/data_size.mlir:3:3: error: a plan of @f needs the size %d, which a tensor.extract gives: the "
+        "model cannot compute it from the function's arguments\n"
+    )
 
 
 @pytest.mark.skipif(IREE_OPT is None, reason="iree-opt not installed (pip install egg-dispatch[iree])")

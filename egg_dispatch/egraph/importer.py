@@ -541,4 +541,7 @@ def import_function(module: Module, function: str | None = None) -> ImportedProg
     returns = next(op for op in entry.ops if op.name in ("func.return", "return", "util.return"))
     imp.out.result_types = [imp.out.let_types.get(r, v.type) for r, v in zip(results, returns.operands, strict=True)]
     imp.out.program.append(f"(let $root (Results {tlist(results)}))")
+    imp.out.size_sources = {
+        name: v.owner if isinstance(v.owner, Operation) else None for name, v in imp.shapes.unknown.items()
+    }
     return imp.out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -12,7 +14,9 @@ from egg_dispatch.evaluate.encoding import encode, logical, slice_packed, zeros
 from egg_dispatch.evaluate.registry import Frame, handles
 from egg_dispatch.evaluate.scalar import ELEMENTWISE, apply_elementwise
 from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, element_type, to_type
+from egg_dispatch.mlir.affine import affine_value
 from egg_dispatch.mlir.ir import (
+    AffineMapAttr,
     BoolAttr,
     DenseAttr,
     FloatAttr,
@@ -24,7 +28,7 @@ from egg_dispatch.mlir.ir import (
     TensorType,
     Value,
 )
-from egg_dispatch.mlir.ops import DYNAMIC, base_operands, static_slice, tensor_type, workgroups_arguments
+from egg_dispatch.mlir.ops import DYNAMIC, attr, base_operands, static_slice, tensor_type, workgroups_arguments
 
 if TYPE_CHECKING:
     from egg_dispatch.evaluate.core import Interpreter
@@ -131,6 +135,26 @@ def _dim(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     if not 0 <= d < len(shape):
         raise EvaluationError(f"dim {d} of a rank-{len(shape)} tensor")
     return [np.asarray(shape[d], np.int64)]
+
+
+_AFFINE_INT: dict[str, Callable[[int, int], int]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "floordiv": operator.floordiv,
+    "ceildiv": lambda a, b: -(-a // b),
+    "mod": operator.mod,  # Python's: non-negative for a positive divisor, as MLIR's
+}
+
+
+@handles("affine.apply", "affine.min", "affine.max")
+def _affine(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    m = attr(op, "map", AffineMapAttr)
+    args = [int(it.array(v, frame)) for v in op.operands]
+    dims, syms = args[: m.num_dims], args[m.num_dims :]
+    values = [affine_value(e, dims, syms, int, _AFFINE_INT) for e in m.results]
+    pick = {"affine.min": min, "affine.max": max}.get(op.name, lambda vs: vs[0])
+    return [np.asarray(pick(values), np.int64)]
 
 
 # ----------------------------------------------------------------------------------- encodings

@@ -10,6 +10,8 @@ func.func, util.func                      ``sym_name`` StrAttr, ``function_type`
                                           ``sym_visibility`` StrAttr (optional); body region (entry block args)
 func.return, util.return                  operands
 arith.constant                            ``value``: DenseAttr | IntAttr | FloatAttr
+affine.apply / affine.min / affine.max    [*dims, *symbols] (index values, as the map counts them);
+                                          ``map`` AffineMapAttr
 tensor.empty                              [*sizes]: one index per ``?`` of the result type
 tensor.extract_slice                      [source, *dynamic]; ``static_offsets/static_sizes/static_strides``
                                           (ArrayAttr of IntAttr; DYNAMIC marks an SSA entry, taken in order
@@ -46,8 +48,11 @@ flow.dispatch.region                      [*workload, *result dims]; ``workload`
 flow.dispatch.workgroups                  [*workload, *arguments, *argument dims, *result dims]; ``workload``,
                                           ``dim_segments`` (one per argument, then one per result); body region
                                           (args are bindings); ``count`` region
-flow.tensor.encode / flow.tensor.reshape  [source, *source dims, *result dims]; ``dim_segments`` [source, result]
+flow.tensor.encode / reshape / bitcast,   [source, *source dims, *result dims]; ``dim_segments`` [source, result]
+  iree_tensor_ext.bitcast
 flow.tensor.tie_shape                     [source, *dims]; ``dim_segments`` [dims]
+flow.tensor.transfer                      [source, *dims]; ``target`` (a StrAttr or a device affinity);
+                                          ``dim_segments`` [dims]
 util.global                               ``sym_name``, ``type`` TypeAttr, ``initial_value`` (optional),
                                           ``sym_visibility``, ``is_mutable`` UnitAttr (optional)
 util.initializer                          body region

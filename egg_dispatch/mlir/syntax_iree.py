@@ -52,6 +52,8 @@ UNARY_DIMS: dict[str, tuple[str, ...]] = {
     "iree_encoding.unset_encoding": ("encoding", "result"),
     "flow.tensor.encode": ("source", "result"),
     "flow.tensor.reshape": ("source", "result"),
+    "flow.tensor.bitcast": ("source", "result"),
+    "iree_tensor_ext.bitcast": ("source", "result"),
     "iree_tensor_ext.compute_barrier.start": ("source",),
     "iree_tensor_ext.compute_barrier.end": ("source",),
 }
@@ -69,7 +71,7 @@ class IreeSyntax(ParserBase):
     # ------------------------------------------------------------------------- encodings, flow
     def _p_unary_typed(self, name: str, start: int) -> Operation:
         """``op %x [encoding_dims{...}] [attr-dict] : T[{%d}] -> T'[{%d}]`` (set/unset_encoding,
-        flow.tensor.encode / reshape, compute barriers); which lists an op has: ``UNARY_DIMS``."""
+        flow.tensor.encode / reshape / bitcast, compute barriers); which lists an op has: ``UNARY_DIMS``."""
         lex = self.lex
         src = self.operand()
         lists = UNARY_DIMS[name]
@@ -105,6 +107,21 @@ class IreeSyntax(ParserBase):
         t = self.parse_type()
         self.check_types([src], [t], start)
         dims = self.parse_dims(t)
+        return self.make_op(name, [src, *set_dims(attrs, [dims])], [t], attributes=attrs)
+
+    def _p_transfer(self, name: str, start: int) -> Operation:
+        """``flow.tensor.transfer %x : tensor<?x..>{%d} to TARGET [attributes {..}]``: %x moved to a
+        device (``target``: a string or an affinity attribute), its sizes unchanged."""
+        lex = self.lex
+        src = self.operand()
+        lex.expect(":")
+        t = self.parse_type()
+        self.check_types([src], [t], start)
+        dims = self.parse_dims(t)
+        lex.expect("to", "before the transfer's target")
+        attrs: dict[str, Attr] = {"target": self.parse_attribute()}
+        if lex.accept("attributes"):
+            attrs.update(self.parse_dict().items)
         return self.make_op(name, [src, *set_dims(attrs, [dims])], [t], attributes=attrs)
 
     def _p_buffer_view_dim(self, name: str, start: int) -> Operation:
@@ -466,7 +483,10 @@ IREE_READERS: dict[str, Callable[[IreeSyntax, str, int], Operation]] = {
     "iree_encoding.unset_encoding": IreeSyntax._p_unary_typed,
     "flow.tensor.encode": IreeSyntax._p_unary_typed,
     "flow.tensor.reshape": IreeSyntax._p_unary_typed,
+    "flow.tensor.bitcast": IreeSyntax._p_unary_typed,
+    "iree_tensor_ext.bitcast": IreeSyntax._p_unary_typed,
     "flow.tensor.tie_shape": IreeSyntax._p_tie_shape,
+    "flow.tensor.transfer": IreeSyntax._p_transfer,
     "hal.buffer_view.dim": IreeSyntax._p_buffer_view_dim,
     "iree_tensor_ext.dispatch.workload.ordinal": IreeSyntax._p_workload_ordinal,
     "util.assume.int": IreeSyntax._p_assume_int,
@@ -504,6 +524,14 @@ def _print_unary_typed(p: Printer, op: Operation, indent: str) -> str:
     src_t = p.type(src.type) + p.dims(group("source"))
     res_t = p.type(op.result.type) + p.dims(group("result"))
     return f" {p.value(src)}{enc_s}{p.attr_dict(p.extra_attrs(op, set()))} : {src_t} -> {res_t}"
+
+
+@prints("flow.tensor.transfer")
+def _print_transfer(p: Printer, op: Operation, indent: str) -> str:
+    src = op.operands[0]
+    rest = p.extra_attrs(op, {"target"})
+    extra = f" attributes {p.dict(list(rest.items()))}" if rest else ""
+    return f" {p.value(src)} : {p.type(src.type)}{p.dims(dim_group(op, 0))} to {p.attr(op.attributes['target'])}{extra}"
 
 
 @prints("flow.tensor.tie_shape")
