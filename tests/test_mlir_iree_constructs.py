@@ -128,6 +128,59 @@ util.func public @sizes(%x: tensor<?x32xf4E2M1FN>, %k: i64) -> (tensor<?x16xi8>,
 }
 """
 
+TIED = """\
+util.func public @tied(%x: tensor<8x4xf32>, %u: tensor<2x4xf32>, %y: tensor<8x4xf32>)
+    -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) {
+  %c1 = arith.constant 1 : index
+  %0 = flow.dispatch.workgroups[%c1](%u, %x) : (tensor<2x4xf32>, tensor<8x4xf32>) -> %x =
+      (%ub: !iree_tensor_ext.dispatch.tensor<readonly:tensor<2x4xf32>>,
+       %xb: !iree_tensor_ext.dispatch.tensor<readwrite:tensor<8x4xf32>>) {
+    %v = iree_tensor_ext.dispatch.tensor.load %ub, offsets = [0, 0], sizes = [2, 4], strides = [1, 1]
+        : !iree_tensor_ext.dispatch.tensor<readonly:tensor<2x4xf32>> -> tensor<2x4xf32>
+    iree_tensor_ext.dispatch.tensor.store %v, %xb, offsets = [3, 0], sizes = [2, 4], strides = [1, 1]
+        : tensor<2x4xf32> -> !iree_tensor_ext.dispatch.tensor<readwrite:tensor<8x4xf32>>
+    flow.return
+  }
+  %1:2 = flow.dispatch.workgroups[%c1](%y) : (tensor<8x4xf32>) -> (%y, tensor<8x4xf32>) =
+      (%yb: !iree_tensor_ext.dispatch.tensor<readwrite:tensor<8x4xf32>>,
+       %ob: !iree_tensor_ext.dispatch.tensor<writeonly:tensor<8x4xf32>>) {
+    %w = iree_tensor_ext.dispatch.tensor.load %yb, offsets = [0, 0], sizes = [8, 4], strides = [1, 1]
+        : !iree_tensor_ext.dispatch.tensor<readwrite:tensor<8x4xf32>> -> tensor<8x4xf32>
+    %e = tensor.empty() : tensor<8x4xf32>
+    %n = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                         iterator_types = ["parallel", "parallel"]}
+        ins(%w : tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %neg = arith.negf %in : f32
+      linalg.yield %neg : f32
+    } -> tensor<8x4xf32>
+    iree_tensor_ext.dispatch.tensor.store %n, %yb, offsets = [0, 0], sizes = [8, 4], strides = [1, 1]
+        : tensor<8x4xf32> -> !iree_tensor_ext.dispatch.tensor<readwrite:tensor<8x4xf32>>
+    iree_tensor_ext.dispatch.tensor.store %w, %ob, offsets = [0, 0], sizes = [8, 4], strides = [1, 1]
+        : tensor<8x4xf32> -> !iree_tensor_ext.dispatch.tensor<writeonly:tensor<8x4xf32>>
+    flow.return
+  }
+  util.return %0, %1#0, %1#1 : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
+}
+"""
+
+TIED_TWICE = """\
+util.func public @twice(%u: tensor<2x4xf32>, %x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %0 = flow.dispatch.workgroups(%u, %x) : (tensor<2x4xf32>, tensor<8x4xf32>) -> %x =
+      (%ub: !iree_tensor_ext.dispatch.tensor<readonly:tensor<2x4xf32>>,
+       %xb: !iree_tensor_ext.dispatch.tensor<readwrite:tensor<8x4xf32>>) {
+    %v = iree_tensor_ext.dispatch.tensor.load %ub, offsets = [0, 0], sizes = [2, 4], strides = [1, 1]
+        : !iree_tensor_ext.dispatch.tensor<readonly:tensor<2x4xf32>> -> tensor<2x4xf32>
+    iree_tensor_ext.dispatch.tensor.store %v, %xb, offsets = [0, 0], sizes = [2, 4], strides = [1, 1]
+        : tensor<2x4xf32> -> !iree_tensor_ext.dispatch.tensor<readwrite:tensor<8x4xf32>>
+    iree_tensor_ext.dispatch.tensor.store %v, %xb, offsets = [6, 0], sizes = [2, 4], strides = [1, 1]
+        : tensor<2x4xf32> -> !iree_tensor_ext.dispatch.tensor<readwrite:tensor<8x4xf32>>
+    flow.return
+  }
+  util.return %0 : tensor<8x4xf32>
+}
+"""
+
 ONLINE_ATTENTION = """\
 #q = affine_map<(b, m, n, k1, k2) -> (b, m, k1)>
 #k = affine_map<(b, m, n, k1, k2) -> (b, k2, k1)>
@@ -201,6 +254,8 @@ INPUTS = {
     "dynamic_tiles": DYNAMIC_TILES,
     "map_reduce": MAP_REDUCE,
     "sizes": SIZES,
+    "tied": TIED,
+    "tied_twice": TIED_TWICE,
     "online_attention": ONLINE_ATTENTION,
     "scatter_transfer": SCATTER_TRANSFER,
     "result_lists": RESULT_LISTS,
@@ -357,6 +412,37 @@ def _start_plan(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], t
                  "--target", "x86_64-avx512", str(path)])  # fmt: skip
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def test_tied_results_are_updates_in_place(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    module = _read("tied")
+    printed = print_mlir(module)
+    assert "(%u, %x) : (tensor<2x4xf32>, tensor<8x4xf32>) -> %x =\n" in printed
+    assert "(%y) : (tensor<8x4xf32>) -> (%y, tensor<8x4xf32>) =\n" in printed
+    x = np.arange(32, dtype=np.float32).reshape(8, 4)
+    u, y = -np.ones((2, 4), np.float32), x + 100
+    updated, negated, copied = evaluate(module, [x, u, y])
+    np.testing.assert_array_equal(updated, np.concatenate([x[:3], u, x[5:]]))
+    np.testing.assert_array_equal(negated, -y)
+    np.testing.assert_array_equal(copied, y)
+    imported = import_function(module)
+    assert any(t.startswith("(InsertSlice ") for t in imported.lets.values())  # the slice of %x it writes
+    code, out, _ = _start_plan("tied", tmp_path, capsys)
+    assert code == 0
+    plan = parse_mlir(out.split("\n", 2)[2], "plan.mlir")  # after the two header comments
+    for got, want in zip(evaluate(plan, [x, u, y]), (updated, negated, copied), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_tied_result_written_twice_is_an_opaque_dispatch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    imported = import_function(_read("tied_twice"))
+    (root,) = imported.results
+    assert imported.expand(root).startswith('(Dispatch (Op "flow.dispatch.workgroups#')
+    code, out, _ = _start_plan("tied_twice", tmp_path, capsys)
+    assert code == 0 and "flow.dispatch.region" not in out  # kept as it was, not wrapped again
+    plan = parse_mlir(out.split("\n", 2)[2], "plan.mlir")
+    u, x = np.ones((2, 4), np.float32), np.zeros((8, 4), np.float32)
+    np.testing.assert_array_equal(evaluate(plan, [u, x])[0], np.concatenate([u, x[2:6], u]))
 
 
 def test_online_attention_has_its_three_results() -> None:

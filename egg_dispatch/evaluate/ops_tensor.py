@@ -28,7 +28,16 @@ from egg_dispatch.mlir.ir import (
     TensorType,
     Value,
 )
-from egg_dispatch.mlir.ops import DYNAMIC, attr, base_operands, static_slice, tensor_type, workgroups_arguments
+from egg_dispatch.mlir.ops import (
+    DYNAMIC,
+    attr,
+    base_operands,
+    result_bindings,
+    static_slice,
+    tensor_type,
+    tied_operands,
+    workgroups_arguments,
+)
 
 if TYPE_CHECKING:
     from egg_dispatch.evaluate.core import Interpreter
@@ -230,18 +239,21 @@ class _Binding:
 def _workgroups(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     block = op.regions[0].entry
     captured = workgroups_arguments(op)
-    if len(block.args) != len(captured) + len(op.results):
-        raise EvaluationError("dispatch results tied to operands are not supported")
     args: list[object] = []
     for v in captured:
         x = frame.get(v)
         args.append(_Binding(concrete_type(tensor_type(v), x), x) if isinstance(v.type, TensorType) else x)
-    outs = [_Binding(tensor_type(r)) for r in op.results]
-    it.run_block(block, [*args, *outs], None)
-    for i, b in enumerate(outs):
-        if b.value is None:
+    tied = tied_operands(op)
+    outs = [_Binding(tensor_type(r)) for r, t in zip(op.results, tied, strict=True) if t is None]
+    it.run_block(block, [*args, *outs], None)  # a store through a tied operand's binding copies, never updates x
+    bindings = [*args, *outs]
+    results = []
+    for i, b in enumerate(result_bindings(op)):
+        binding = bindings[b]
+        if not isinstance(binding, _Binding) or binding.value is None:
             raise EvaluationError(f"the dispatch never stores result #{i}")
-    return [b.value for b in outs]
+        results.append(binding.value)
+    return results
 
 
 def _binding(frame: Frame, op: Operation, v: Value) -> _Binding:

@@ -46,8 +46,10 @@ flow.dispatch.region                      [*workload, *result dims]; ``workload`
                                           ``dim_segments`` (one per result); region whose terminator is
                                           ``flow.return``
 flow.dispatch.workgroups                  [*workload, *arguments, *argument dims, *result dims]; ``workload``,
-                                          ``dim_segments`` (one per argument, then one per result); body region
-                                          (args are bindings); ``count`` region
+                                          ``dim_segments`` (one per argument, then one per result),
+                                          ``tied_operands`` (with a tied result); body region (args are
+                                          bindings: the arguments', then the untied results'); ``count``
+                                          region
 flow.tensor.encode / reshape / bitcast,   [source, *source dims, *result dims]; ``dim_segments`` [source, result]
   iree_tensor_ext.bitcast
 flow.tensor.tie_shape                     [source, *dims]; ``dim_segments`` [dims]
@@ -105,6 +107,7 @@ __all__ = [
     "RESHAPE_OPS",
     "RETURN_OPS",
     "TENSOR_RESHAPE_OPS",
+    "TIED_OPERANDS",
     "WORKLOAD",
     "attr",
     "base_operands",
@@ -114,10 +117,12 @@ __all__ = [
     "ins",
     "int_list",
     "outs",
+    "result_bindings",
     "set_dims",
     "static_slice",
     "sym_name",
     "tensor_type",
+    "tied_operands",
     "workgroups_arguments",
     "workload",
 ]
@@ -166,6 +171,10 @@ WORKLOAD = "workload"
 """Attribute of ``flow.dispatch.region`` / ``flow.dispatch.workgroups``: how many leading operands are
 the ``[%w, ...]`` workload."""
 
+TIED_OPERANDS = "tied_operands"
+"""Attribute of ``flow.dispatch.workgroups`` with tied results (``-> %x``): per result, the captured
+operand it is (updated in place, through that operand's binding), or -1."""
+
 
 def dim_groups(op: Operation) -> list[list[Value]]:
     """The dynamic-size operands of each ``{...}`` list of ``op`` (``DIM_SEGMENTS``), in order."""
@@ -202,6 +211,27 @@ def workgroups_arguments(op: Operation) -> list[Value]:
     """The captured arguments of ``flow.dispatch.workgroups`` (without workload and dynamic sizes)."""
     base = base_operands(op)
     return base[len(workload(op)) :]
+
+
+def tied_operands(op: Operation) -> list[int | None]:
+    """Per result of ``flow.dispatch.workgroups``: the captured operand it is tied to, or None."""
+    tied = int_list(op.attributes.get(TIED_OPERANDS)) or (-1,) * len(op.results)
+    return [t if t >= 0 else None for t in tied]
+
+
+def result_bindings(op: Operation) -> list[int]:
+    """Per result of ``flow.dispatch.workgroups``: the body argument it is written through (a tied one:
+    its operand's binding; the others: the bindings after the captured operands', in order)."""
+    n_in = len(workgroups_arguments(op))
+    out = []
+    untied = 0
+    for t in tied_operands(op):
+        if t is None:
+            out.append(n_in + untied)
+            untied += 1
+        else:
+            out.append(t)
+    return out
 
 
 def set_dims(attrs: dict[str, Attr], groups: list[list[Value]]) -> list[Value]:

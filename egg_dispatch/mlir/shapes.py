@@ -50,6 +50,7 @@ from egg_dispatch.mlir.ops import (
     dim_groups,
     int_list,
     outs,
+    result_bindings,
     static_slice,
     tensor_type,
     workgroups_arguments,
@@ -277,8 +278,9 @@ class _Walker:
                 self.out.scalars[binding] = self.out.scalar(v)
             else:
                 self.set_shape(binding, self.out.shape(v))
-        for binding, r, dims in zip(body.args[len(args) :], op.results, groups[len(args) :], strict=False):
-            self.set_shape(binding, self.static_or(r, self.dims_of(dims)))
+        for b, r, dims in zip(result_bindings(op), op.results, groups[len(args) :], strict=False):
+            if b >= len(args) and b < len(body.args):  # a tied result's binding is its operand's
+                self.set_shape(body.args[b], self.static_or(r, self.dims_of(dims)))
         for w in workload(op):
             self.out.scalar(w)
         self.block(body)

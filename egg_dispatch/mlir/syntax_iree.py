@@ -28,6 +28,7 @@ from egg_dispatch.mlir.ir import (
 from egg_dispatch.mlir.lexer import int_value
 from egg_dispatch.mlir.literals import symbol, symbol_name
 from egg_dispatch.mlir.ops import (
+    TIED_OPERANDS,
     WORKLOAD,
     attr,
     base_operands,
@@ -36,6 +37,7 @@ from egg_dispatch.mlir.ops import (
     make_int_list,
     set_dims,
     sym_name,
+    tied_operands,
     workgroups_arguments,
     workload,
 )
@@ -278,6 +280,32 @@ class IreeSyntax(ParserBase):
             lex.expect(")")
         return types, dims
 
+    def _workgroups_results(self, captured: list[Value]) -> tuple[list[Type], list[list[Value]], list[int]]:
+        """``(T{%d}, %x{%d})`` or a single one: each result's type and dynamic sizes, and the captured
+        operand it is tied to (``%x``: the result is that operand, updated in place; -1: untied)."""
+        lex = self.lex
+        types: list[Type] = []
+        dims: list[list[Value]] = []
+        tied: list[int] = []
+        paren = lex.accept("(")
+        while not (paren and lex.at(")")):
+            if lex.peek().kind == "value":
+                tok = lex.peek()
+                v = self.operand()
+                if v not in captured:
+                    raise lex.error(f"a tied result must name a captured operand, and {tok.text} is not one", tok.pos)
+                tied.append(captured.index(v))
+                types.append(v.type)
+            else:
+                tied.append(-1)
+                types.append(self.parse_type())
+            dims.append(self.parse_dims(types[-1]))
+            if not (paren and lex.accept(",")):
+                break
+        if paren:
+            lex.expect(")")
+        return types, dims, tied
+
     def _p_dispatch_region(self, name: str, start: int) -> Operation:
         lex = self.lex
         attrs: dict[str, Attr] = {}
@@ -317,9 +345,9 @@ class IreeSyntax(ParserBase):
         in_types, in_dims = self._types_with_dims()
         self.check_types(captured, in_types, start)
         lex.expect("->")
-        if lex.peek().kind == "value":
-            raise lex.error("flow.dispatch.workgroups with tied results ('-> %x') is not supported", start)
-        results, res_dims = self._types_with_dims()
+        results, res_dims, tied = self._workgroups_results(captured)
+        if any(i >= 0 for i in tied):
+            attrs[TIED_OPERANDS] = make_int_list(tied)
         dims = set_dims(attrs, [*in_dims, *res_dims])
         if lex.accept("attributes"):
             attrs.update(self.parse_dict().items)
@@ -601,9 +629,10 @@ def _print_tensor_constant(p: Printer, op: Operation, indent: str) -> str:
     return f"{extra} {p.attr(op.attributes['value'])} : {p.type(op.result.type)}"
 
 
-def _workload_and_attrs(p: Printer, op: Operation) -> tuple[str, str]:
-    """``[%w, ...]`` (when the op has a workload) and `` attributes {..}`` (when it has others)."""
-    rest = p.extra_attrs(op, set())
+def _workload_and_attrs(p: Printer, op: Operation, spelled: frozenset[str] = frozenset()) -> tuple[str, str]:
+    """``[%w, ...]`` (when the op has a workload) and `` attributes {..}`` (when it has others than the
+    ``spelled`` ones)."""
+    rest = p.extra_attrs(op, set(spelled))
     attrs = f" attributes {p.dict(list(rest.items()))}" if rest else ""
     wl = f"[{p.values(workload(op))}]" if WORKLOAD in op.attributes else ""
     return wl, attrs
@@ -631,10 +660,14 @@ def _print_workgroups(p: Printer, op: Operation, indent: str) -> str:
     captured = workgroups_arguments(op)
     groups = dim_groups(op) or [[] for _ in [*captured, *op.results]]
     ins_t = ", ".join(p.type(v.type) + p.dims(d) for v, d in zip(captured, groups, strict=False))
-    res_ts = [p.type(r.type) + p.dims(d) for r, d in zip(op.results, groups[len(captured) :], strict=True)]
+    tied = tied_operands(op)
+    res_ts = [
+        (p.value(captured[t]) if t is not None else p.type(r.type)) + p.dims(d)
+        for r, t, d in zip(op.results, tied, groups[len(captured) :], strict=True)
+    ]
     res_t = res_ts[0] if len(res_ts) == 1 else "(" + ", ".join(res_ts) + ")"
     bindings = ", ".join(f"%{v.name}: {p.type(v.type)}" for v in op.regions[0].entry.args)
-    wl, attrs = _workload_and_attrs(p, op)
+    wl, attrs = _workload_and_attrs(p, op, frozenset({TIED_OPERANDS}))
     return (f"{wl}({p.values(captured)}) : ({ins_t}) -> {res_t}{attrs} =\n"
             f"{indent}    ({bindings}) {p.region(op.regions[0], indent)}{_count(p, op, indent)}")  # fmt: skip
 
