@@ -44,6 +44,7 @@ from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.egraph.membership import NORMALIZATIONS, Membership, plan_membership
 from egg_dispatch.egraph.rules import FAMILIES, Budget, saturate
 from egg_dispatch.emit.choice import normalize_choice
+from egg_dispatch.emit.dims import UnknownSize
 from egg_dispatch.emit.emitter import Emitter
 from egg_dispatch.extract import ExtractionResult, exact_ilp, greedy_dag, k_best
 from egg_dispatch.iree.dispatch_creation import (
@@ -294,7 +295,10 @@ def explore(
         spelled = normalize_choice(data, choice, False)  # report and emit at the encoding level
         plan = plan_at_sizes(data, imported, sizes, lambda g: build_plan(g, spelled, imported, tgt, lam, measured))
         emitter = Emitter(imported)
-        mlir = emitter.emit(build_term(data, spelled))
+        try:
+            mlir = emitter.emit(build_term(data, spelled))
+        except UnknownSize as e:
+            raise UnsupportedInput(f"{e.loc or module.file}: error: {e}") from None
         return Candidate(label, choice, plan, mlir, result, tuple(emitter.dispatch_order))
 
     t2 = time.perf_counter()

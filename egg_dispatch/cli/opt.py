@@ -28,6 +28,7 @@ from egg_dispatch.egraph.imported import ImportError_
 from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.egraph.rules import saturate
 from egg_dispatch.emit.choice import normalize_choice
+from egg_dispatch.emit.dims import UnknownSize
 from egg_dispatch.emit.emitter import Emitter
 from egg_dispatch.emit.signature import plan_signature
 from egg_dispatch.mlir.ir import Module
@@ -133,13 +134,15 @@ def run(args: argparse.Namespace) -> int:
     for index, module in enumerate(_chunks(args)):
         if index:
             out.write("// -----\n")
-        names = [args.function] if args.function else [sym_name(f) for f in module.functions()]
+        names = [args.function] if args.function else [sym_name(f) for f in module.defined_functions()]
         for name in names:
             try:
                 prepared = prepare(module, name, not args.no_initial_plan)
                 plans, report = plans_for_function(prepared, name, args, families)
             except (KeyError, ImportError_, AssumeError) as e:
                 raise InputError(f"{module.file}: error: {e.args[0] if e.args else e}") from None
+            except UnknownSize as e:
+                raise InputError(f"{e.loc or module.file}: error: {e}") from None
             out.write(f"// ===== plans for @{name}: {len(plans)}; {report.render().replace(chr(10), '; ')}\n")
             for i, plan in enumerate(plans):
                 out.write(f"// ----- plan {i} of @{name}: {plan_signature(plan)}\n")

@@ -67,6 +67,9 @@ class ImportedProgram:
     set/unset_encoding, as term-vector entries), for emitting them back."""
     op_dims: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
     """Key of a ``Generic`` / ``Op`` term with a dynamic result -> each result's shape vector."""
+    size_sources: dict[str, Operation | None] = field(default_factory=dict)
+    """An unknown size (``%d#0``: given by an op the size analysis does not see through) -> that op (None:
+    a block argument), for the error of a plan that would need it."""
 
     @property
     def dynamic(self) -> bool:

@@ -26,9 +26,11 @@ from egg_dispatch.egraph.import_util import (
 from egg_dispatch.egraph.imported import ImportedProgram, ImportError_, Parameter
 from egg_dispatch.egraph.terms import BOUNDARY, ivec, quote, tlist
 from egg_dispatch.mlir.abi import argument_tensor_types
+from egg_dispatch.mlir.encoding import unpriced_encoding
 from egg_dispatch.mlir.flow_ops import FLOW_SLICE, slice_operands
 from egg_dispatch.mlir.ir import (
     AffineMapAttr,
+    Block,
     DenseAttr,
     EncodingAttr,
     FloatAttr,
@@ -53,8 +55,10 @@ from egg_dispatch.mlir.ops import (
     function_type,
     ins,
     outs,
+    result_bindings,
     static_slice,
     sym_name,
+    tied_operands,
     workgroups_arguments,
 )
 from egg_dispatch.mlir.printer import Printer
@@ -79,6 +83,9 @@ _IDENTITY_OPS = {
     "iree_tensor_ext.compute_barrier.end",
     "flow.tensor.tie_shape",
 }
+
+_CARRIERS = {*_IDENTITY_OPS, *_PLACED} - {"flow.tensor.encode", "arith.constant"}
+"""Ops that only pass tensors on: an encoding the cost model does not price does not make them opaque."""
 
 
 class _Importer:
@@ -237,6 +244,9 @@ class _Importer:
             return
         if op.opaque_text is not None:
             self.generic_op(op, unique=True)
+            return
+        if n not in _CARRIERS and any(unpriced_encoding(v.type) for v in [*op.operands, *op.results]):
+            self.generic_op(op, unique=False)  # carried through as written: a barrier the cost model does not see into
             return
         if n == "arith.constant":
             value = a["value"]
@@ -435,10 +445,19 @@ class _Importer:
             self.let(r, f"(Op {quote(key)} {inputs} {i})", r.type)
 
     def import_workgroups(self, op: Operation) -> None:
-        """Bindings map to the captured operands; a full-size load is the operand itself."""
+        """Bindings map to the captured operands; a full-size load is the operand itself. A result is
+        what the one store through its binding writes: all of it, or, for a result tied to an operand
+        (``-> %x``), that slice of the operand (``InsertSlice``). A tied result written otherwise (no
+        store, several, a load after the store, a slice whose place the sizes do not give) makes the
+        whole op an opaque dispatch."""
         body = op.regions[0].entry
         captured_values = workgroups_arguments(op)
         n_in = len(captured_values)
+        tied = tied_operands(op)
+        bindings = result_bindings(op)
+        if any(t is not None and not self.writes_once(body, b) for t, b in zip(tied, bindings, strict=True)):
+            self.opaque_dispatch(op)
+            return
         for arg, captured in zip(body.args[:n_in], captured_values, strict=True):
             if isinstance(captured.type, ScalarType) and self.size(captured) is not None:
                 continue  # a size: read through (Size code) where the body uses it
@@ -460,16 +479,46 @@ class _Importer:
                     sl = f"{ivec(offs)} {ivec(sizes)} {ivec(strides)}"
                     self.let(inner.result, f"(Slice {self.t(src)} {sl})", inner.result.type)
             elif inner.name == "iree_tensor_ext.dispatch.tensor.store":
-                binding = inner.operands[1]
-                stored[body.args.index(binding) - n_in] = self.t(inner.operands[0])
+                b = body.args.index(inner.operands[1])
+                stored[b] = self.t(inner.operands[0])
+                if tied_to := [t for t, rb in zip(tied, bindings, strict=True) if rb == b and t is not None]:
+                    stored[b] = self.stored_in_place(inner, stored[b], captured_values[tied_to[0]])
             elif inner.name == "flow.return":
                 break
             else:
                 self.import_op(inner)
-        for i, r in enumerate(op.results):
-            if i not in stored:
+        for i, (r, b) in enumerate(zip(op.results, bindings, strict=True)):
+            if b not in stored:
                 raise ImportError_(f"{op.loc}: flow.dispatch.workgroups result #{i} is never stored")
-            self.let(r, f"(Dispatch {stored[i]})", r.type)
+            self.let(r, f"(Dispatch {stored[b]})", r.type)
+
+    def writes_once(self, body: Block, b: int) -> bool:
+        """Whether binding ``b`` is stored to exactly once, at a place its sizes give, and not read after."""
+        binding = body.args[b]
+        touching = [o for o in body.ops if binding in o.operands]
+        stores = [o for o in touching if o.name == "iree_tensor_ext.dispatch.tensor.store"]
+        return len(stores) == 1 and touching[-1] is stores[0] and self.slice_entries(stores[0], 2) is not None
+
+    def stored_in_place(self, store: Operation, value: str, operand: Value) -> str:
+        """What a store through a tied operand's binding leaves in it: the value, or the operand with that
+        slice replaced (``writes_once`` checked that its place is known)."""
+        entries = self.slice_entries(store, 2)
+        assert entries is not None
+        offs, sizes, strides = entries
+        whole = [self.out.code(d) for d in self.shapes.shape(store.operands[1])]
+        if sizes == whole and not any(offs) and set(strides) <= {1}:
+            return value
+        t = operand.type
+        sl = f"{ivec(offs)} {ivec(sizes)} {ivec(strides)}"
+        return self.let(None, f"(InsertSlice {value} {self.t(operand)} {sl})", t, like=operand)
+
+    def opaque_dispatch(self, op: Operation) -> None:
+        """``op``, a dispatch the model does not see into, as ``Dispatch(Op ...)`` per result."""
+        key = self.op_key(op, unique=False)
+        inputs = tlist([self.t(v) for v in op.operands])
+        for i, r in enumerate(op.results):
+            inner = self.let(None, f"(Op {quote(key)} {inputs} {i})", r.type, like=r)
+            self.let(r, f"(Dispatch {inner})", r.type)
 
     def global_term(self, name: str, load: Operation) -> str:
         if name in self.globals:
@@ -516,6 +565,8 @@ def _index_constant(v: Value) -> int | None:
 def import_function(module: Module, function: str | None = None) -> ImportedProgram:
     """Import one function (default: the first public one) as egglog lets, one per SSA value."""
     func = module.function(function)
+    if not func.regions:
+        raise ImportError_(f"{func.loc}: @{sym_name(func)} is a declaration (no body): there is no program to import")
     imp = _Importer(module, func)
     ft = function_type(func)
     entry = func.regions[0].entry
@@ -532,4 +583,7 @@ def import_function(module: Module, function: str | None = None) -> ImportedProg
     returns = next(op for op in entry.ops if op.name in ("func.return", "return", "util.return"))
     imp.out.result_types = [imp.out.let_types.get(r, v.type) for r, v in zip(results, returns.operands, strict=True)]
     imp.out.program.append(f"(let $root (Results {tlist(results)}))")
+    imp.out.size_sources = {
+        name: v.owner if isinstance(v.owner, Operation) else None for name, v in imp.shapes.unknown.items()
+    }
     return imp.out

@@ -14,12 +14,33 @@ from __future__ import annotations
 
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.emit.clone import EmitError
-from egg_dispatch.mlir.ir import ArrayAttr, Block, DictAttr, IntAttr, Operation, ScalarType, StrAttr, TensorType, Value
+from egg_dispatch.mlir.ir import (
+    ArrayAttr,
+    Block,
+    DictAttr,
+    IntAttr,
+    Loc,
+    Operation,
+    ScalarType,
+    StrAttr,
+    TensorType,
+    Value,
+)
 from egg_dispatch.mlir.symbolic import Atom, Dim, parse_symbol
 
-__all__ = ["SizeValues", "dynamic_type"]
+__all__ = ["SizeValues", "UnknownSize", "dynamic_type"]
 
 INDEX = ScalarType("index")
+
+
+class UnknownSize(EmitError):
+    """A plan needs a size that is not an expression of the arguments' sizes (an op the size analysis does
+    not see through gives it, e.g. a value read from tensor data): a limit of the model on that input,
+    which the command line reports as an error on the input (at ``loc``, that op), not as a bug."""
+
+    def __init__(self, message: str, loc: Loc | None) -> None:
+        super().__init__(message)
+        self.loc = loc
 
 
 def dynamic_type(vec: tuple[int, ...] | list[int], element: ScalarType, encoding=None) -> TensorType:
@@ -106,14 +127,25 @@ class SizeValues:
 
     def _argument_size(self, name: str) -> Value:
         sym = parse_symbol(name)
+        if name in self.imp.size_sources:
+            src = self.imp.size_sources[name]
+            what = f"a {src.name}" if src is not None else "a region's argument"
+            raise UnknownSize(
+                f"a plan of @{self.imp.function} needs the size {name.partition('#')[0]}, which {what} gives: the "
+                "model cannot compute it from the function's arguments",
+                src.loc if src is not None else None,
+            )
         if sym is None or name not in self.imp.arguments:
             raise EmitError(f"the plan needs the size {name}, which is not an argument's size")
         k, d = self.imp.arguments[name]
         if k >= len(self.args):
             raise EmitError(f"the plan needs {name}, but the function has no argument {k}")
-        if d < 0 and self.args[k].type == INDEX:  # an index argument
+        arg_t = self.args[k].type
+        if d < 0 and arg_t == INDEX:  # an index argument
             dim = self.args[k]
-        elif not isinstance(self.args[k].type, TensorType):
+        elif d < 0 and isinstance(arg_t, ScalarType) and arg_t.is_int:  # an i64 argument, read as a size
+            dim = self._add("arith.index_cast", [self.args[k]]).result
+        elif not isinstance(arg_t, TensorType):
             raise EmitError(f"the plan needs {name}, but argument {k} is not a tensor")
         else:
             dim = self._add("tensor.dim", [self.args[k], self.const(d)]).result

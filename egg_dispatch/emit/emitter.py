@@ -298,6 +298,9 @@ class Emitter:
             return self.value(inner, ctx)
         if inner.op == "Op" and self.imp.ops[inner.args[0]].name in RESHAPE_OPS:
             return self.value(inner, self.top)  # a reshape between dispatches: metadata, no dispatch
+        if inner.op == "Op" and self.imp.ops[inner.args[0]].name == "flow.dispatch.workgroups":
+            self.dispatch_order.append(("dispatch", t.eclass))
+            return self.value(inner, self.top)  # a dispatch the model does not see into: as it was
         if inner.op == "SetEncoding" and inner.args[0].op in STORED and inner.args[0].op != "Const":
             src = self.value(inner.args[0], self.top)
             dims = self.dim_values(inner)

@@ -24,7 +24,17 @@ from egg_dispatch.evaluate.structured import (
 )
 from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, element_type, to_type
 from egg_dispatch.mlir.ir import AffineMapAttr, ArrayAttr, Block, IntAttr, Operation, ScalarType, Value
-from egg_dispatch.mlir.ops import attr, ins, int_list, iterator_types, outs, tensor_type
+from egg_dispatch.mlir.ops import (
+    DYNAMIC,
+    attr,
+    base_operands,
+    dim_group,
+    ins,
+    int_list,
+    iterator_types,
+    outs,
+    tensor_type,
+)
 
 if TYPE_CHECKING:
     from egg_dispatch.evaluate.core import Interpreter
@@ -361,35 +371,43 @@ def _mmt4d(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     return [to_type(fn(lhs, rhs, acc), op.result.type)]
 
 
+def _inner_tiles(it: Interpreter, op: Operation, frame: Frame) -> list[int]:
+    """A pack / unpack's ``inner_tiles``, its dynamic ones (``[%t]``) read from the frame."""
+    dyn = iter(dim_group(op, 0))
+    return [int(it.array(next(dyn), frame)) if t == DYNAMIC else t for t in int_list(op.attributes["inner_tiles"])]
+
+
 @handles("linalg.pack")
 def _pack(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
-    src = it.array(op.operands[0], frame)
-    pad = it.array(op.operands[2], frame) if len(op.operands) > 2 else np.asarray(0, src.dtype)
+    base = base_operands(op)
+    src = it.array(base[0], frame)
+    pad = it.array(base[2], frame) if len(base) > 2 else np.asarray(0, src.dtype)
     perm = op.attributes.get("outer_dims_perm")
     out = kernels.pack(
         src,
         int_list(op.attributes["inner_dims_pos"]),
-        int_list(op.attributes["inner_tiles"]),
+        _inner_tiles(it, op, frame),
         int_list(perm) if perm is not None else None,
         pad.item(),
     )
-    t = tensor_type(op.result)
-    if out.shape != t.shape:
-        raise EvaluationError(f"pack produces shape {out.shape}, but the result type is {t.shape}")
+    dest = it.array(base[1], frame).shape  # the result's shape, also where the type has '?'
+    if out.shape != dest:
+        raise EvaluationError(f"pack produces shape {out.shape}, but its destination has shape {dest}")
     return [out]
 
 
 @handles("linalg.unpack")
 def _unpack(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     src = it.array(op.operands[0], frame)
+    dest = it.array(op.operands[1], frame).shape  # the result's shape, also where the type has '?'
     perm = op.attributes.get("outer_dims_perm")
     return [
         kernels.unpack(
             src,
             int_list(op.attributes["inner_dims_pos"]),
-            int_list(op.attributes["inner_tiles"]),
+            _inner_tiles(it, op, frame),
             int_list(perm) if perm is not None else None,
-            tensor_type(op.result).static_shape,
+            dest,
         )
     ]
 

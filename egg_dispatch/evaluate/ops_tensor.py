@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -12,7 +14,9 @@ from egg_dispatch.evaluate.encoding import encode, logical, slice_packed, zeros
 from egg_dispatch.evaluate.registry import Frame, handles
 from egg_dispatch.evaluate.scalar import ELEMENTWISE, apply_elementwise
 from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, element_type, to_type
+from egg_dispatch.mlir.affine import affine_value
 from egg_dispatch.mlir.ir import (
+    AffineMapAttr,
     BoolAttr,
     DenseAttr,
     FloatAttr,
@@ -24,7 +28,16 @@ from egg_dispatch.mlir.ir import (
     TensorType,
     Value,
 )
-from egg_dispatch.mlir.ops import DYNAMIC, base_operands, static_slice, tensor_type, workgroups_arguments
+from egg_dispatch.mlir.ops import (
+    DYNAMIC,
+    attr,
+    base_operands,
+    result_bindings,
+    static_slice,
+    tensor_type,
+    tied_operands,
+    workgroups_arguments,
+)
 
 if TYPE_CHECKING:
     from egg_dispatch.evaluate.core import Interpreter
@@ -133,6 +146,26 @@ def _dim(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     return [np.asarray(shape[d], np.int64)]
 
 
+_AFFINE_INT: dict[str, Callable[[int, int], int]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "floordiv": operator.floordiv,
+    "ceildiv": lambda a, b: -(-a // b),
+    "mod": operator.mod,  # Python's: non-negative for a positive divisor, as MLIR's
+}
+
+
+@handles("affine.apply", "affine.min", "affine.max")
+def _affine(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    m = attr(op, "map", AffineMapAttr)
+    args = [int(it.array(v, frame)) for v in op.operands]
+    dims, syms = args[: m.num_dims], args[m.num_dims :]
+    values = [affine_value(e, dims, syms, int, _AFFINE_INT) for e in m.results]
+    pick = {"affine.min": min, "affine.max": max}.get(op.name, lambda vs: vs[0])
+    return [np.asarray(pick(values), np.int64)]
+
+
 # ----------------------------------------------------------------------------------- encodings
 
 
@@ -206,18 +239,21 @@ class _Binding:
 def _workgroups(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     block = op.regions[0].entry
     captured = workgroups_arguments(op)
-    if len(block.args) != len(captured) + len(op.results):
-        raise EvaluationError("dispatch results tied to operands are not supported")
     args: list[object] = []
     for v in captured:
         x = frame.get(v)
         args.append(_Binding(concrete_type(tensor_type(v), x), x) if isinstance(v.type, TensorType) else x)
-    outs = [_Binding(tensor_type(r)) for r in op.results]
-    it.run_block(block, [*args, *outs], None)
-    for i, b in enumerate(outs):
-        if b.value is None:
+    tied = tied_operands(op)
+    outs = [_Binding(tensor_type(r)) for r, t in zip(op.results, tied, strict=True) if t is None]
+    it.run_block(block, [*args, *outs], None)  # a store through a tied operand's binding copies, never updates x
+    bindings = [*args, *outs]
+    results = []
+    for i, b in enumerate(result_bindings(op)):
+        binding = bindings[b]
+        if not isinstance(binding, _Binding) or binding.value is None:
             raise EvaluationError(f"the dispatch never stores result #{i}")
-    return [b.value for b in outs]
+        results.append(binding.value)
+    return results
 
 
 def _binding(frame: Frame, op: Operation, v: Value) -> _Binding:

@@ -1,12 +1,15 @@
-"""Parsing of ``affine_map<(d0, d1)[s0] -> (...)>`` attributes."""
+"""``affine_map<(d0, d1)[s0] -> (...)>`` attributes: their parsing, and the value of one of their
+expressions (``affine_value``) in whatever algebra the caller computes in."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
 
 from egg_dispatch.mlir.ir import AffineMapAttr
 from egg_dispatch.mlir.lexer import describe, int_value
 from egg_dispatch.mlir.parser_base import ParserBase
 
-__all__ = ["AffineParser"]
+__all__ = ["AffineParser", "affine_value"]
 
 _MUL_OPS = ("*", "floordiv", "ceildiv", "mod")
 
@@ -94,3 +97,23 @@ class AffineParser(ParserBase):
             finally:
                 lex.leave()
         raise lex.error(f"expected an affine expression, found {describe(tok)}", tok.pos)
+
+
+def affine_value[V](
+    expr: tuple,
+    dims: Sequence[V],
+    symbols: Sequence[V],
+    const: Callable[[int], V],
+    ops: Mapping[str, Callable[[V, V], V]],
+) -> V:
+    """The value of one result of an ``AffineMapAttr`` with its dims and symbols bound: ``ops`` gives
+    ``+ - * floordiv ceildiv mod`` in the caller's algebra (sizes as ``Dim``, run-time ints)."""
+    kind = expr[0]
+    if kind == "d":
+        return dims[expr[1]]
+    if kind == "s":
+        return symbols[expr[1]]
+    if kind == "c":
+        return const(expr[1])
+    lhs = affine_value(expr[1], dims, symbols, const, ops)
+    return ops[kind](lhs, affine_value(expr[2], dims, symbols, const, ops))

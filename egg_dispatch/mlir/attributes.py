@@ -8,6 +8,7 @@ from egg_dispatch.mlir.affine import AffineParser
 from egg_dispatch.mlir.dense import DenseParser
 from egg_dispatch.mlir.encoding import EncodingParser
 from egg_dispatch.mlir.ir import (
+    FLOAT_TYPES,
     ArrayAttr,
     Attr,
     BoolAttr,
@@ -35,7 +36,7 @@ from egg_dispatch.mlir.printer import Printer
 __all__ = ["AttrParser"]
 
 _SHAPE = re.compile(r"((?:(?:[0-9]+|\?)x)*)")
-_SCALAR = re.compile(r"(?:[su]?i[0-9]+|bf16|f16|f32|f64|f8E[0-9A-Za-z]+|index)\b")
+_INTEGER = re.compile(r"[su]?i[0-9]+")
 _ALIAS_REF = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|(?P<ref>[#!][A-Za-z_][A-Za-z0-9_$]*)(?![A-Za-z0-9_$.<\-])')
 """An alias reference inside verbatim text; strings and comments are matched only to be skipped."""
 _MAX_DIM = 2**63 - 1
@@ -58,9 +59,11 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         lex = self.lex
         if tok.kind == "ident" and tok.text == "tensor":
             return self.parse_tensor_type()
-        if tok.kind == "ident" and _SCALAR.fullmatch(tok.text):
+        if tok.kind == "ident" and (tok.text in FLOAT_TYPES or tok.text == "index" or _INTEGER.fullmatch(tok.text)):
             lex.next()
             return ScalarType(tok.text)
+        if tok.kind == "ident" and tok.text == "complex":
+            return self.parse_complex_type()
         if tok.kind == "ident" and tok.text == "none":
             lex.next()
             return OpaqueType("none")
@@ -84,7 +87,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
             lex.expect("->", "in a function type")
             results = self.parse_result_types()
             return FunctionType(tuple(inputs), tuple(results))
-        if tok.kind == "ident" and tok.text in ("vector", "memref", "complex", "tuple"):
+        if tok.kind == "ident" and tok.text in ("vector", "memref", "tuple"):
             return OpaqueType(self._bracketed_text(tok, required=True))
         raise lex.error(f"expected a type, found {describe(tok)}")
 
@@ -101,6 +104,17 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         lex.restore(close)
         return lex.text[tok.pos : close]
 
+    def parse_complex_type(self) -> ScalarType:
+        """``complex<f32>``: an element type, named as written (its part an integer or float type)."""
+        lex = self.lex
+        start = lex.next().pos
+        lex.expect("<")
+        part = self.parse_type()
+        if not isinstance(part, ScalarType) or part.is_complex or part.name == "index":
+            raise lex.error(f"expected an integer or float type in complex<...>, found '{part}'", start)
+        lex.expect(">", "to close the complex type")
+        return ScalarType(f"complex<{part.name}>")
+
     def parse_tensor_type(self) -> TensorType:
         lex = self.lex
         start = lex.next().pos
@@ -116,9 +130,13 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
             raise lex.error(f"expected a scalar element type in a tensor type, found '{elem}'", start)
         encoding: Attr | None = None
         if lex.accept(","):
+            pos = lex.peek().pos
             encoding = self.parse_attribute()
         lex.expect(">", "to close the tensor type")
-        return TensorType(shape, elem, encoding)
+        typ = TensorType(shape, elem, encoding)
+        if encoding is not None:
+            self.note_encoding(typ, pos)
+        return typ
 
     def parse_dims(self, typ: Type, what: str = "the type") -> list[Value]:
         """``{%d0, %d1}`` after a type with dynamic dims: one ``index`` value per ``?`` (nothing for a

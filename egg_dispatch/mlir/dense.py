@@ -80,8 +80,14 @@ class DenseParser(ParserBase):
         return typ
 
 
-def _element(lex: Lexer, t: str, elem: ScalarType, pos: int) -> float | int:
-    """One element of a dense list, checked against the element type."""
+def _element(lex: Lexer, t: str, elem: ScalarType, pos: int) -> complex | float | int:
+    """One element of a dense list, checked against the element type (a complex one: ``(re,im)``)."""
+    if elem.is_complex:
+        re_im = t[1:-1].split(",") if t.startswith("(") and t.endswith(")") else []
+        if len(re_im) != 2:
+            raise lex.error(f"expected a complex element '(real,imaginary)', found '{t}'", pos)
+        part = elem.complex_part
+        return complex(_element(lex, re_im[0], part, pos), _element(lex, re_im[1], part, pos))
     if elem.name == "i1" and t in ("true", "false"):
         return int(t == "true")
     if elem.is_float:
@@ -103,6 +109,8 @@ def _array_from_text(lex: Lexer, body: str, typ: TensorType, pos: int) -> np.nda
     """``[[1.0, 2.0], [3.0, 4.0]]`` (nesting checked against the shape) or a splat scalar."""
     dtype = numpy_dtype(typ.element)
     toks = [(m.group(), pos + m.start()) for m in _DENSE_TOKEN.finditer(body)]
+    if typ.element.is_complex:
+        toks = _complex_elements(toks)
     if not toks:
         if typ.num_elements:
             raise lex.error(f"empty dense literal for {_fmt(typ)}, which has {typ.num_elements} elements", pos)
@@ -113,7 +121,7 @@ def _array_from_text(lex: Lexer, body: str, typ: TensorType, pos: int) -> np.nda
         value = _element(lex, toks[0][0], typ.element, toks[0][1])
         with np.errstate(all="ignore"):
             return round_bf16(np.full(typ.shape, value, dtype=dtype), typ.element)
-    values: list[float | int] = []
+    values: list[complex | float | int] = []
     counts: list[int] = []  # items so far in each open list
     opens: list[int] = []
     expect_item = True
@@ -162,6 +170,21 @@ def _array_from_text(lex: Lexer, body: str, typ: TensorType, pos: int) -> np.nda
         raise lex.error(f"unexpected '{toks[end][0]}' after the dense literal", toks[end][1])
     with np.errstate(all="ignore"):
         return round_bf16(np.array(values, dtype=dtype).reshape(typ.static_shape), typ.element)
+
+
+def _complex_elements(toks: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """``(``, re, ``,``, im, ``)`` tokens joined into one ``(re,im)`` element token."""
+    out: list[tuple[str, int]] = []
+    i = 0
+    while i < len(toks):
+        group = [t for t, _ in toks[i : i + 5]]
+        if group[:1] == ["("] and len(group) == 5 and group[2] == "," and group[4] == ")":
+            out.append(("".join(group), toks[i][1]))
+            i += 5
+        else:
+            out.append(toks[i])
+            i += 1
+    return out
 
 
 def round_bf16(a: np.ndarray, elem: ScalarType) -> np.ndarray:

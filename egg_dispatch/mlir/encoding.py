@@ -1,14 +1,28 @@
-"""Parsing of ``#iree_encoding.encoding<...>`` into an ``EncodingAttr``."""
+"""Tensor encodings: ``#iree_encoding.encoding<...>`` read into an ``EncodingAttr`` (the encoding the
+cost model prices: a matmul operand's data-tiling layout), and every other encoding
+(``#iree_encoding.testing<>``, ``#iree_encoding.layout<[...]>``, ``#iree_encoding.padding<[...]>``,
+...) kept verbatim as a ``DialectAttr``: ``unpriced_encoding`` names it, and ``unpriced_note`` is the
+one warning a module that has any gets (the importer keeps the ops on such tensors opaque)."""
 
 from __future__ import annotations
 
 from typing import cast
 
-from egg_dispatch.mlir.ir import AffineMapAttr, ArrayAttr, EncodingAttr, ScalarType, TypeAttr
+from egg_dispatch.mlir.ir import (
+    AffineMapAttr,
+    ArrayAttr,
+    DispatchTensorType,
+    EncodingAttr,
+    Loc,
+    ScalarType,
+    TensorType,
+    Type,
+    TypeAttr,
+)
 from egg_dispatch.mlir.lexer import int_value
 from egg_dispatch.mlir.parser_base import ParserBase
 
-__all__ = ["ENCODING_FIELDS", "EncodingParser"]
+__all__ = ["ENCODING_FIELDS", "EncodingParser", "unpriced_encoding", "unpriced_note"]
 
 ENCODING_FIELDS = (
     "operand_index",
@@ -20,7 +34,36 @@ ENCODING_FIELDS = (
 )
 
 
+def unpriced_encoding(t: Type) -> str | None:
+    """The name (``#iree_encoding.testing``) of the encoding of tensor type ``t`` when it is one the
+    cost model does not price (anything but ``#iree_encoding.encoding``); None for a priced one or none."""
+    if isinstance(t, DispatchTensorType):
+        t = t.tensor
+    e = t.encoding if isinstance(t, TensorType) else None
+    if e is None or isinstance(e, EncodingAttr):
+        return None
+    text = getattr(e, "text", None)
+    return text.split("<", 1)[0] if isinstance(text, str) else type(e).__name__
+
+
+def unpriced_note(first_uses: dict[str, Loc]) -> str:
+    """The one warning of a module whose tensors carry encodings the cost model does not price, at the
+    first of them, naming each (in the order they first occur)."""
+    where = next(iter(first_uses.values()))
+    names = ", ".join(first_uses)
+    return (
+        f"{where}: warning: encodings the cost model does not price: {names}; kept as written, and the ops "
+        "on tensors that carry them are opaque ops (a barrier for every rule)"
+    )
+
+
 class EncodingParser(ParserBase):
+    def note_encoding(self, t: TensorType, pos: int) -> None:
+        """Remember where an encoding the cost model does not price first occurs (``unpriced_note``)."""
+        name = unpriced_encoding(t)
+        if name is not None and name not in self.unpriced:
+            self.unpriced[name] = self.lex.loc(pos)
+
     def parse_encoding(self) -> EncodingAttr:
         lex = self.lex
         start = lex.expect("<").pos

@@ -16,12 +16,14 @@ import numpy as np
 
 from egg_dispatch.mlir.elements import HexData, decode_elements, element_bytes, storage_nbytes
 from egg_dispatch.mlir.ir_types import (
+    FLOAT_TYPES,
     DispatchTensorType,
     FunctionType,
     OpaqueType,
     ScalarType,
     TensorType,
     Type,
+    element_bits,
     element_nbytes,
     is_known_element,
     numpy_dtype,
@@ -29,6 +31,7 @@ from egg_dispatch.mlir.ir_types import (
 
 __all__ = [
     "ABI_SHELL_OPS",
+    "FLOAT_TYPES",
     "AffineMapAttr",
     "ArrayAttr",
     "Attr",
@@ -56,6 +59,7 @@ __all__ = [
     "TypeAttr",
     "UnitAttr",
     "Value",
+    "element_bits",
     "element_nbytes",
     "is_known_element",
     "numpy_dtype",
@@ -399,15 +403,21 @@ class Module:
             yield from op.walk()
 
     def functions(self) -> list[Operation]:
+        """Every function, declarations (no body: ``func.func private @f(tensor<4xf32>)``) too."""
         return [op for op in self.ops if op.name in ("func.func", "util.func")]
 
+    def defined_functions(self) -> list[Operation]:
+        """The functions with a body (the ones there is a program in)."""
+        return [op for op in self.functions() if op.regions]
+
     def function(self, name: str | None = None) -> Operation:
-        """The function called ``name``; with no name, the first public one (or the only one)."""
+        """The function called ``name``; with no name, the first public one (or the only one) with a body."""
         funcs = self.functions()
         if name is None:
+            funcs = self.defined_functions()
             public = [f for f in funcs if f.attributes.get("sym_visibility") != StrAttr("private")]
             if not (public or funcs):
-                raise KeyError("the module has no function")
+                raise KeyError("the module has no function" + (" with a body" if self.functions() else ""))
             computing = [f for f in public if not _is_abi_wrapper(f)]
             return (computing or public or funcs)[0]
         for f in funcs:

@@ -10,6 +10,8 @@ func.func, util.func                      ``sym_name`` StrAttr, ``function_type`
                                           ``sym_visibility`` StrAttr (optional); body region (entry block args)
 func.return, util.return                  operands
 arith.constant                            ``value``: DenseAttr | IntAttr | FloatAttr
+affine.apply / affine.min / affine.max    [*dims, *symbols] (index values, as the map counts them);
+                                          ``map`` AffineMapAttr
 tensor.empty                              [*sizes]: one index per ``?`` of the result type
 tensor.extract_slice                      [source, *dynamic]; ``static_offsets/static_sizes/static_strides``
                                           (ArrayAttr of IntAttr; DYNAMIC marks an SSA entry, taken in order
@@ -29,9 +31,12 @@ linalg named / generic / transpose /      ins then outs as operands; ``operandSe
 broadcast / pack / unpack / mmt4d         of (num_ins, num_outs); ``indexing_maps`` (optional for named ops),
                                           ``iterator_types`` (generic: ArrayAttr[StrAttr]), ``permutation``
                                           (transpose), ``dimensions`` (broadcast); generic has a body region
-linalg.pack                               [source, dest, padding_value?]; ``inner_dims_pos``, ``inner_tiles``,
-                                          ``outer_dims_perm`` (optional), ``has_padding`` UnitAttr if padded
-linalg.unpack                             [source, dest]; ``inner_dims_pos``, ``inner_tiles``, ``outer_dims_perm``
+linalg.pack                               [source, dest, padding_value?, *dynamic tiles]; ``inner_dims_pos``,
+                                          ``inner_tiles`` (DYNAMIC marks an SSA entry), ``outer_dims_perm``
+                                          (optional), ``has_padding`` UnitAttr if padded; ``dim_segments``
+                                          [dynamic tiles] when it has any
+linalg.unpack                             [source, dest, *dynamic tiles]; ``inner_dims_pos``, ``inner_tiles``,
+                                          ``outer_dims_perm``; ``dim_segments`` as pack
 linalg.index                              ``dim`` IntAttr
 linalg.softmax                            [input, init] (no ``operandSegmentSizes``); ``dimension`` IntAttr
 iree_encoding.set_encoding / unset_       [source, *encoding_dims(, *result dims)]; encoding in the result /
@@ -41,10 +46,15 @@ flow.dispatch.region                      [*workload, *result dims]; ``workload`
                                           ``dim_segments`` (one per result); region whose terminator is
                                           ``flow.return``
 flow.dispatch.workgroups                  [*workload, *arguments, *argument dims, *result dims]; ``workload``,
-                                          ``dim_segments`` (one per argument, then one per result); body region
-                                          (args are bindings); ``count`` region
-flow.tensor.encode / flow.tensor.reshape  [source, *source dims, *result dims]; ``dim_segments`` [source, result]
+                                          ``dim_segments`` (one per argument, then one per result),
+                                          ``tied_operands`` (with a tied result); body region (args are
+                                          bindings: the arguments', then the untied results'); ``count``
+                                          region
+flow.tensor.encode / reshape / bitcast,   [source, *source dims, *result dims]; ``dim_segments`` [source, result]
+  iree_tensor_ext.bitcast
 flow.tensor.tie_shape                     [source, *dims]; ``dim_segments`` [dims]
+flow.tensor.transfer                      [source, *dims]; ``target`` (a StrAttr or a device affinity);
+                                          ``dim_segments`` [dims]
 util.global                               ``sym_name``, ``type`` TypeAttr, ``initial_value`` (optional),
                                           ``sym_visibility``, ``is_mutable`` UnitAttr (optional)
 util.initializer                          body region
@@ -98,6 +108,7 @@ __all__ = [
     "RESHAPE_OPS",
     "RETURN_OPS",
     "TENSOR_RESHAPE_OPS",
+    "TIED_OPERANDS",
     "WORKLOAD",
     "attr",
     "base_operands",
@@ -107,10 +118,12 @@ __all__ = [
     "ins",
     "int_list",
     "outs",
+    "result_bindings",
     "set_dims",
     "static_slice",
     "sym_name",
     "tensor_type",
+    "tied_operands",
     "workgroups_arguments",
     "workload",
 ]
@@ -147,9 +160,10 @@ input's bytes."""
 
 CAST_OPS = frozenset({
     "extf", "truncf", "sitofp", "uitofp", "fptosi", "fptoui", "extsi", "extui", "trunci",
-    "index_cast", "index_castui", "bitcast",
+    "index_cast", "index_castui", "bitcast", "scaling_extf", "scaling_truncf",
 })  # fmt: skip
-"""arith casts (short names): ``op %x : T to T'`` in both the reader and the printer."""
+"""arith casts (short names): ``op %x : T to T'`` in both the reader and the printer (the scaling ones,
+``op %x, %scale : T, S to T'``, list a type per operand)."""
 
 RETURN_OPS = frozenset({
     "func.return", "return", "util.return", "flow.return", "linalg.yield", "iree_linalg_ext.yield",
@@ -165,6 +179,10 @@ how many of its trailing operands belong to each list, in the op's printed order
 WORKLOAD = "workload"
 """Attribute of ``flow.dispatch.region`` / ``flow.dispatch.workgroups``: how many leading operands are
 the ``[%w, ...]`` workload."""
+
+TIED_OPERANDS = "tied_operands"
+"""Attribute of ``flow.dispatch.workgroups`` with tied results (``-> %x``): per result, the captured
+operand it is (updated in place, through that operand's binding), or -1."""
 
 
 def dim_groups(op: Operation) -> list[list[Value]]:
@@ -202,6 +220,27 @@ def workgroups_arguments(op: Operation) -> list[Value]:
     """The captured arguments of ``flow.dispatch.workgroups`` (without workload and dynamic sizes)."""
     base = base_operands(op)
     return base[len(workload(op)) :]
+
+
+def tied_operands(op: Operation) -> list[int | None]:
+    """Per result of ``flow.dispatch.workgroups``: the captured operand it is tied to, or None."""
+    tied = int_list(op.attributes.get(TIED_OPERANDS)) or (-1,) * len(op.results)
+    return [t if t >= 0 else None for t in tied]
+
+
+def result_bindings(op: Operation) -> list[int]:
+    """Per result of ``flow.dispatch.workgroups``: the body argument it is written through (a tied one:
+    its operand's binding; the others: the bindings after the captured operands', in order)."""
+    n_in = len(workgroups_arguments(op))
+    out = []
+    untied = 0
+    for t in tied_operands(op):
+        if t is None:
+            out.append(n_in + untied)
+            untied += 1
+        else:
+            out.append(t)
+    return out
 
 
 def set_dims(attrs: dict[str, Attr], groups: list[list[Value]]) -> list[Value]:

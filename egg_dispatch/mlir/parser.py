@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from egg_dispatch.mlir.attributes import AttrParser
+from egg_dispatch.mlir.encoding import unpriced_note
 from egg_dispatch.mlir.ir import Attr, Block, DenseAttr, Loc, Module, OpaqueType, Operation, Region, Type, Value
 from egg_dispatch.mlir.lexer import Lexer, MLIRSyntaxError, describe, int_value
 from egg_dispatch.mlir.literals import symbol_name
@@ -39,6 +40,8 @@ class Parser(AttrParser, OpSyntax, ResourceParser):
         self.pending_resources: list[tuple[DenseAttr, Loc]] = []
         self.retired: list[tuple[str, Loc]] = []
         """Retired named ops read as what they are now (``mlir.retired``), with where each was."""
+        self.unpriced: dict[str, Loc] = {}
+        """Encodings the cost model does not price, at their first use (``mlir.encoding.unpriced_note``)."""
         self.scopes: list[_Scope] = []
         self.warnings: list[str] = []
         self.use_pos: dict[int, list[int]] = {}
@@ -76,6 +79,8 @@ class Parser(AttrParser, OpSyntax, ResourceParser):
         if self.retired:
             module.respelled = [name for name, _ in self.retired]
             self.warnings.append(retired_note(self.retired))
+        if self.unpriced:
+            self.warnings.append(unpriced_note(self.unpriced))
         module.aliases = {**self.attr_aliases, **self.type_aliases}
         module.warnings = self.warnings
         return module

@@ -26,6 +26,7 @@ class ParserBase:
     pending_resources: list[tuple[DenseAttr, Loc]]
     warnings: list[str]
     retired: list[tuple[str, Loc]]
+    unpriced: dict[str, Loc]
 
     if TYPE_CHECKING:
         # mlir.parser.Parser

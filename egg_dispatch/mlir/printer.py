@@ -377,10 +377,13 @@ def _float_attr(a: FloatAttr, p: Printer) -> str:
     return body if a.type is None else f"{body} : {p.type(a.type)}"
 
 
-def _scalar(v: float | np.number | np.bool_, elem: ScalarType) -> str:
+def _scalar(v: complex | float | np.number | np.bool_, elem: ScalarType) -> str:
     """One element (a Python or NumPy scalar) of a dense attribute of ``elem``."""
     if elem.name == "i1":
         return "true" if bool(v) else "false"
+    if elem.is_complex or isinstance(v, complex | np.complexfloating):
+        z = complex(v)
+        return f"({_scalar(z.real, elem.complex_part)},{_scalar(z.imag, elem.complex_part)})"
     if elem.is_float:
         f = float(v)
         if np.isnan(f) or np.isinf(f):

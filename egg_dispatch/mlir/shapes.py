@@ -4,9 +4,10 @@ every tensor value, and of every ``index`` value.
 ``function_shapes`` walks a function once, in order, into its regions (dispatch regions and
 workgroups, with their bindings), and gives every tensor value its dims and every ``index`` value
 its ``Dim``. Sizes flow from the arguments (``arg0.d1`` for a ``?`` of argument 0; ``arg2`` for an
-integer argument) through ``tensor.dim``, ``tensor.empty(%d)``, index arithmetic, reshapes, slices,
-pads, concatenations, structured ops (a result has its init's sizes) and IREE's ops (``{%d}``
-lists, ``hal.buffer_view.dim``, ``dispatch.workload.ordinal``, ``util.assume.int``).
+integer argument) through ``tensor.dim``, ``tensor.empty(%d)``, index arithmetic (``arith``,
+``affine.apply``), reshapes, slices, pads, concatenations, structured ops (a result has its init's
+sizes) and IREE's ops (``{%d}`` lists, ``hal.buffer_view.dim``, ``dispatch.workload.ordinal``,
+``util.assume.int``).
 
 Contract: two dims that are the same expression of the arguments are the same ``Dim`` (so the same
 size whatever the input); a static dim of a value's type always wins over what was inferred; what
@@ -22,12 +23,14 @@ that reads ops to build sizes.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import cast
 
 from egg_dispatch.mlir.abi import argument_tensor_types
+from egg_dispatch.mlir.affine import affine_value
 from egg_dispatch.mlir.ir import (
+    AffineMapAttr,
     ArrayAttr,
     Block,
     DictAttr,
@@ -47,6 +50,7 @@ from egg_dispatch.mlir.ops import (
     dim_groups,
     int_list,
     outs,
+    result_bindings,
     static_slice,
     tensor_type,
     workgroups_arguments,
@@ -72,6 +76,7 @@ class FunctionShapes:
     integer argument, ``arg2``, is a size of its own)."""
     unknown: dict[str, Value] = field(default_factory=dict)
     """Opaque sizes (an op the analysis does not see through) -> the value they stand for."""
+    _unknown_names: dict[tuple[Value, str], str] = field(default_factory=dict)
 
     def shape(self, v: Value) -> Shape:
         """``v``'s dims (static ones as constants); a value never seen gets unknown symbols."""
@@ -89,8 +94,13 @@ class FunctionShapes:
         return not any(s.startswith("%") for s in d.symbols())
 
     def _unknown(self, v: Value, suffix: str) -> Dim:
-        name = f"%{v.name}{suffix}#{id(v) % 100000}"
-        self.unknown[name] = v
+        """The unknown symbol of ``v``'s size (``suffix`` ``.dN``: of its dim N), the same one each time,
+        numbered in the order the walk meets them (so the same in every run)."""
+        name = self._unknown_names.get((v, suffix))
+        if name is None:
+            name = f"%{v.name}{suffix}#{len(self._unknown_names)}"
+            self._unknown_names[(v, suffix)] = name
+            self.unknown[name] = v
         return Dim.sym(name)
 
     def fresh_shape(self, v: Value, t: Type) -> Shape:
@@ -102,22 +112,6 @@ class FunctionShapes:
         return tuple(Dim.const(d) if d is not None else self._unknown(v, f".d{i}") for i, d in enumerate(t.shape))
 
 
-def _static_or(t: Type, dims: list[Dim]) -> Shape:
-    """A type's dims: its static sizes, and ``dims`` in order for its ``?``s (a missing one is unknown)."""
-    if isinstance(t, DispatchTensorType):
-        t = t.tensor
-    if not isinstance(t, TensorType):
-        return ()
-    it = iter(dims)
-    out = []
-    for i, d in enumerate(t.shape):
-        if d is not None:
-            out.append(Dim.const(d))
-        else:
-            out.append(next(it, None) or Dim.sym(f"%unsized{id(t) % 100000}.d{i}"))
-    return tuple(out)
-
-
 class _Walker:
     def __init__(self, func: Operation, arg_numbers: dict[Value, int]):
         self.func = func
@@ -126,6 +120,21 @@ class _Walker:
 
     def dims_of(self, values: list[Value]) -> list[Dim]:
         return [self.out.scalar(v) for v in values]
+
+    def static_or(self, v: Value, dims: list[Dim]) -> Shape:
+        """``v``'s dims: its type's static sizes, and ``dims`` in order for its ``?``s (a missing one is
+        unknown)."""
+        t = v.type.tensor if isinstance(v.type, DispatchTensorType) else v.type
+        if not isinstance(t, TensorType):
+            return ()
+        it = iter(dims)
+        out = []
+        for i, d in enumerate(t.shape):
+            if d is not None:
+                out.append(Dim.const(d))
+            else:
+                out.append(next(it, None) or self.out._unknown(v, f".d{i}"))
+        return tuple(out)
 
     def set_shape(self, v: Value, dims: Shape) -> None:
         t = v.type.tensor if isinstance(v.type, DispatchTensorType) else v.type
@@ -168,13 +177,13 @@ class _Walker:
             out.scalars[rs[0]] = out.scalar(op.operands[0])
             return
         if n == "tensor.empty":
-            self.set_shape(rs[0], _static_or(rs[0].type, self.dims_of(op.operands)))
-        elif n in ("hal.tensor.import", "flow.tensor.tie_shape"):
-            self.set_shape(rs[0], _static_or(rs[0].type, self.dims_of(dim_group(op, 0))))
-        elif n in ("flow.tensor.encode", "flow.tensor.reshape"):
-            self.set_shape(rs[0], _static_or(rs[0].type, self.dims_of(dim_group(op, 1))))
+            self.set_shape(rs[0], self.static_or(rs[0], self.dims_of(op.operands)))
+        elif n in ("hal.tensor.import", "flow.tensor.tie_shape", "flow.tensor.transfer"):
+            self.set_shape(rs[0], self.static_or(rs[0], self.dims_of(dim_group(op, 0))))
+        elif n in ("flow.tensor.encode", "flow.tensor.reshape", "flow.tensor.bitcast", "iree_tensor_ext.bitcast"):
+            self.set_shape(rs[0], self.static_or(rs[0], self.dims_of(dim_group(op, 1))))
         elif n == "iree_encoding.unset_encoding" and dim_group(op, 1):
-            self.set_shape(rs[0], _static_or(rs[0].type, self.dims_of(dim_group(op, 1))))
+            self.set_shape(rs[0], self.static_or(rs[0], self.dims_of(dim_group(op, 1))))
         elif n in _SAME_AS_SOURCE:
             for r, v in zip(rs, op.operands, strict=False):
                 self.same(r, v)
@@ -201,7 +210,7 @@ class _Walker:
         elif n == "flow.dispatch.region":
             self.block(op.regions[0].entry)
             for r, dims in zip(rs, dim_groups(op) or [[] for _ in rs], strict=True):
-                self.set_shape(r, _static_or(r.type, self.dims_of(dims)))
+                self.set_shape(r, self.static_or(r, self.dims_of(dims)))
         elif n == "flow.dispatch.workgroups":
             self.workgroups(op)
         elif n == "iree_tensor_ext.dispatch.tensor.load":
@@ -269,13 +278,14 @@ class _Walker:
                 self.out.scalars[binding] = self.out.scalar(v)
             else:
                 self.set_shape(binding, self.out.shape(v))
-        for binding, r, dims in zip(body.args[len(args) :], op.results, groups[len(args) :], strict=False):
-            self.set_shape(binding, _static_or(r.type, self.dims_of(dims)))
+        for b, r, dims in zip(result_bindings(op), op.results, groups[len(args) :], strict=False):
+            if b >= len(args) and b < len(body.args):  # a tied result's binding is its operand's
+                self.set_shape(body.args[b], self.static_or(r, self.dims_of(dims)))
         for w in workload(op):
             self.out.scalar(w)
         self.block(body)
         for r, dims in zip(op.results, groups[len(args) :], strict=True):
-            self.set_shape(r, _static_or(r.type, self.dims_of(dims)))
+            self.set_shape(r, self.static_or(r, self.dims_of(dims)))
 
     def assume(self, op: Operation) -> None:
         rows_per = attr(op, "assumptions", ArrayAttr).items
@@ -394,10 +404,26 @@ def _cast(w: _Walker, op: Operation) -> Dim:
     return w.out.scalar(op.operands[0])
 
 
+_AFFINE_OPS: dict[str, Callable[[Dim, Dim], Dim]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": _mul,
+    **{kind: _by_const(kind) for kind in ("floordiv", "ceildiv", "mod")},
+}
+"""``affine_value``'s operations on sizes (a symbolic divisor: ValueError, an unknown size)."""
+
+
+def _affine_apply(w: _Walker, op: Operation) -> Dim:
+    m = attr(op, "map", AffineMapAttr)
+    args = w.dims_of(op.operands)
+    return affine_value(m.results[0], args[: m.num_dims], args[m.num_dims :], Dim.const, _AFFINE_OPS)
+
+
 _SCALAR_OPS = {
     "arith.constant": _constant,
     "tensor.dim": _tensor_dim,
     "hal.buffer_view.dim": _buffer_view_dim,
+    "affine.apply": _affine_apply,
     "arith.index_cast": _cast,
     "arith.index_castui": _cast,
     "arith.addi": _binary(lambda a, b: a + b),
@@ -415,7 +441,10 @@ _SCALAR_OPS = {
 
 
 def function_shapes(func: Operation, module_ops: list[Operation] | None = None) -> FunctionShapes:
-    """Dims of every tensor and size of every index value in ``func`` (see the module docstring)."""
+    """Dims of every tensor and size of every index value in ``func`` (see the module docstring); a
+    declaration (no body) has none."""
+    if not func.regions:
+        return FunctionShapes()
     entry = func.regions[0].entry
     numbers: dict[Value, int] = {}
     data_args = argument_tensor_types(func)

@@ -1,5 +1,6 @@
-"""Custom assembly syntax of the ops egg_dispatch models: functions, returns, arith / math and the
-tensor slicing and reshaping ops, read and written; ``OpSyntax`` assembles every dialect's reader.
+"""Custom assembly syntax of the ops egg_dispatch models: functions, returns, arith / math,
+``affine.apply`` and the tensor slicing and reshaping ops, read and written; ``OpSyntax`` assembles
+every dialect's reader.
 
 Each ``_p_*`` method parses what follows the op name and returns the built ``Operation``; keys
 of the attributes follow ``mlir.ops``; ``_HANDLERS`` maps op names to them, with each dialect
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 
 from egg_dispatch.mlir.flow_ops import FLOW_SLICE, parse_flow_slice
 from egg_dispatch.mlir.ir import (
+    AffineMapAttr,
     ArrayAttr,
     Attr,
     BoolAttr,
@@ -118,10 +120,15 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         lex.expect("(")
         args: list[tuple[str, Type, int]] = []
         arg_attrs: list[DictAttr] = []
+        named = lex.peek().kind == "value" or lex.at(")")  # a declaration may list bare types, as MLIR prints
         while not lex.at(")"):
-            t = lex.expect_kind("value", "a function argument (%name: type)")
-            lex.expect(":")
-            args.append((t.text[1:], self.parse_type(), t.pos))
+            if named:
+                t = lex.expect_kind("value", "a function argument (%name: type)")
+                lex.expect(":")
+                args.append((t.text[1:], self.parse_type(), t.pos))
+            else:
+                pos = lex.peek().pos
+                args.append((f"arg{len(args)}", self.parse_type(), pos))
             arg_attrs.append(self.parse_dict() if lex.at("{") else DictAttr(()))
             if not lex.accept(","):
                 break
@@ -136,6 +143,8 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
             attrs.update(self.parse_dict().items)
         regions = []
         if lex.at("{"):
+            if not named:
+                raise lex.error("a function with a body names its arguments (%name: type)", args[0][2])
             regions.append(self.parse_region(args, isolated=True))
         op = self.make_op(name, [], [], attributes=attrs, regions=regions)
         self._verify_returns(op, results)
@@ -229,6 +238,33 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
         # One type per operand (``math.fpowi %x, %n : f32, i64``): the result has the first one's type.
         self.check_types(vals, types, start)
         return self.make_op(name, vals, [types[0]], attributes=attrs)
+
+    def _p_affine(self, name: str, start: int) -> Operation:
+        """``affine.apply #map(%d, ...)[%s, ...]`` (and ``affine.min`` / ``affine.max``): the index
+        values of the map's dims, then of its symbols; the map under ``map``."""
+        lex = self.lex
+        m = self.parse_attribute()
+        if not isinstance(m, AffineMapAttr):
+            raise lex.error(f"expected an affine map after '{name}'", start)
+        lex.expect("(", "before the affine map's dimension operands")
+        dims = self.operand_list()
+        lex.expect(")")
+        syms: list[Value] = []
+        if lex.accept("["):
+            syms = self.operand_list()
+            lex.expect("]")
+        if (len(dims), len(syms)) != (m.num_dims, m.num_symbols):
+            raise lex.error(
+                f"the map of '{name}' has {m.num_dims} dimension(s) and {m.num_symbols} symbol(s), but "
+                f"{len(dims)} and {len(syms)} operand(s) are given",
+                start,
+            )
+        if name == "affine.apply" and len(m.results) != 1:
+            raise lex.error(f"the map of affine.apply has {len(m.results)} results, not one", start)
+        self.check_types([*dims, *syms], [ScalarType("index")] * (len(dims) + len(syms)), start)
+        attrs: dict[str, Attr] = {"map": m}
+        self.opt_attr_dict(attrs)
+        return self.make_op(name, [*dims, *syms], [ScalarType("index")], attributes=attrs)
 
     # -------------------------------------------------------------------------------- tensor
     def _p_empty(self, name: str, start: int) -> Operation:
@@ -356,6 +392,9 @@ _HANDLERS: dict[str, Callable[[OpSyntax, str, int], Operation]] = {
     "func.func": OpSyntax._p_func,
     "util.func": OpSyntax._p_func,
     "arith.constant": OpSyntax._p_constant,
+    "affine.apply": OpSyntax._p_affine,
+    "affine.min": OpSyntax._p_affine,
+    "affine.max": OpSyntax._p_affine,
     "tensor.empty": OpSyntax._p_empty,
     "tensor.extract_slice": OpSyntax._p_extract_slice,
     "tensor.insert_slice": OpSyntax._p_insert_slice,
@@ -389,17 +428,18 @@ def _print_func(p: Printer, op: Operation, indent: str) -> str:
 
 
 def _func_args(p: Printer, op: Operation, ft: FunctionType) -> list[str]:
-    """``%name: T`` per argument, with its attribute dict when it has one."""
+    """``%name: T`` per argument, with its attribute dict when it has one; a declaration's arguments as
+    IREE prints them (``func.func``: bare types, ``util.func``: ``%argN: T``)."""
     entry = op.regions[0].entry if op.regions else None
     # one DictAttr per argument
     arg_attrs = cast("tuple[DictAttr, ...] | None", getattr(op.attributes.get("arg_attrs"), "items", None))
     args = []
     for i, t in enumerate(ft.inputs):
-        name = f"%{entry.args[i].name}" if entry else f"%arg{i}"
+        name = f"%{entry.args[i].name}: " if entry else ("" if op.name == "func.func" else f"%arg{i}: ")
         extra = ""
         if arg_attrs is not None and arg_attrs[i].items:
             extra = " " + p.attr(arg_attrs[i])
-        args.append(f"{name}: {p.type(t)}{extra}")
+        args.append(f"{name}{p.type(t)}{extra}")
     return args
 
 
@@ -429,7 +469,7 @@ def _print_elementwise(p: Printer, op: Operation, indent: str) -> str:
     extra = p.attr_dict(p.extra_attrs(op, {"predicate", "fastmath", "overflow"}))
     ops_ = p.values(op.operands)
     if short in _CAST_OPS:
-        return f" {ops_}{fm}{extra} : {p.type(op.operands[0].type)} to {p.type(op.result.type)}"
+        return f" {ops_}{fm}{extra} : {p.types([v.type for v in op.operands])} to {p.type(op.result.type)}"
     if short in ("cmpf", "cmpi"):
         return f"{pred} {ops_}{fm}{extra} : {p.type(op.operands[0].type)}"
     if short == "select":
@@ -440,6 +480,15 @@ def _print_elementwise(p: Printer, op: Operation, indent: str) -> str:
     if any(v.type != op.result.type for v in op.operands):
         return f" {ops_}{fm}{extra} : {p.types([v.type for v in op.operands])}"
     return f" {ops_}{fm}{extra} : {p.type(op.result.type)}"
+
+
+@prints("affine.apply", "affine.min", "affine.max")
+def _print_affine(p: Printer, op: Operation, indent: str) -> str:
+    """``#map(%d, ...)[%s, ...] [{attrs}]`` (no ``[]`` without symbols, as MLIR prints it)."""
+    m = attr(op, "map", AffineMapAttr)
+    dims, syms = op.operands[: m.num_dims], op.operands[m.num_dims :]
+    sym_s = f"[{p.values(syms)}]" if syms else ""
+    return f" {p.attr(m)}({p.values(dims)}){sym_s}{p.attr_dict(p.extra_attrs(op, {'map'}))}"
 
 
 @prints("tensor.empty")

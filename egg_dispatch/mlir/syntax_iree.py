@@ -28,6 +28,7 @@ from egg_dispatch.mlir.ir import (
 from egg_dispatch.mlir.lexer import int_value
 from egg_dispatch.mlir.literals import symbol, symbol_name
 from egg_dispatch.mlir.ops import (
+    TIED_OPERANDS,
     WORKLOAD,
     attr,
     base_operands,
@@ -36,6 +37,7 @@ from egg_dispatch.mlir.ops import (
     make_int_list,
     set_dims,
     sym_name,
+    tied_operands,
     workgroups_arguments,
     workload,
 )
@@ -52,11 +54,16 @@ UNARY_DIMS: dict[str, tuple[str, ...]] = {
     "iree_encoding.unset_encoding": ("encoding", "result"),
     "flow.tensor.encode": ("source", "result"),
     "flow.tensor.reshape": ("source", "result"),
+    "flow.tensor.bitcast": ("source", "result"),
+    "iree_tensor_ext.bitcast": ("source", "result"),
     "iree_tensor_ext.compute_barrier.start": ("source",),
     "iree_tensor_ext.compute_barrier.end": ("source",),
 }
 """The ``{...}`` size lists of each ``op %x : T -> T'`` op, in order (its ``DIM_SEGMENTS``):
 ``encoding`` (``encoding_dims{...}``), ``source`` (after T), ``result`` (after T')."""
+
+_OPERAND_LISTS = ("ins", "outs")
+"""Words that continue an unknown op on its next line (a structured op's ``ins(...)`` / ``outs(...)``)."""
 
 UNKNOWN = OpaqueType("<unknown>")
 """Result type of an opaque op whose syntax does not say it; refined by the first typed use."""
@@ -66,7 +73,7 @@ class IreeSyntax(ParserBase):
     # ------------------------------------------------------------------------- encodings, flow
     def _p_unary_typed(self, name: str, start: int) -> Operation:
         """``op %x [encoding_dims{...}] [attr-dict] : T[{%d}] -> T'[{%d}]`` (set/unset_encoding,
-        flow.tensor.encode / reshape, compute barriers); which lists an op has: ``UNARY_DIMS``."""
+        flow.tensor.encode / reshape / bitcast, compute barriers); which lists an op has: ``UNARY_DIMS``."""
         lex = self.lex
         src = self.operand()
         lists = UNARY_DIMS[name]
@@ -102,6 +109,21 @@ class IreeSyntax(ParserBase):
         t = self.parse_type()
         self.check_types([src], [t], start)
         dims = self.parse_dims(t)
+        return self.make_op(name, [src, *set_dims(attrs, [dims])], [t], attributes=attrs)
+
+    def _p_transfer(self, name: str, start: int) -> Operation:
+        """``flow.tensor.transfer %x : tensor<?x..>{%d} to TARGET [attributes {..}]``: %x moved to a
+        device (``target``: a string or an affinity attribute), its sizes unchanged."""
+        lex = self.lex
+        src = self.operand()
+        lex.expect(":")
+        t = self.parse_type()
+        self.check_types([src], [t], start)
+        dims = self.parse_dims(t)
+        lex.expect("to", "before the transfer's target")
+        attrs: dict[str, Attr] = {"target": self.parse_attribute()}
+        if lex.accept("attributes"):
+            attrs.update(self.parse_dict().items)
         return self.make_op(name, [src, *set_dims(attrs, [dims])], [t], attributes=attrs)
 
     def _p_buffer_view_dim(self, name: str, start: int) -> Operation:
@@ -258,6 +280,32 @@ class IreeSyntax(ParserBase):
             lex.expect(")")
         return types, dims
 
+    def _workgroups_results(self, captured: list[Value]) -> tuple[list[Type], list[list[Value]], list[int]]:
+        """``(T{%d}, %x{%d})`` or a single one: each result's type and dynamic sizes, and the captured
+        operand it is tied to (``%x``: the result is that operand, updated in place; -1: untied)."""
+        lex = self.lex
+        types: list[Type] = []
+        dims: list[list[Value]] = []
+        tied: list[int] = []
+        paren = lex.accept("(")
+        while not (paren and lex.at(")")):
+            if lex.peek().kind == "value":
+                tok = lex.peek()
+                v = self.operand()
+                if v not in captured:
+                    raise lex.error(f"a tied result must name a captured operand, and {tok.text} is not one", tok.pos)
+                tied.append(captured.index(v))
+                types.append(v.type)
+            else:
+                tied.append(-1)
+                types.append(self.parse_type())
+            dims.append(self.parse_dims(types[-1]))
+            if not (paren and lex.accept(",")):
+                break
+        if paren:
+            lex.expect(")")
+        return types, dims, tied
+
     def _p_dispatch_region(self, name: str, start: int) -> Operation:
         lex = self.lex
         attrs: dict[str, Attr] = {}
@@ -297,9 +345,9 @@ class IreeSyntax(ParserBase):
         in_types, in_dims = self._types_with_dims()
         self.check_types(captured, in_types, start)
         lex.expect("->")
-        if lex.peek().kind == "value":
-            raise lex.error("flow.dispatch.workgroups with tied results ('-> %x') is not supported", start)
-        results, res_dims = self._types_with_dims()
+        results, res_dims, tied = self._workgroups_results(captured)
+        if any(i >= 0 for i in tied):
+            attrs[TIED_OPERANDS] = make_int_list(tied)
         dims = set_dims(attrs, [*in_dims, *res_dims])
         if lex.accept("attributes"):
             attrs.update(self.parse_dict().items)
@@ -414,7 +462,7 @@ class IreeSyntax(ParserBase):
                     raise lex.error(f"unterminated '{name}' (reached the end of the file)", start)
                 break
             newline_before = "\n" in text[end : tok.pos]
-            if depth == 0 and newline_before and tok.text not in ("{", "(", "[", "<", ":", "->", ","):
+            if depth == 0 and newline_before and tok.text not in ("{", "(", "[", "<", ":", "->", ",", *_OPERAND_LISTS):
                 break
             if depth == 0 and tok.text == "}":
                 break
@@ -463,7 +511,10 @@ IREE_READERS: dict[str, Callable[[IreeSyntax, str, int], Operation]] = {
     "iree_encoding.unset_encoding": IreeSyntax._p_unary_typed,
     "flow.tensor.encode": IreeSyntax._p_unary_typed,
     "flow.tensor.reshape": IreeSyntax._p_unary_typed,
+    "flow.tensor.bitcast": IreeSyntax._p_unary_typed,
+    "iree_tensor_ext.bitcast": IreeSyntax._p_unary_typed,
     "flow.tensor.tie_shape": IreeSyntax._p_tie_shape,
+    "flow.tensor.transfer": IreeSyntax._p_transfer,
     "hal.buffer_view.dim": IreeSyntax._p_buffer_view_dim,
     "iree_tensor_ext.dispatch.workload.ordinal": IreeSyntax._p_workload_ordinal,
     "util.assume.int": IreeSyntax._p_assume_int,
@@ -501,6 +552,14 @@ def _print_unary_typed(p: Printer, op: Operation, indent: str) -> str:
     src_t = p.type(src.type) + p.dims(group("source"))
     res_t = p.type(op.result.type) + p.dims(group("result"))
     return f" {p.value(src)}{enc_s}{p.attr_dict(p.extra_attrs(op, set()))} : {src_t} -> {res_t}"
+
+
+@prints("flow.tensor.transfer")
+def _print_transfer(p: Printer, op: Operation, indent: str) -> str:
+    src = op.operands[0]
+    rest = p.extra_attrs(op, {"target"})
+    extra = f" attributes {p.dict(list(rest.items()))}" if rest else ""
+    return f" {p.value(src)} : {p.type(src.type)}{p.dims(dim_group(op, 0))} to {p.attr(op.attributes['target'])}{extra}"
 
 
 @prints("flow.tensor.tie_shape")
@@ -570,9 +629,10 @@ def _print_tensor_constant(p: Printer, op: Operation, indent: str) -> str:
     return f"{extra} {p.attr(op.attributes['value'])} : {p.type(op.result.type)}"
 
 
-def _workload_and_attrs(p: Printer, op: Operation) -> tuple[str, str]:
-    """``[%w, ...]`` (when the op has a workload) and `` attributes {..}`` (when it has others)."""
-    rest = p.extra_attrs(op, set())
+def _workload_and_attrs(p: Printer, op: Operation, spelled: frozenset[str] = frozenset()) -> tuple[str, str]:
+    """``[%w, ...]`` (when the op has a workload) and `` attributes {..}`` (when it has others than the
+    ``spelled`` ones)."""
+    rest = p.extra_attrs(op, set(spelled))
     attrs = f" attributes {p.dict(list(rest.items()))}" if rest else ""
     wl = f"[{p.values(workload(op))}]" if WORKLOAD in op.attributes else ""
     return wl, attrs
@@ -600,10 +660,14 @@ def _print_workgroups(p: Printer, op: Operation, indent: str) -> str:
     captured = workgroups_arguments(op)
     groups = dim_groups(op) or [[] for _ in [*captured, *op.results]]
     ins_t = ", ".join(p.type(v.type) + p.dims(d) for v, d in zip(captured, groups, strict=False))
-    res_ts = [p.type(r.type) + p.dims(d) for r, d in zip(op.results, groups[len(captured) :], strict=True)]
+    tied = tied_operands(op)
+    res_ts = [
+        (p.value(captured[t]) if t is not None else p.type(r.type)) + p.dims(d)
+        for r, t, d in zip(op.results, tied, groups[len(captured) :], strict=True)
+    ]
     res_t = res_ts[0] if len(res_ts) == 1 else "(" + ", ".join(res_ts) + ")"
     bindings = ", ".join(f"%{v.name}: {p.type(v.type)}" for v in op.regions[0].entry.args)
-    wl, attrs = _workload_and_attrs(p, op)
+    wl, attrs = _workload_and_attrs(p, op, frozenset({TIED_OPERANDS}))
     return (f"{wl}({p.values(captured)}) : ({ins_t}) -> {res_t}{attrs} =\n"
             f"{indent}    ({bindings}) {p.region(op.regions[0], indent)}{_count(p, op, indent)}")  # fmt: skip
 

@@ -4,12 +4,33 @@ written (the ``_print_*`` functions at the end, registered into ``printer.OP_PRI
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from egg_dispatch.mlir.ir import Attr, IntAttr, Operation, Type, UnitAttr, Value
+from egg_dispatch.mlir.ir import (
+    Attr,
+    Block,
+    IntAttr,
+    Operation,
+    Region,
+    ScalarType,
+    TensorType,
+    Type,
+    UnitAttr,
+    Value,
+)
 from egg_dispatch.mlir.lexer import int_value
-from egg_dispatch.mlir.ops import CONTRACTION_OPS, attr, make_int_list, outs
+from egg_dispatch.mlir.ops import (
+    CONTRACTION_OPS,
+    DIM_SEGMENTS,
+    attr,
+    base_operands,
+    dim_group,
+    make_int_list,
+    outs,
+    set_dims,
+)
 from egg_dispatch.mlir.parser_base import ParserBase
 from egg_dispatch.mlir.printer import prints, prints_dialect
 from egg_dispatch.mlir.retired import RETIRED_OPS, respell
@@ -41,6 +62,9 @@ class LinalgSyntax(ParserBase):
                     if lex.accept("="):
                         self.parse_attribute()
                         continue
+                    if lex.at("("):  # ``unique_indices(true)``
+                        lex.restore(lex.balanced(lex.peek().pos))
+                        continue
                 return False
         except Exception:
             return False
@@ -62,13 +86,14 @@ class LinalgSyntax(ParserBase):
 
     # ------------------------------------------------------------------------------ structured
     def parse_structured(self, name: str, start: int) -> Operation:
-        """linalg named ops, generic, fill, transpose, broadcast, mmt4d; attention and gather."""
+        """linalg named ops, generic, fill, transpose, broadcast, map, reduce, mmt4d; attention and gather."""
         lex = self.lex
         attrs: dict[str, Attr] = {}
         ins: list[Value] = []
         outs: list[Value] = []
         out_types: list[Type] = []
         regions = []
+        short_body = self._short_body() if name in _SIGNATURE_BODIES else None
         while True:
             if lex.at("ins"):
                 lex.next()
@@ -96,10 +121,17 @@ class LinalgSyntax(ParserBase):
                 lex.next()
                 lex.expect("=")
                 attrs.update(self.parse_dict().items)
+            elif lex.peek().text in _PAREN_KEYS and not (ins or outs):
+                key = lex.next().text
+                lex.expect("(")
+                attrs[key] = self.parse_attribute()
+                lex.expect(")", f"to close '{key}('")
             elif lex.peek().kind == "ident" and lex.peek().text not in ("ins", "outs") and self._is_key(ins + outs):
                 key = lex.next().text
                 lex.expect("=", f"after '{key}'")
                 attrs[key] = self.parse_attribute()
+            elif lex.at("(") and name in _SIGNATURE_BODIES and (ins or outs):
+                regions.append(self._signature_body())
             elif lex.at("{") and (ins or outs):
                 # A dictionary after outs is an attribute dict when it starts with a key; else a region.
                 save = lex.save()
@@ -115,10 +147,12 @@ class LinalgSyntax(ParserBase):
             else:
                 break
         results = out_types
-        if lex.accept("->"):
-            results = self.parse_result_types()
+        if lex.accept("->"):  # ``-> (T1, T2)``, or ``-> T1, T2`` as online_attention's results are printed
+            results = self.parse_paren_types() if lex.at("(") else self.parse_type_list()
         if not (ins or outs):
             raise lex.error(f"expected 'ins(' or 'outs(' in '{name}'", start)
+        if short_body is not None:
+            regions.append(self._short_region(name, short_body, ins, outs, start))
         attrs["operandSegmentSizes"] = make_int_list((len(ins), len(outs)))
         if name in RETIRED_OPS:  # read as what it is now: the op IREE reads, with its maps spelled out
             if "indexing_maps" in attrs:
@@ -127,6 +161,53 @@ class LinalgSyntax(ParserBase):
             name, maps = respell(name)
             attrs = {"indexing_maps": maps, **attrs}
         return self.make_op(name, [*ins, *outs], results, attributes=attrs, regions=regions)
+
+    def _signature_body(self) -> Region:
+        """``(%in: f32, %init: f32) { ... }``: the body of ``linalg.map`` / ``linalg.reduce``, its block
+        arguments written before the region."""
+        lex = self.lex
+        lex.expect("(")
+        args: list[tuple[str, Type, int]] = []
+        while not lex.at(")"):
+            tok = lex.expect_kind("value", "a block argument (%name: type)")
+            lex.expect(":")
+            args.append((tok.text[1:], self.parse_type(), tok.pos))
+            if not lex.accept(","):
+                break
+        lex.expect(")")
+        return self.parse_region(args)
+
+    def _short_body(self) -> tuple[str, int] | None:
+        """``{ arith.addf }`` before ``ins``: the one op of a map / reduce body, by name (and where)."""
+        lex = self.lex
+        if not lex.at("{"):
+            return None
+        save = lex.save()
+        lex.next()
+        tok = lex.next()
+        if tok.kind == "ident" and "." in tok.text and lex.accept("}"):
+            return tok.text, tok.pos
+        lex.restore(save)
+        return None
+
+    def _short_region(
+        self, name: str, body: tuple[str, int], ins: list[Value], outs: list[Value], start: int
+    ) -> Region:
+        """The region ``{ op }`` stands for, as MLIR's printer abbreviates it: a block argument per element
+        of each input and init, ``op`` on them (map: on the inputs' only), yielded."""
+        elems = [v.type.element if isinstance(v.type, TensorType) else v.type for v in [*ins, *outs]]
+        if not ins or not isinstance(outs[0].type if outs else None, TensorType):
+            raise self.lex.error(f"'{name}' with a one-op body needs tensor inputs and an init", start)
+        block = Block()
+        # Named after where the op is (unique in the file): the printed long form must not redefine a name.
+        block.args = [Value(f"in{start}_{i}", t, block, i) for i, t in enumerate(elems)]
+        result_t = cast(TensorType, outs[0].type).element
+        operands = block.args[: len(ins)] if name == "linalg.map" else list(block.args)
+        inner = self.make_op(body[0], operands, [result_t])
+        inner.loc = self.lex.loc(body[1])
+        inner.results[0].name = f"out{start}"
+        block.ops = [inner, self.make_op("linalg.yield", [inner.result], [])]
+        return Region([block])
 
     def _p_relayout(self, name: str, start: int) -> Operation:
         """``linalg.pack %src [padding_value(%p : T)] [outer_dims_perm = ..] inner_dims_pos = ..
@@ -142,13 +223,13 @@ class LinalgSyntax(ParserBase):
             self.check_types(pad, [self.parse_type()], start)
             lex.expect(")")
             attrs["has_padding"] = UnitAttr()
+        dyn: list[Value] = []
         while not lex.at("into"):
             key = lex.expect_kind("ident", "'outer_dims_perm', 'inner_dims_pos', 'inner_tiles' or 'into'").text
             lex.expect("=")
             if key == "inner_tiles":
                 tiles, dyn = self.static_list()
-                if dyn:
-                    raise lex.error("dynamic inner_tiles are not supported yet", start)
+                self.check_types(dyn, [ScalarType("index")] * len(dyn), start)
                 attrs[key] = make_int_list(tiles)
             else:
                 attrs[key] = self.parse_attribute()
@@ -161,7 +242,7 @@ class LinalgSyntax(ParserBase):
         res = self.parse_type()
         self.check_types([dest], [res], start)
         attrs["operandSegmentSizes"] = make_int_list((1, 1))
-        return self.make_op(name, [src, dest, *pad], [res], attributes=attrs)
+        return self.make_op(name, [src, dest, *pad, *set_dims(attrs, [dyn])], [res], attributes=attrs)
 
     def _p_index(self, name: str, start: int) -> Operation:
         lex = self.lex
@@ -169,6 +250,12 @@ class LinalgSyntax(ParserBase):
         lex.expect(":")
         return self.make_op(name, [], [self.parse_type()], attributes={"dim": IntAttr(dim)})
 
+
+_PAREN_KEYS = ("unique_indices",)
+"""Attributes a structured op spells ``key(value)`` before its operands (``iree_linalg_ext.scatter``)."""
+
+_SIGNATURE_BODIES = frozenset({"linalg.map", "linalg.reduce"})
+"""Structured ops whose body is written ``(%a: T, ...) { ... }`` after the operands (or ``{ op }`` before)."""
 
 LINALG_READERS: dict[str, Callable[[LinalgSyntax, str, int], Operation]] = {
     "linalg.pack": LinalgSyntax._p_relayout,
@@ -198,11 +285,18 @@ def _print_structured(p: Printer, op: Operation, indent: str) -> str | None:
             f" attrs = {p.dict(list(extra.items()))}" if n == "linalg.generic" else f" {p.dict(list(extra.items()))}"
         )
     region = ""
-    if op.regions:
+    if op.regions and n in _SIGNATURE_BODIES:
+        entry = op.regions[0].entry
+        signature = ", ".join(f"%{v.name}: {p.type(v.type)}" for v in entry.args)
+        unlabelled = dataclasses.replace(op.regions[0], blocks=[dataclasses.replace(entry, label=None)])
+        region = f"\n{indent}  ({signature}) {p.region(unlabelled, indent + '  ')}"
+    elif op.regions:
         region = " " + p.region(op.regions[0], indent, print_entry_args=True)
     res = ""
     if n not in ("linalg.transpose", "linalg.broadcast", "linalg.map", "linalg.reduce") and op.results:
-        res = f" -> {p.types([r.type for r in op.results])}"
+        res = p.types([r.type for r in op.results])
+        # linalg writes several result types in parentheses, iree_linalg_ext as a bare list
+        res = f" -> ({res})" if len(op.results) > 1 and op.dialect == "linalg" else f" -> {res}"
     if n in ("linalg.transpose", "linalg.broadcast") or not outs(op):
         return f"{body}{tail}{attrs}{region}{res}"
     if n == "linalg.generic":
@@ -220,7 +314,7 @@ def _structured_head(p: Printer, op: Operation, skip: set[str]) -> str:
         keys = [k for k in ("indexing_maps",) if k in a]
         head = " <" + ", ".join(f"{k} = {p.attr(a[k])}" for k in keys) + ">"
         skip |= {*keys, "__properties__"}
-    elif n == "linalg.generic" or n.startswith("iree_linalg_ext.attention"):
+    elif n in ("linalg.generic", "iree_linalg_ext.custom_op") or n.startswith("iree_linalg_ext.attention"):
         keys = [k for k in ("indexing_maps", "iterator_types") if k in a]
         d = {k: a[k] for k in keys}
         if d:
@@ -230,7 +324,12 @@ def _structured_head(p: Printer, op: Operation, skip: set[str]) -> str:
         if "indexing_maps" in a:
             head = f" indexing_maps = {p.attr(a['indexing_maps'])}"
             skip.add("indexing_maps")
-    return head + _listed(p, op, ("dimension_map",), skip)
+    head += _listed(p, op, ("dimension_map",), skip)
+    for key in _PAREN_KEYS:
+        if key in a:
+            head += f" {key}({p.attr(a[key])})"
+            skip.add(key)
+    return head
 
 
 def _listed(p: Printer, op: Operation, keys: tuple[str, ...], skip: set[str]) -> str:
@@ -248,16 +347,18 @@ def _print_relayout(p: Printer, op: Operation, indent: str) -> str:
     """``%src [padding_value(%p : T)] [outer_dims_perm = ..] inner_dims_pos = .. inner_tiles = ..
     into %dest [{attrs}] : T -> T'``."""
     a = op.attributes
-    src, dest = op.operands[0], op.operands[1]
+    base = base_operands(op)
+    src, dest = base[0], base[1]
     pad = ""
-    if len(op.operands) > 2:
-        pv = op.operands[2]
+    if len(base) > 2:
+        pv = base[2]
         pad = f" padding_value({p.value(pv)} : {p.type(pv.type)})"
     s = f" {p.value(src)}{pad}"
     if "outer_dims_perm" in a:
         s += f" outer_dims_perm = {p.attr(a['outer_dims_perm'])}"
-    s += f" inner_dims_pos = {p.attr(a['inner_dims_pos'])} inner_tiles = {p.attr(a['inner_tiles'])}"
-    keys = {"outer_dims_perm", "inner_dims_pos", "inner_tiles", "has_padding", "operandSegmentSizes"}
+    tiles = p.static(op, "inner_tiles", list(dim_group(op, 0)))
+    s += f" inner_dims_pos = {p.attr(a['inner_dims_pos'])} inner_tiles = {tiles}"
+    keys = {"outer_dims_perm", "inner_dims_pos", "inner_tiles", "has_padding", "operandSegmentSizes", DIM_SEGMENTS}
     extra = p.attr_dict(p.extra_attrs(op, keys))
     return f"{s} into {p.value(dest)}{extra} : {p.type(src.type)} -> {p.type(op.result.type)}"
 
