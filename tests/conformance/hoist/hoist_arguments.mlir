@@ -67,7 +67,7 @@ util.func public @hoist_transposed_rhs_matmul(%x: tensor<8x32xf32>, %w: tensor<1
 // Source: HoistEncodingOps.cpp, HoistEncodingOpsPass::runOnOperation (every set_encoding of a
 // dispatch is a candidate).
 // Matters: a residual added into the GEMM output is encoded once, outside the compute dispatch.
-// EXPECT: missing no e-node Dispatch(SetEncoding(Arg, encoding(operand 2)))
+// EXPECT: in
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #kn = affine_map<(d0, d1, d2) -> (d2, d1)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>

@@ -68,3 +68,18 @@ func.func @dont_hoist_opaque_producer_in_dispatch(%a: tensor<16x8xf32>, %rhs: te
   }
   return %r0 : tensor<16x16xf32>
 }
+
+// -----
+
+// The accumulator's set_encoding is hoisted too when the matmul accumulates into an argument (a
+// residual passed in as its init), conditions 1-2 as for the operands: with all three hoisted, the
+// dispatch holds only the matmul and its unset_encoding.
+// CHECK-LABEL: plans for @hoist_accumulator_argument: {{[1-9][0-9]*}}; {{.*}}hoist-set-encoding-accumulator
+// CHECK:       of @hoist_accumulator_argument: encode encode encode dispatch{linalg.matmul, iree_encoding.unset_encoding}
+// CHECK:       flow.tensor.encode %arg2 : tensor<8x8xf32> -> tensor<8x8xf32, #encoding{{[0-9]*}}>
+// CHECK:       flow.dispatch.region -> (tensor<8x8xf32>) {
+// CHECK-NEXT:    linalg.matmul
+func.func @hoist_accumulator_argument(%a: tensor<8x16xf32>, %b: tensor<16x8xf32>, %c: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %r = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x8xf32>) outs(%c : tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}

@@ -1,0 +1,51 @@
+"""Every plan the rules hold for a form they newly derive computes the program's numbers: an encode
+fused into its producer's dispatch through a reshape (``rules/fuse_encode.egg``), an accumulator's
+set_encoding hoisted (``rules/hoist.egg``). Each lit case shows the form is among the plans; here
+every plan ``opt`` prints for the case is evaluated with the target's packed layouts against the
+program evaluated as written, plain.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from egg_dispatch.evaluate import evaluate, select_function
+from egg_dispatch.evaluate.check import function_inputs
+from egg_dispatch.mlir.parser import parse_mlir
+from tests.test_explore_property import run_cli
+
+RULES = Path(__file__).parent / "rules"
+CASES = {
+    # (lit file, chunk, families): a plan signature fragment only the new form has
+    ("fuse/fuse_encode_through_reshape.mlir", 0, "fuse,hoist"): (
+        "iree_encoding.unset_encoding, tensor.expand_shape, iree_encoding.set_encoding}"
+    ),
+    (
+        "hoist/hoist_set_encoding.mlir",
+        -1,
+        "hoist",
+    ): "encode encode encode dispatch{linalg.matmul, iree_encoding.unset_encoding}",
+}
+
+
+@pytest.mark.parametrize("target", ["x86_64-avx2", "x86_64-avx512"])
+@pytest.mark.parametrize("case", list(CASES), ids=[c[0] for c in CASES])
+def test_every_plan_of_a_new_form_computes_the_program(case: tuple[str, int, str], target: str, tmp_path: Path) -> None:
+    path, chunk, families = case
+    text = (RULES / path).read_text().split("\n// -----\n")[chunk]
+    source = tmp_path / "case.mlir"
+    source.write_text(text)
+    rc, out, err = run_cli(["opt", str(source), "--rules", families, "--target", target, "--max-plans", "64"])
+    assert rc == 0, err
+    plans = out.split("\n// ----- plan ")[1:]
+    assert any(CASES[case] in p.split("\n", 1)[0] for p in plans), "no plan has the new form"
+    program = parse_mlir(text, path)
+    inputs = function_inputs(select_function(program), seed=3)
+    want = evaluate(program, inputs)
+    for plan_text in plans:
+        plan = parse_mlir(plan_text.split("\n", 1)[1], "<plan>")
+        for got, ref in zip(evaluate(plan, inputs, target=target), want, strict=True):
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
