@@ -167,7 +167,7 @@ def test_ilp_equals_exhaustive_on_real_egraphs(path: str, chunk: int, target: st
     cases = [(seed, lam) for seed in (0, 1) for lam in (0.0, 1e-10, 1e-9)]
     tables = {seed: op_costs(g, seed) for seed in (0, 1)}
     objectives = [(tables[seed], lam) for seed, lam in cases]
-    bests = exhaustive_many(g, objectives, limit=4000)  # one enumeration serves the six objectives
+    bests = exhaustive_many(g, objectives, limit=8000)  # one enumeration serves the six objectives
     for (seed, lam), (costs, _), best in zip(cases, objectives, bests, strict=True):
         greedy = greedy_dag(g, costs, lam)
         exact = exact_ilp(g, costs, lam, warm_start=greedy)
