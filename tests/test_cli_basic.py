@@ -162,3 +162,12 @@ def test_explore_stdin_subprocess() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "split_weight_matmuls" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_a_bad_value_does_not_change_the_next_commands_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """The parsers live for the process: after a bad flag value (one line), an invalid choice in the
+    next call still prints the usage first."""
+    code, _, err = run_main(["explore", "--lambda", "-5"], capsys)
+    assert code == 2 and "usage:" not in err and "must be non-negative" in err
+    code, _, err = run_main(["explore", "--emit", "xml"], capsys)
+    assert code == 2 and "usage: egg-dispatch" in err and "invalid choice" in err

@@ -76,6 +76,12 @@ class Parser(argparse.ArgumentParser):
 
     _bad_value = False
 
+    def parse_known_args(self, args=None, namespace=None):  # argparse's own signature
+        # The parsers are built once per process (cli.main): a bad value seen in one parse says
+        # nothing of the next one's error.
+        self._bad_value = False
+        return super().parse_known_args(args, namespace)
+
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> object:
         # '--flag=--': Python 3.12's argparse drops the '--' and stores [] without calling type= (so a
         # float flag held a list); the value is the string '--', checked like any other.
