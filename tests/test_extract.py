@@ -34,6 +34,8 @@ from egg_dispatch.extract import (
     plan_contexts,
     plan_objective,
 )
+from egg_dispatch.extract.exact import SMALL_PLAN_SPACE
+from egg_dispatch.extract.ilp import solve_ilp
 from egg_dispatch.extract.prune import necessary_classes, prune
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.start.initial_plan import initial_plan
@@ -160,7 +162,7 @@ def op_costs(g: EGraphData, seed: int) -> dict[str, NodeCost]:
 def test_ilp_equals_exhaustive_on_real_egraphs(path: str, chunk: int, target: str) -> None:
     g = real_egraph(path, chunk, target)
     if not has_plan(g):  # the rules left a class without an extractable node: all must say so
-        for extract in (greedy_dag, exact_ilp, exhaustive):
+        for extract in (greedy_dag, solve_ilp, exhaustive):
             with pytest.raises(ValueError, match="no acyclic plan"):
                 extract(g, op_costs(g, 0), 0.0)
         return
@@ -170,7 +172,7 @@ def test_ilp_equals_exhaustive_on_real_egraphs(path: str, chunk: int, target: st
     bests = exhaustive_many(g, objectives, limit=8000)  # one enumeration serves the six objectives
     for (seed, lam), (costs, _), best in zip(cases, objectives, bests, strict=True):
         greedy = greedy_dag(g, costs, lam)
-        exact = exact_ilp(g, costs, lam, warm_start=greedy)
+        exact = solve_ilp(g, costs, lam, warm_start=greedy)
         for r in (best, greedy, exact):
             assert_valid(g, r, costs, lam)
         assert exact.optimal and exact.gap is not None and exact.gap <= 1e-6
@@ -192,7 +194,7 @@ def test_real_cases_have_choices_worth_making() -> None:
     )
     g = real_egraph("fixtures/seed_iree313.mlir", 0, "x86_64-avx2", tuple(f for f in FAMILIES if f != "untile"))
     costs = op_costs(g, 0)
-    cheap, dear = exact_ilp(g, costs, 0.0), exact_ilp(g, costs, 1e-8)
+    cheap, dear = solve_ilp(g, costs, 0.0), solve_ilp(g, costs, 1e-8)
     ops = [{g.nodes[n].op for n in r.choice.values()} for r in (cheap, dear)]
     assert "ConstEval" in ops[0] and "ConstEval" not in ops[1]
     assert exhaustive(g, costs, 0.0).stats["plans"] == 324
@@ -246,7 +248,7 @@ def test_ilp_equals_exhaustive_on_synthetic_egraphs(case: tuple[EGraphData, dict
     g, costs, lam = case
     best = exhaustive(g, costs, lam, limit=5000)
     greedy = greedy_dag(g, costs, lam)
-    exact = exact_ilp(g, costs, lam, warm_start=greedy)
+    exact = solve_ilp(g, costs, lam, warm_start=greedy)
     for r in (best, greedy, exact):
         assert_valid(g, r, costs, lam)
     assert exact.optimal
@@ -277,7 +279,7 @@ def test_cheap_cycle_is_rejected() -> None:
         plan_objective(g, {"R": "f", "A": "a3", "B": "b2"}, TOY_COSTS, 0.0)  # the "optimum" 5
     greedy = greedy_dag(g, TOY_COSTS, 0.0)
     assert greedy.objective == 9 and greedy.choice == {"A": "a2", "B": "b2", "R": "f"}
-    exact = exact_ilp(g, TOY_COSTS, 0.0)
+    exact = solve_ilp(g, TOY_COSTS, 0.0)
     assert exact.objective == 7 and exact.choice == {"A": "a1", "B": "b1", "R": "f", "S": "s"}
     assert exact.optimal and exact.stats["level_vars"] == 2 and exact.stats["source"] == "solver"
     assert exhaustive(g, TOY_COSTS, 0.0).objective == 7
@@ -304,7 +306,7 @@ def test_const_eval_pays_only_memory_for_its_subtree() -> None:
     assert plan_objective(g, {**const, "T": "d"}, costs, 1e-3) == pytest.approx(3 + 5e-6 + 1e-3 * 111)
     for lam in (1e-3, 1e-2):  # the chain's 3 s beat 900 extra bytes up to λ = 1/300
         want = "ce" if lam * 900 < 3 else "d"
-        for r in (greedy_dag(g, costs, lam), exact_ilp(g, costs, lam), exhaustive(g, costs, lam)):
+        for r in (greedy_dag(g, costs, lam), solve_ilp(g, costs, lam), exhaustive(g, costs, lam)):
             assert r.choice["T"] == want, r.method
             assert r.load_seconds == (3.0 if want == "ce" else 0.0)
 
@@ -322,7 +324,7 @@ def test_under_const_eval_only_memory_decides() -> None:
     fast, slow = NodeCost(run_seconds=1e-6, memory_bytes=1000), NodeCost(run_seconds=1e-3, memory_bytes=10)
     costs = {"xf": fast, "xs": slow, "vf": fast, "vs": slow}
     g = build(spec, "R")
-    for r in (greedy_dag(g, costs, 1e-9), exact_ilp(g, costs, 1e-9), exhaustive(g, costs, 1e-9)):
+    for r in (greedy_dag(g, costs, 1e-9), solve_ilp(g, costs, 1e-9), exhaustive(g, costs, 1e-9)):
         assert (r.choice["X"], r.choice["V"]) == ("xs", "vf"), r.method
         assert r.run_seconds == 1e-6 and r.memory_bytes == 1010
 
@@ -340,7 +342,7 @@ def test_node_needed_at_run_and_load_time_is_charged_once() -> None:
     plan = {"R": "root", "L": "l", "T": "ce", "Y": "y"}
     assert plan_contexts(g, plan) == ({"root", "l", "ce", "y"}, {"y"})
     assert plan_objective(g, plan, costs, 1.0) == 2.0 + 57
-    assert exact_ilp(g, costs, 1.0).objective == 59.0
+    assert solve_ilp(g, costs, 1.0).objective == 59.0
 
 
 def layered(seed: int, layers: int, width: int) -> tuple[EGraphData, dict[str, NodeCost]]:
@@ -368,16 +370,16 @@ def layered(seed: int, layers: int, width: int) -> tuple[EGraphData, dict[str, N
 def test_time_limit_never_returns_worse_than_greedy() -> None:
     g, costs = layered(3, 12, 14)
     greedy = greedy_dag(g, costs, 1e-10)
-    fast = exact_ilp(g, costs, 1e-10, time_limit=1e-3, warm_start=greedy)
+    fast = solve_ilp(g, costs, 1e-10, time_limit=1e-3, warm_start=greedy)
     assert_valid(g, fast, costs, 1e-10)
     assert fast.objective <= greedy.objective
-    full = exact_ilp(g, costs, 1e-10, time_limit=20.0, warm_start=greedy)
+    full = solve_ilp(g, costs, 1e-10, time_limit=20.0, warm_start=greedy)
     assert_valid(g, full, costs, 1e-10)
     assert full.objective <= fast.objective
     assert full.stats["level_vars"] > 0 and full.stats["context_vars"] > 0
     if full.optimal:
         assert fast.gap is not None or not fast.optimal
-    assert exact_ilp(g, costs, 1e-10, time_limit=20.0, warm_start=greedy).choice == full.choice  # deterministic
+    assert solve_ilp(g, costs, 1e-10, time_limit=20.0, warm_start=greedy).choice == full.choice  # deterministic
 
 
 def test_pruning_keeps_dominators_and_drops_ungrounded_nodes() -> None:
@@ -408,11 +410,11 @@ def test_errors() -> None:
     with pytest.raises(ValueError, match="negative"):
         greedy_dag(g, {"f": NodeCost(run_seconds=-1.0)}, 0.0)
     with pytest.raises(ValueError, match="rejected option time_limit"):
-        exact_ilp(g, TOY_COSTS, 0.0, time_limit=-1.0)
-    assert exact_ilp(g, TOY_COSTS, 0.0, time_limit=0.0).objective == 9.0  # no time: greedy, not worse
+        solve_ilp(g, TOY_COSTS, 0.0, time_limit=-1.0)
+    assert solve_ilp(g, TOY_COSTS, 0.0, time_limit=0.0).objective == 9.0  # no time: greedy, not worse
     # Only cyclic ways to build the root: no plan at all.
     loop = build({"R": [("f", "f", ["A"])], "A": [("a", "a", ["R"]), ("s", "s", ["A"])]}, "R")
-    for extract in (greedy_dag, exact_ilp, exhaustive):
+    for extract in (greedy_dag, solve_ilp, exhaustive):
         with pytest.raises(ValueError, match="no acyclic plan"):
             extract(loop, {}, 0.0)
     dead = build({"R": [("f", "f", ["A"])], "A": [("a", "a", ["B"])], "B": [("b", "Contract", [], True)]}, "R")
@@ -437,7 +439,7 @@ def test_warm_start_is_mapped_onto_the_pruned_model() -> None:
     g = build(spec, "R")
     greedy = greedy_dag(g, costs, 0.0)
     assert greedy.choice["A"] == "a0" and "C" in greedy.choice
-    exact = exact_ilp(g, costs, 0.0, warm_start=greedy)
+    exact = solve_ilp(g, costs, 0.0, warm_start=greedy)
     assert exact.stats["dominated"] == 1 and "C" not in exact.choice
     assert exact.objective == greedy.objective == 3.5 and exact.optimal
 
@@ -463,3 +465,17 @@ def test_necessary_classes_follow_every_alternative() -> None:
     g = build({**spec, "D": [("h", "h", ["B"]), ("h2", "h2", ["A"])]}, "R")
     needed, _ = necessary_classes(g, prune(g, {n: NodeCost(run_seconds=1.0) for n in g.nodes}), order)
     assert needed == {"R", "A", "T", "E"}
+
+
+def test_exact_ilp_enumerates_small_plan_spaces_and_solves_the_rest() -> None:
+    """``exact_ilp``: a toy e-graph (three plans) is enumerated, to the ILP's optimum; the real
+    torch_export e-graph (thousands of plans) goes to HiGHS."""
+    g = build(TOY, "R")
+    small = exact_ilp(g, TOY_COSTS, 0.0)
+    assert small.method == "exhaustive" and small.optimal and small.gap == 0.0
+    assert small.objective == solve_ilp(g, TOY_COSTS, 0.0).objective == 7
+    big = real_egraph("fixtures/torch_export.mlir", 0, "x86_64-avx2")
+    assert next(islice(enumerate_plans(big, SMALL_PLAN_SPACE + 1), SMALL_PLAN_SPACE, None), None) is not None
+    costs = op_costs(big, 0)
+    large = exact_ilp(big, costs, 1e-10)
+    assert large.method == "ilp-highs" and close(large.objective, solve_ilp(big, costs, 1e-10).objective)
