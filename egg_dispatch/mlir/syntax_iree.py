@@ -266,30 +266,20 @@ class IreeSyntax(ParserBase):
 
     def _types_with_dims(self) -> tuple[list[Type], list[list[Value]]]:
         """``(T1{%d}, T2)`` or a single ``T{%d}``: the types and each one's dynamic sizes."""
-        lex = self.lex
-        types: list[Type] = []
-        dims: list[list[Value]] = []
-        paren = lex.accept("(")
-        if not (paren and lex.at(")")):
-            while True:
-                types.append(self.parse_type())
-                dims.append(self.parse_dims(types[-1]))
-                if not (paren and lex.accept(",")):
-                    break
-        if paren:
-            lex.expect(")")
+        types, dims, _ = self._workgroups_results(None)
         return types, dims
 
-    def _workgroups_results(self, captured: list[Value]) -> tuple[list[Type], list[list[Value]], list[int]]:
+    def _workgroups_results(self, captured: list[Value] | None) -> tuple[list[Type], list[list[Value]], list[int]]:
         """``(T{%d}, %x{%d})`` or a single one: each result's type and dynamic sizes, and the captured
-        operand it is tied to (``%x``: the result is that operand, updated in place; -1: untied)."""
+        operand it is tied to (``%x``: the result is that operand, updated in place; -1: untied).
+        ``captured`` None: types only (a region's results, a workgroups op's operand types)."""
         lex = self.lex
         types: list[Type] = []
         dims: list[list[Value]] = []
         tied: list[int] = []
         paren = lex.accept("(")
         while not (paren and lex.at(")")):
-            if lex.peek().kind == "value":
+            if captured is not None and lex.peek().kind == "value":
                 tok = lex.peek()
                 v = self.operand()
                 if v not in captured:
