@@ -1,6 +1,7 @@
 """Every plan the rules hold for a form they newly derive computes the program's numbers: an encode
 fused into its producer's dispatch through a reshape (``rules/fuse_encode.egg``), an accumulator's
-set_encoding hoisted (``rules/hoist.egg``). Each lit case shows the form is among the plans; here
+set_encoding hoisted (``rules/hoist.egg``), a consumer with a scalar argument run on the encoded
+accumulator (``rules/sink_unset.egg``). Each lit case shows the form is among the plans; here
 every plan ``opt`` prints for the case is evaluated with the target's packed layouts against the
 program evaluated as written, plain.
 """

@@ -61,6 +61,8 @@ class SinkSite:
     """Input position -> the encoding key it gets (tensor operands other than ``position``)."""
     refusal: str | None = None
     """The first numbered condition (module docstring) it fails; None when legal."""
+    scalars: tuple[int, ...] = ()
+    """Input positions that are scalars (a function's f32 argument, a constant): read as they are."""
 
 
 def sunk_encoding(e: EncodingAttr, operand_map: AffineMapAttr) -> EncodingAttr:
@@ -153,6 +155,7 @@ def _site(imported: ImportedProgram, let: str, sunk: dict[str, str]) -> SinkSite
     if any(o.name == "linalg.index" for inner in body for o in inner.walk()):
         return dataclasses.replace(site, refusal="7. the body reads linalg.index (not modelled)")
     operands: dict[int, str] = {}
+    scalars = tuple(i for i, t in enumerate(types) if i != position and not isinstance(t, TensorType))
     for i, t in enumerate(types):
         if i == position or not isinstance(t, TensorType):
             continue  # the encoded input itself, or a scalar (read as it is)
@@ -161,7 +164,7 @@ def _site(imported: ImportedProgram, let: str, sunk: dict[str, str]) -> SinkSite
         imported.encodings.setdefault(operands[i], e_i)
         if enc_key in imported.encoding_dims:  # the same iteration sizes: the same encoding_dims
             imported.encoding_dims.setdefault(operands[i], imported.encoding_dims[enc_key])
-    return dataclasses.replace(site, operands=operands)
+    return dataclasses.replace(site, operands=operands, scalars=scalars)
 
 
 def sink_sites(imported: ImportedProgram) -> list[SinkSite]:
@@ -183,8 +186,9 @@ def sink_sites(imported: ImportedProgram) -> list[SinkSite]:
 
 
 def sink_facts(imported: ImportedProgram) -> tuple[list[str], dict[tuple[str, ...], str]]:
-    """egglog facts ``(sink-target key position enc)`` and ``(sink-encoding key enc i enc_i)`` for every
-    legal site, and the refusals of the others (keyed ``("sink", generic let)``, for ``--explain``)."""
+    """egglog facts ``(sink-target key position enc)``, ``(sink-encoding key enc i enc_i)`` and
+    ``(sink-scalar key i)`` for every legal site, and the refusals of the others (keyed ``("sink",
+    generic let)``, for ``--explain``)."""
     lines: list[str] = []
     refusals: dict[tuple[str, ...], str] = {}
     for site in sink_sites(imported):
@@ -195,4 +199,5 @@ def sink_facts(imported: ImportedProgram) -> tuple[list[str], dict[tuple[str, ..
         lines.append(f"(sink-target {k} {site.position} {site.encoding})")
         for i, e_i in sorted(site.operands.items()):
             lines.append(f"(sink-encoding {k} {site.encoding} {i} {e_i})")
+        lines += [f"(sink-scalar {k} {i})" for i in site.scalars]
     return sorted(set(lines)), refusals

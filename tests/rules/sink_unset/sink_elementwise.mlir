@@ -85,3 +85,24 @@ func.func @sink_through_a_chain(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %bi
   } -> tensor<8x32xf32>
   return %z : tensor<8x32xf32>
 }
+
+// -----
+
+// Condition 6: the other operand is a scalar the function takes (an f32 argument), read as it is: the
+// scaling runs on the encoded accumulator, and the unset_encoding follows it.
+// CHECK-LABEL: plans for @sink_through_a_scale_by_an_argument: {{[2-9]|[1-9][0-9]}}; {{.*}}sink-unset-through-elementwise
+// CHECK:       of @sink_through_a_scale_by_an_argument: {{.*}}linalg.matmul, linalg.generic, iree_encoding.unset_encoding}
+// CHECK:       linalg.matmul
+// CHECK-NEXT:  linalg.generic {{.*}} ins(%{{.*}}, %arg2 : tensor<8x16xf32, #encoding{{[0-9]*}}>, f32) outs(%{{.*}} : tensor<8x16xf32, #encoding{{[0-9]*}}>)
+func.func @sink_through_a_scale_by_an_argument(%a: tensor<8x32xf32>, %b: tensor<32x16xf32>, %s: f32) -> tensor<8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<8x32xf32>, tensor<32x16xf32>) outs(%acc : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m, %s : tensor<8x16xf32>, f32) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%x: f32, %c: f32, %o: f32):
+    %p = arith.mulf %x, %c : f32
+    linalg.yield %p : f32
+  } -> tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}
