@@ -156,6 +156,9 @@ class Exploration:
         func = select_function(self.module, self.imported.function)
         shapes = function_shapes(func)
         cands = [*self.candidates(), *extra]
+        # Plans of this e-graph that choose the same nodes (the baseline is often the best plan) are
+        # the same IR: evaluated once per size (``extra`` plans come from other e-graphs).
+        ours = {id(c) for c in self.candidates()}
         worst = {id(c): 0.0 for c in cands}
         tol = {id(c): 0.0 for c in cands}
         failed: dict[int, CheckResult] = {}
@@ -166,11 +169,18 @@ class Exploration:
             at = shapes_at(shapes, env) if env else None
             k = max([reduction_length(op, at) for op in func.walk()] + [1])
             where = f" (at {label(env)})" if env else ""
+            seen: dict[tuple[tuple[str, str], ...], list] = {}
             for cand in cands:
                 if id(cand) in failed:
                     continue
+                same = tuple(sorted(cand.choice.items())) if id(cand) in ours else None
                 try:
-                    got = evaluate(cand.mlir, inputs, target=self.target, parameters=params)
+                    if same is not None and same in seen:
+                        got = seen[same]
+                    else:
+                        got = evaluate(cand.mlir, inputs, target=self.target, parameters=params)
+                        if same is not None:
+                            seen[same] = got
                 except EvaluationError as e:
                     if cand is not self.baseline or "iree-compile" not in cand.label:
                         failed[id(cand)] = CheckResult(cand.label, math.inf, 0.0, error=str(e) + where)
