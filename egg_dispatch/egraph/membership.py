@@ -20,6 +20,8 @@ Leaves are compared by what they stand for, not by how two imports spelled them:
   argument by number, an op's result by the op's position), so ``%in_3`` and ``%in_0`` are one
   argument, and a scalar ``arith.constant`` by its value, whether the body defines it or reads it
   from outside (our emitter copies such a constant into the body; IREE's output reads it);
+- attributes by value: a float by its value and type (IREE prints ``0.5`` as ``5.000000e-01``); an
+  opaque op's text with its SSA names renamed in order (its operands are the term's children);
 - a contraction's kind (``linalg.matmul:(d0,d2);…``) by its maps, the named op's defaults when it
   prints none (IREE's printer drops ``indexing_maps`` that are the defaults);
 - a constant matches by its values' digest and type (IREE may hold it in a ``util.global``), and a
