@@ -41,7 +41,7 @@ from egg_dispatch.cost import (
 )
 from egg_dispatch.egraph.data import EGraphData, build_term
 from egg_dispatch.egraph.importer import import_function
-from egg_dispatch.egraph.membership import NORMALIZATIONS, Membership, plan_membership
+from egg_dispatch.egraph.membership import NORMALIZATIONS, Membership, choice_membership, plan_membership
 from egg_dispatch.egraph.rules import FAMILIES, Budget, saturate
 from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.dims import UnknownSize
@@ -330,8 +330,8 @@ def explore(
             base = candidate("baseline (IREE 3.13 passes, modelled)", iree_baseline_choice(data))
         except BaselineError as e:
             warnings.append(f"warning: no modelled IREE baseline: {e}")
-        else:  # a choice of this e-graph, so in it; the test says whether legality refuses a node of it
-            membership = plan_membership(data, imported, data, base.choice, imported)
+        else:  # a choice of this e-graph, so in it; legality may refuse a node of it
+            membership = choice_membership(data, base.choice, imported)
     front: list[Candidate] = []
     if pareto:
         say("sweeping λ for the time/memory frontier")

@@ -42,6 +42,7 @@ import dataclasses
 import hashlib
 import itertools
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from egg_dispatch.egraph.data import EGraphData, Node, Term
@@ -51,7 +52,7 @@ from egg_dispatch.mlir.ir import ArrayAttr, DenseAttr, FloatAttr, Operation, Reg
 from egg_dispatch.mlir.ops import DEFAULT_MAPS, RESHAPE_OPS
 from egg_dispatch.mlir.printer import Printer
 
-__all__ = ["NORMALIZATIONS", "Membership", "plan_membership"]
+__all__ = ["NORMALIZATIONS", "Membership", "choice_membership", "plan_membership"]
 
 NORMALIZATIONS = frozenset(
     {"structured-bodies", "reshapes-alike", "folded-constants", "initializer-encodes", "reshape-views"}
@@ -97,6 +98,25 @@ def plan_membership(
     if unknown := normalize - NORMALIZATIONS:
         raise ValueError(f"unknown normalizations {sorted(unknown)}; known: {sorted(NORMALIZATIONS)}")
     return _Matcher(g, imported, plan, plan_choice, plan_imported, normalize).run()
+
+
+def choice_membership(g: EGraphData, choice: Mapping[str, str], imported: ImportedProgram) -> Membership:
+    """``plan_membership`` of a plan chosen from ``g`` itself (the modelled baseline): in by
+    construction, so only legality is asked about, without looking the plan up: ``refused`` is the
+    first chosen node, from the root down, that legality subsumed."""
+    chosen: dict[str, str] = {}
+    refused: str | None = None
+    todo = [g.root]
+    while todo:
+        c = todo.pop()
+        if c in chosen:
+            continue
+        chosen[c] = choice[c]
+        node = g.nodes[choice[c]]
+        if node.subsumed and refused is None:
+            refused = _described(g, choice, _Identities(imported, NORMALIZATIONS), c, lambda n: n.children)
+        todo.extend(k for k in reversed(node.children) if g.is_term_class(k))
+    return Membership(True, None, refused, chosen)
 
 
 class _Identities:
@@ -371,17 +391,7 @@ class _Matcher:
         return out
 
     def _describe(self, c: str, depth: int = 2) -> str:
-        """A plan class as a short term: ops by name, constants by type, at most ``depth`` deep."""
-        node = self.plan.nodes[self.plan_choice[c]]
-        if depth == 0:
-            return node.op
-        args = []
-        for k in self._children(node):
-            if self.plan.is_term_class(k):
-                args.append(self._describe(k, depth - 1))
-            else:
-                args.append(_short(self.plan.leaf_value(k), self.theirs))
-        return f"{node.op}({', '.join(args)})" if args else node.op
+        return _described(self.plan, self.plan_choice, self.theirs, c, self._children, depth)
 
 
 def _is_reshape(g: EGraphData, node: Node, imported: ImportedProgram) -> bool:
@@ -426,6 +436,27 @@ def _scalar_constant(op: Operation) -> tuple[str, object] | None:
     if op.name != "arith.constant" or len(op.results) != 1 or isinstance(op.results[0].type, TensorType):
         return None
     return ("constant", _attr_identity(op.attributes.get("value")))
+
+
+def _described(
+    g: EGraphData,
+    choice: Mapping[str, str],
+    ids: _Identities,
+    c: str,
+    children: Callable[[Node], tuple[str, ...]],
+    depth: int = 2,
+) -> str:
+    """Class ``c`` of a plan as a short term: ops by name, constants by type, at most ``depth`` deep."""
+    node = g.nodes[choice[c]]
+    if depth == 0:
+        return node.op
+    args = []
+    for k in children(node):
+        if g.is_term_class(k):
+            args.append(_described(g, choice, ids, k, children, depth - 1))
+        else:
+            args.append(_short(g.leaf_value(k), ids))
+    return f"{node.op}({', '.join(args)})" if args else node.op
 
 
 def _short(value: object, ids: _Identities) -> str:
