@@ -28,11 +28,9 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.imported import ImportError_
-from egg_dispatch.egraph.importer import import_function
-from egg_dispatch.egraph.rules import saturate
-from egg_dispatch.iree.oracle import PASSES, IreePass, oracle
+from egg_dispatch.iree.dispatch_creation import first_error_line
+from egg_dispatch.iree.oracle import PASSES, IreePass, oracle, saturated
 from egg_dispatch.iree.tools import IreeError, iree_opt_passes
 from egg_dispatch.mlir.ops import sym_name
 from egg_dispatch.mlir.parser import MLIRSyntaxError, parse_mlir
@@ -80,7 +78,7 @@ def run_oracle_file(path: Path, families: tuple[str, ...], target: Target) -> li
         p = IreePass(first_pipeline(text), families, "")
     out = []
     for i, chunk in enumerate(chunks(text)):
-        name = (m.group(1) if (m := FUNC.search(chunk)) else f"chunk {i}")
+        name = m.group(1) if (m := FUNC.search(chunk)) else f"chunk {i}"
         try:
             r = oracle(chunk, p, target)
             out.append(Case(path.name, i, name, r.status, r.detail))
@@ -94,22 +92,19 @@ def run_read_file(path: Path, target: Target) -> list[Case]:
     pipeline = first_pipeline(text)
     out = []
     for i, chunk in enumerate(chunks(text)):
-        name = (m.group(1) if (m := FUNC.search(chunk)) else f"chunk {i}")
+        name = m.group(1) if (m := FUNC.search(chunk)) else f"chunk {i}"
         try:
             iree_opt_passes(chunk, pipeline)
         except IreeError as e:
-            out.append(Case(path.name, i, name, "iree-rejects", (e.stderr or str(e)).strip().splitlines()[0]))
+            out.append(Case(path.name, i, name, "iree-rejects", first_error_line(e.stderr or str(e))))
             continue
         try:
             module = parse_mlir(chunk, "<case>")
             for f in module.functions():
-                imported = import_function(module, sym_name(f))
-                graph, _ = saturate(imported, target, ())
-                EGraphData.from_serialized(graph.serialized())
-                graph.release()
+                saturated(module, target, (), sym_name(f))
             out.append(Case(path.name, i, name, "read"))
         except (MLIRSyntaxError, ImportError_, ValueError, KeyError) as e:
-            out.append(Case(path.name, i, name, "unread", str(e.args[0] if e.args else e).splitlines()[0]))
+            out.append(Case(path.name, i, name, "unread", first_error_line(str(e.args[0] if e.args else e))))
         except Exception as e:
             out.append(Case(path.name, i, name, "internal", f"{type(e).__name__}: {_last_frame(e)}"))
     return out

@@ -30,13 +30,14 @@ from egg_dispatch.egraph.rules import saturate
 from egg_dispatch.evaluate import EvaluationError, evaluate, select_function
 from egg_dispatch.evaluate.check import function_inputs, relative_error
 from egg_dispatch.evaluate.sizes import check_sizes
+from egg_dispatch.iree.dispatch_creation import first_error_line
 from egg_dispatch.iree.tools import IreeError, iree_opt_passes
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.ops import sym_name
 from egg_dispatch.mlir.parser import MLIRSyntaxError, parse_mlir
 from egg_dispatch.target.profile import Target, load_target
 
-__all__ = ["PASSES", "IreePass", "OracleResult", "oracle"]
+__all__ = ["PASSES", "IreePass", "OracleResult", "oracle", "saturated"]
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,12 @@ class OracleResult:
     """IREE's output."""
 
 
-def _imported(module: Module, target: Target, families: Sequence[str]) -> tuple[EGraphData, ImportedProgram]:
-    function = sym_name(select_function(module))
+def saturated(
+    module: Module, target: Target, families: Sequence[str], function: str | None = None
+) -> tuple[EGraphData, ImportedProgram]:
+    """``function`` of ``module`` (default: its first public one) imported as it is and saturated with
+    ``families``: its e-graph's data and the import."""
+    function = function or sym_name(select_function(module))
     imported = import_function(module, function)
     graph, _ = saturate(imported, target, tuple(families))
     data = EGraphData.from_serialized(graph.serialized())
@@ -122,14 +127,14 @@ def oracle(
     try:
         out = iree_opt_passes(text, p.pipeline)
     except IreeError as e:
-        return OracleResult("iree-rejects", _first_line(e.stderr or str(e)))
+        return OracleResult("iree-rejects", first_error_line(e.stderr or str(e)))
     try:
         program = parse_mlir(text, "<case>")
         plan_module = parse_mlir(out, f"<IREE's {pass_name}>")
-        ours, imported = _imported(program, tgt, p.families)
-        theirs, plan_imported = _imported(plan_module, tgt, ())
+        ours, imported = saturated(program, tgt, p.families)
+        theirs, plan_imported = saturated(plan_module, tgt, ())
     except (MLIRSyntaxError, ImportError_, ValueError, KeyError) as e:
-        return OracleResult("unread", _first_line(str(e.args[0] if e.args else e)), iree_text=out)
+        return OracleResult("unread", first_error_line(str(e.args[0] if e.args else e)), iree_text=out)
     m = plan_membership(ours, imported, theirs, _only_choice(theirs), plan_imported)
     if not m.in_egraph:
         return OracleResult("missing", m.missing or "", m, out)
@@ -139,13 +144,8 @@ def oracle(
         want = evaluate(program, inputs, target=tgt)
         got = evaluate(plan_module, inputs, target=tgt)
     except (EvaluationError, TypeError, ValueError) as e:  # an op the evaluator lacks, or sizes it cannot make
-        return OracleResult("in", f"numbers not checked ({_first_line(str(e))})", m, out)
+        return OracleResult("in", f"numbers not checked ({first_error_line(str(e))})", m, out)
     worst = max((relative_error(np.asarray(a), np.asarray(b)) for a, b in zip(got, want, strict=True)), default=0.0)
     if len(got) != len(want) or worst > TOLERANCE:
         return OracleResult("numbers", f"relative error {worst:.3g}", m, out)
     return OracleResult("in", (m.refused and f"legality refuses {m.refused}") or "", m, out)
-
-
-def _first_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return next((line for line in lines if "error" in line), lines[0] if lines else "")
