@@ -6,14 +6,14 @@ from collections.abc import Callable, Mapping
 
 from egg_dispatch.cost import NodeCost
 from egg_dispatch.egraph.data import EGraphData
+from egg_dispatch.egraph.enumerate import enumerate_plans
 from egg_dispatch.extract.common import ExtractionResult
 
 __all__ = ["exact_ilp", "k_best"]
 
 
 SMALL_PLAN_SPACE = 32
-"""Plans up to which ``exact_ilp`` enumerates instead of calling HiGHS (about 0.1 ms a plan, against
-tens of milliseconds for HiGHS on even a one-node model: benchmarks/bench_extract.py)."""
+"""Plans up to which ``exact_ilp`` enumerates instead of calling HiGHS (docs/design.md §2.5)."""
 
 
 def exact_ilp(
@@ -38,10 +38,14 @@ def exact_ilp(
     from egg_dispatch.extract.exhaustive import exhaustive
     from egg_dispatch.extract.ilp import solve_ilp
 
-    if not getattr(costs, "conflicts", ()):
+    # Counted before any is priced: a large e-graph costs the walk of a few plans, not their pricing.
+    if (
+        not getattr(costs, "conflicts", ())
+        and sum(1 for _ in enumerate_plans(g, SMALL_PLAN_SPACE + 1)) <= SMALL_PLAN_SPACE
+    ):
         try:
             return exhaustive(g, costs, lam, limit=SMALL_PLAN_SPACE)
-        except ValueError:  # more plans than that (or none: HiGHS says so too)
+        except ValueError:  # no plan at all: HiGHS says so too
             pass
     return solve_ilp(g, costs, lam, time_limit, warm_start, seed=seed, rel_gap=rel_gap)
 
