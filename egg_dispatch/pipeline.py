@@ -46,7 +46,7 @@ from egg_dispatch.egraph.rules import FAMILIES, Budget, saturate
 from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.dims import UnknownSize
 from egg_dispatch.emit.emitter import Emitter
-from egg_dispatch.extract import ExtractionResult, exact_ilp, greedy_dag, k_best
+from egg_dispatch.extract import ExtractionResult, exact_ilp, exact_ilp_many, greedy_dag, k_best
 from egg_dispatch.iree.dispatch_creation import (
     IREE_PLAN,
     count_printed,
@@ -286,10 +286,9 @@ def explore(
     timings["cost_table"] = time.perf_counter() - t1
 
     def extract(weight: float) -> ExtractionResult:
-        greedy = greedy_dag(data, costs, weight)
         if extractor == "greedy":
-            return greedy
-        return exact_ilp(data, costs, weight, time_limit=time_limit, warm_start=greedy)
+            return greedy_dag(data, costs, weight)
+        return exact_ilp(data, costs, weight, time_limit=time_limit)  # greedy's plan warm-starts HiGHS
 
     def candidate(label: str, choice: dict[str, str], result: ExtractionResult | None = None) -> Candidate:
         spelled = normalize_choice(data, choice, False)  # report and emit at the encoding level
@@ -336,9 +335,17 @@ def explore(
     if pareto:
         say("sweeping λ for the time/memory frontier")
         seen: dict[tuple, Candidate] = {}
-        for weight in PARETO_LAMBDAS:
-            r = extract(weight)
-            c = candidate(f"λ={weight:g}", r.choice, r)
+        built: dict[frozenset, Candidate] = {}  # a plan several weights choose is built once
+        swept = (
+            [greedy_dag(data, costs, w) for w in PARETO_LAMBDAS]
+            if extractor == "greedy"
+            else exact_ilp_many(data, costs, PARETO_LAMBDAS, time_limit=time_limit)
+        )
+        for weight, r in zip(PARETO_LAMBDAS, swept, strict=True):
+            chosen = frozenset(r.choice.items())
+            if chosen in built:
+                continue
+            c = built[chosen] = candidate(f"λ={weight:g}", r.choice, r)
             key = (round(c.metrics.run_seconds, 15), c.metrics.memory_bytes)
             seen.setdefault(key, c)
         front = _non_dominated(list(seen.values()))

@@ -28,6 +28,7 @@ from egg_dispatch.egraph.rules import FAMILIES, saturate
 from egg_dispatch.extract import (
     ExtractionResult,
     exact_ilp,
+    exact_ilp_many,
     exhaustive,
     exhaustive_many,
     greedy_dag,
@@ -479,3 +480,23 @@ def test_exact_ilp_enumerates_small_plan_spaces_and_solves_the_rest() -> None:
     costs = op_costs(big, 0)
     large = exact_ilp(big, costs, 1e-10)
     assert large.method == "ilp-highs" and close(large.objective, solve_ilp(big, costs, 1e-10).objective)
+
+
+def test_exact_ilp_many_is_exact_ilp_at_each_weight() -> None:
+    """The frontier sweep's batch (one enumeration for every λ) picks what ``exact_ilp`` picks at each
+    λ alone, on a small plan space (enumerated) and a large one (HiGHS, where the weights pick two
+    different plans)."""
+    lams = (0.0, 1e-9, 1e-6)
+    for g, costs, method in (
+        (build(TOY, "R"), TOY_COSTS, "exhaustive"),
+        (real_egraph("fixtures/torch_export.mlir", 0, "x86_64-avx2"), None, "ilp-highs"),
+    ):
+        costs = costs or op_costs(g, 0)
+        many = exact_ilp_many(g, costs, lams)
+        alone = [exact_ilp(g, costs, lam) for lam in lams]
+        assert [r.method for r in many] == [method] * len(lams)
+        if method == "ilp-highs":
+            assert len({frozenset(r.choice.items()) for r in many}) == 2
+        for lam, a, b in zip(lams, many, alone, strict=True):
+            assert close(a.objective, b.objective), lam
+            assert close(a.objective, plan_objective(g, a.choice, costs, lam))

@@ -7,7 +7,8 @@ Three extractors share one reference, :func:`plan_objective`, which every result
   (extraction-gym's greedy-dag); tree-cost greedy and "sunk-cost" rounds add candidates
   (``greedy.py``).
 * :func:`exact_ilp` -- the exact optimum on HiGHS, warm-started from greedy and never worse than it
-  (``ilp.py``, pruned by ``prune.py``; docs/design.md §2.5, docs/egglog.md §4.4 and §7).
+  (``ilp.py``, pruned by ``prune.py``; docs/design.md §2.5, docs/egglog.md §4.4 and §7);
+  :func:`exact_ilp_many` at several λ (a frontier sweep).
 * :func:`exhaustive` -- every plan :func:`~egg_dispatch.egraph.enumerate.enumerate_plans` yields, for tests
   (:func:`exhaustive_many`: several objectives over one enumeration).
 
@@ -23,13 +24,14 @@ linearization exact.
 from __future__ import annotations
 
 from egg_dispatch.extract.common import ExtractionResult, plan_contexts, plan_objective
-from egg_dispatch.extract.exact import exact_ilp, k_best
+from egg_dispatch.extract.exact import exact_ilp, exact_ilp_many, k_best
 from egg_dispatch.extract.exhaustive import exhaustive, exhaustive_many
 from egg_dispatch.extract.greedy import greedy_dag
 
 __all__ = [
     "ExtractionResult",
     "exact_ilp",
+    "exact_ilp_many",
     "exhaustive",
     "exhaustive_many",
     "greedy_dag",

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from egg_dispatch.cost import NodeCost
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.enumerate import enumerate_plans
 from egg_dispatch.extract.common import ExtractionResult
 
-__all__ = ["exact_ilp", "k_best"]
+__all__ = ["exact_ilp", "exact_ilp_many", "k_best"]
 
 
 SMALL_PLAN_SPACE = 32
@@ -35,19 +35,43 @@ def exact_ilp(
     ``warm_start`` defaults to :func:`greedy_dag`'s plan. Imported lazily: highspy and networkx
     cost ~0.2 s of import time that a greedy-only run should not pay.
     """
-    from egg_dispatch.extract.exhaustive import exhaustive
     from egg_dispatch.extract.ilp import solve_ilp
 
-    # Counted before any is priced: a large e-graph costs the walk of a few plans, not their pricing.
-    if (
-        not getattr(costs, "conflicts", ())
-        and sum(1 for _ in enumerate_plans(g, SMALL_PLAN_SPACE + 1)) <= SMALL_PLAN_SPACE
-    ):
+    if _small(g, costs):
         try:
-            return exhaustive(g, costs, lam, limit=SMALL_PLAN_SPACE)
+            return _enumerated(g, costs, [lam])[0]
         except ValueError:  # no plan at all: HiGHS says so too
             pass
     return solve_ilp(g, costs, lam, time_limit, warm_start, seed=seed, rel_gap=rel_gap)
+
+
+def exact_ilp_many(
+    g: EGraphData, costs: Mapping[str, NodeCost], lams: Sequence[float], time_limit: float = 10.0
+) -> list[ExtractionResult]:
+    """:func:`exact_ilp` at each λ of ``lams`` (a frontier sweep), one result each: a small plan space
+    is enumerated and its plans' contexts found once for every λ, not once per λ."""
+    from egg_dispatch.extract.ilp import solve_ilp
+
+    if _small(g, costs):
+        try:
+            return _enumerated(g, costs, lams)
+        except ValueError:
+            pass
+    return [solve_ilp(g, costs, lam, time_limit) for lam in lams]
+
+
+def _small(g: EGraphData, costs: Mapping[str, NodeCost]) -> bool:
+    """At most ``SMALL_PLAN_SPACE`` plans and no conflicts (which only the ILP relaxes). Counted before
+    any is priced: a large e-graph costs the walk of a few plans, not their pricing."""
+    if getattr(costs, "conflicts", ()):
+        return False
+    return sum(1 for _ in enumerate_plans(g, SMALL_PLAN_SPACE + 1)) <= SMALL_PLAN_SPACE
+
+
+def _enumerated(g: EGraphData, costs: Mapping[str, NodeCost], lams: Sequence[float]) -> list[ExtractionResult]:
+    from egg_dispatch.extract.exhaustive import exhaustive_many
+
+    return exhaustive_many(g, [(costs, lam) for lam in lams], limit=SMALL_PLAN_SPACE)
 
 
 def k_best(
