@@ -1,7 +1,8 @@
 """Every plan the rules hold for a form they newly derive computes the program's numbers: an encode
 fused into its producer's dispatch through a reshape (``rules/fuse_encode.egg``), an accumulator's
 set_encoding hoisted (``rules/hoist.egg``), a consumer with a scalar argument run on the encoded
-accumulator (``rules/sink_unset.egg``). Each lit case shows the form is among the plans; here
+accumulator (``rules/sink_unset.egg``), a fill, a dequantization or an empty cloned into the dispatch
+that reads it (``rules/clone.egg``). Each lit case shows the form is among the plans; here
 every plan ``opt`` prints for the case is evaluated with the target's packed layouts against the
 program evaluated as written, plain.
 """
@@ -29,11 +30,14 @@ CASES = {
         -1,
         "hoist",
     ): "encode encode encode dispatch{linalg.matmul, iree_encoding.unset_encoding}",
+    ("clone/clone_producers.mlir", 0, "clone,hoist"): "dispatch{linalg.fill, linalg.matmul}",
+    ("clone/clone_producers.mlir", 1, "clone,hoist,fuse"): "dispatch{linalg.generic, linalg.fill, linalg.matmul}",
+    ("clone/clone_producers.mlir", 4, "clone"): "dispatch{linalg.fill, linalg.generic} dispatch{linalg.fill}",
 }
 
 
 @pytest.mark.parametrize("target", ["x86_64-avx2", "x86_64-avx512"])
-@pytest.mark.parametrize("case", list(CASES), ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("case", list(CASES), ids=[f"{c[0]}#{c[1]}" for c in CASES])
 def test_every_plan_of_a_new_form_computes_the_program(case: tuple[str, int, str], target: str, tmp_path: Path) -> None:
     path, chunk, families = case
     text = (RULES / path).read_text().split("\n// -----\n")[chunk]

@@ -32,6 +32,7 @@ from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, TensorType, elemen
 from egg_dispatch.mlir.ir_types import static_sizes
 from egg_dispatch.mlir.ops import RESHAPE_OPS
 from egg_dispatch.mlir.symbolic import Dim
+from egg_dispatch.start.clone import is_bit_extend
 from egg_dispatch.target.layout import (
     Layout,
     LayoutError,
@@ -298,6 +299,8 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
             names = [getattr(a, "value", "") for a in getattr(its, "items", ())]
             if names and all(n == "parallel" for n in names):
                 lines.append(f"(elementwise {quote(key)})")
+            if is_bit_extend(op):
+                lines.append(f"(bit-extend {quote(key)})")
         elif op.name in RESHAPE_OPS:
             lines.append(f"(view-op {quote(key)})")
     return FactReport("\n".join(lines), layouts, refusals)

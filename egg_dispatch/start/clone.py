@@ -5,7 +5,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
-from egg_dispatch.mlir.ir import Block, DenseAttr, Operation, Region, ScalarType, Value, element_nbytes
+from egg_dispatch.mlir.ir import (
+    Block,
+    DenseAttr,
+    Operation,
+    Region,
+    ScalarType,
+    TensorType,
+    Value,
+    element_bits,
+    element_nbytes,
+)
 from egg_dispatch.mlir.ops import ins, iterator_types, outs
 
 __all__ = [
@@ -16,6 +26,7 @@ __all__ = [
     "cloneable",
     "erase_dead",
     "is_bit_extend",
+    "is_pure_extend",
     "replace_operands",
     "use_sites",
 ]
@@ -73,7 +84,38 @@ def _free_values(ops: list[Operation]) -> list[Value]:
 
 
 def is_bit_extend(op: Operation) -> bool:
-    """A dequantization-like generic (one ``ext*`` of its input): cloned, never a root."""
+    """``LinalgExt::isBitExtendOp``: an all-parallel ``linalg.generic`` with one init whose widest input
+    of the highest rank has a narrower element than its result, and no ``math`` op in its body (a
+    dequantization ``extui -> uitofp -> subf -> mulf`` with lower-rank scales, or one ``extf``).
+    Cloned into the dispatches that read it, never a root."""
+    if op.name != "linalg.generic" or not op.regions or len(outs(op)) != 1 or not op.results:
+        return False
+    if not all(t == "parallel" for t in iterator_types(op)):
+        return False
+    ranked = [v.type for v in ins(op) if isinstance(v.type, TensorType)]
+    top = max((len(t.shape) for t in ranked), default=0)
+    widest = [t.element for t in ranked if len(t.shape) == top]
+    result = op.results[0].type
+    if top == 0 or not isinstance(result, TensorType):
+        return False
+    if not all(_int_or_float(e) for e in [*widest, result.element]):
+        return False
+    if max(element_bits(e) for e in widest) >= element_bits(result.element):
+        return False
+    return not any(o.dialect == "math" for o in op.regions[0].entry.ops)
+
+
+def _int_or_float(t: ScalarType) -> bool:
+    return t.is_float or (t.is_int and t.name != "index")
+
+
+def is_pure_extend(op: Operation) -> bool:
+    """A generic that only widens its one input (one ``ext*``). IREE 3.13's whole DispatchCreation
+    pipeline clones such a generic into the dispatch of its consumer, while a wider bit extend (a
+    dequantization with a scale, an ext followed by arithmetic) gets a dispatch of its own from
+    FormDispatchRegions before CloneProducersIntoDispatchRegions could clone it (measured:
+    docs/iree-data-tiling.md §1.3). The start state follows the pipeline; the clone rules follow the clone pass
+    (:func:`is_bit_extend`)."""
     body = op.regions[0].entry if op.name == "linalg.generic" and op.regions else Block()
     return (
         len(ins(op)) == 1 and len(outs(op)) == 1 and all(t == "parallel" for t in iterator_types(op))
@@ -83,10 +125,11 @@ def is_bit_extend(op: Operation) -> bool:
 
 
 def cloneable(op: Operation) -> bool:
-    """``isClonableIntoDispatchOp`` restricted to the dialects ``getCloneableOps`` considers."""
+    """``isClonableIntoDispatchOp`` restricted to the dialects ``getCloneableOps`` considers, for the
+    start state (bit extends as :func:`is_pure_extend`)."""
     if op.opaque_text is not None or op.dialect not in _CLONE_DIALECTS:
         return False
-    if op.name in _ALWAYS_CLONED or is_bit_extend(op):
+    if op.name in _ALWAYS_CLONED or is_pure_extend(op):
         return True
     if op.name in ("arith.constant", "complex.constant"):
         v = op.attributes.get("value")

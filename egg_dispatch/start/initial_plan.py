@@ -60,7 +60,7 @@ from egg_dispatch.start.clone import (
     clone_producers,
     cloneable,
     erase_dead,
-    is_bit_extend,
+    is_pure_extend,
     replace_operands,
     use_sites,
 )
@@ -192,7 +192,7 @@ def _ops_fusable(producer: Operation, consumer: Operation, root: list[bool]) -> 
 def _is_root(op: Operation, leftover: bool = False) -> bool:
     """``isRootOp``; with ``leftover``, the second round's test (any remaining linalg op or pack)."""
     n = op.name
-    if op.opaque_text is not None or is_bit_extend(op) or n == "linalg.fill":
+    if op.opaque_text is not None or is_pure_extend(op) or n == "linalg.fill":
         return False
     if n.startswith("linalg.") and n not in _NOT_STRUCTURED:
         return leftover or n != "linalg.generic" or not all(t == "parallel" for t in iterator_types(op))
@@ -241,7 +241,7 @@ def _form_groups(ops: list[Operation]) -> list[list[Operation]]:
         while loops is not None and (use := _fusable_use(cur, uses)) is not None:
             consumer = use[0]
             cinfo, pinfo = _loops(consumer), _loops(cur)
-            if consumer not in top or consumer in group_of or is_bit_extend(consumer) or not cinfo or not pinfo:
+            if consumer not in top or consumer in group_of or is_pure_extend(consumer) or not cinfo or not pinfo:
                 return
             if not all(cinfo[1]) or len(pinfo[1]) < len(cinfo[1]) or not _ops_fusable(cur, consumer, loops):
                 return

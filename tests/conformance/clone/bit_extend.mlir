@@ -3,9 +3,8 @@
 // i8 weight sign-extended to i32) is cloned into the dispatch of the matmul reading it, so the wide
 // weight is never written to memory. The cloned-into dispatch is the data-tiling variant's concern:
 // the extend sits next to the weight's set_encoding.
-// The clone family has no rule cloning a bit-extend generic into its consumer's dispatch
-// (Contract(k, a, Dispatch(Generic extend ...), c) -> Contract(k, a, Generic extend ..., c)).
-// EXPECT: missing Contract('linalg.matmul:', Arg(0), Generic(linalg.generic, TCons, TCons), Fill(Scalar, Empty))
+// rules/clone.egg clone-producer-rhs, conditions 3 (the extend is cloneable: a bit extend) and 4.
+// EXPECT: in
 #id = affine_map<(d0, d1) -> (d0, d1)>
 util.func public @i8_weight_extend_cloned_into_matmul(%a: tensor<8x16xi32>, %w: tensor<16x32xi8>) -> tensor<8x32xi32> {
   %c0 = arith.constant 0 : i32
@@ -30,9 +29,8 @@ util.func public @i8_weight_extend_cloned_into_matmul(%a: tensor<8x16xi32>, %w: 
 // too: isBitExtendOp compares only the inputs of the highest rank (the i8 weight) with the output, so
 // the rank-1 f32 scale does not stop it; the dequantization is cloned in front of the weight's
 // set_encoding inside the matmul dispatch.
-// Missing for the same reason: no rule clones the dequantization under the set_encoding
-// (SetEncoding(Dispatch(Generic extend ...), e) -> SetEncoding(Generic extend ..., e)).
-// EXPECT: missing SetEncoding(Generic, encoding(operand 1))
+// rules/clone.egg clone-producer-into-set-encoding (condition 3: the dequantization is a bit extend).
+// EXPECT: in
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
@@ -65,8 +63,8 @@ util.func public @scaled_dequant_cloned_before_encode(%a: tensor<8x16xf32>, %w: 
 // -----
 
 // An f16 to f32 extension of the lhs is cloned the same way (arith.extf: a float bit extend).
-// Missing: no bit-extend cloning rule (the lhs side).
-// EXPECT: missing Contract('linalg.matmul:', Generic(linalg.generic, TCons, TCons), Arg(1)
+// rules/clone.egg clone-producer-lhs (condition 3).
+// EXPECT: in
 #id = affine_map<(d0, d1) -> (d0, d1)>
 util.func public @f16_lhs_extend_cloned(%a: tensor<4x16xf16>, %b: tensor<16x8xf32>) -> tensor<4x8xf32> {
   %ae = tensor.empty() : tensor<4x16xf32>
@@ -228,8 +226,8 @@ util.func public @chained_outside_generics_each_wrapped(%a: tensor<4x16xf16>, %b
 // A cloneable producer with two consumer dispatches is cloned into each (clonePrecedingOpIntoDispatchRegion
 // copies it; the original, now dead, is erased): the i8 to f32 extend of one weight feeds two matmuls
 // and both dispatches extend it themselves.
-// Missing: no bit-extend cloning rule (each consumer's copy is the same missing decision).
-// EXPECT: missing Contract('linalg.matmul:', Arg(0), Generic(linalg.generic, TCons, TCons), Fill(Scalar, Empty))
+// rules/clone.egg clone-producer-rhs, in each consumer (condition 3).
+// EXPECT: in
 #id = affine_map<(d0, d1) -> (d0, d1)>
 util.func public @extend_cloned_into_both_consumers(%a: tensor<4x16xf32>, %c: tensor<2x16xf32>, %w: tensor<16x8xi8>) -> (tensor<4x8xf32>, tensor<2x8xf32>) {
   %we = tensor.empty() : tensor<16x8xf32>

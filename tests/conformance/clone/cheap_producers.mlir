@@ -2,9 +2,8 @@
 // RegionOpUtils.cpp isCloneableIntoDispatchOp): a linalg.fill and its tensor.empty defined outside the
 // dispatch that reads them are always cloned in. Here the encoded accumulator of a data-tiled matmul:
 // the dispatch then builds its own zero tile instead of reading one from memory.
-// The clone family clones slices only: it has no rule putting a fill computed outside into the
-// contraction's dispatch (Contract(k, a, b, Dispatch(Fill ...)) -> Contract(k, a, b, Fill ...)).
-// EXPECT: missing Fill(Scalar, SetEncoding))
+// rules/clone.egg clone-producer-init, condition 3 (a fill is cloneable).
+// EXPECT: in
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #kn = affine_map<(d0, d1, d2) -> (d2, d1)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -30,8 +29,8 @@ util.func public @encoded_zero_accumulator_cloned(%a: tensor<8x16xf32>, %b: tens
 // The same for a plain (unencoded) matmul whose fill sits outside with the scalar constant: the
 // constant, the empty and the fill are all cloned (scalar arith constants are cloneable too), and the
 // dispatch reads nothing but the two operands.
-// Missing for the same reason (no fill-cloning rule), on the plain accumulator.
-// EXPECT: missing Contract('linalg.matmul:', Arg(0), Arg(1), Fill(Scalar, Empty))
+// rules/clone.egg clone-producer-init, condition 3, on the plain accumulator.
+// EXPECT: in
 util.func public @plain_matmul_fill_cloned(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<4x16xf32>
@@ -171,8 +170,9 @@ util.func public @small_dense_constant_cloned(%a: tensor<8x4xf32>) -> tensor<8x4
 
 // A tensor.empty outside the dispatch, the init of an elementwise generic inside, is cloned
 // (isCloneableIntoDispatchOp lists EmptyOp): the dispatch no longer takes the empty tensor as an input.
-// The clone family has no rule for it: an empty defined outside is a dispatch input, Dispatch(Empty).
-// EXPECT: missing TCons(Empty(8x8, 'f32'), TNil), the operands of Generic(linalg.generic
+// rules/clone.egg clone-producer-into-generic-init, conditions 3 (an empty is cloneable) and 4 (the
+// generic's init list).
+// EXPECT: in
 #id = affine_map<(d0, d1) -> (d0, d1)>
 util.func public @empty_init_cloned(%a: tensor<8x8xf32>) -> tensor<8x8xf32> {
   %e = tensor.empty() : tensor<8x8xf32>
