@@ -33,7 +33,13 @@ CASES = {
     ("clone/clone_producers.mlir", 0, "clone,hoist"): "dispatch{linalg.fill, linalg.matmul}",
     ("clone/clone_producers.mlir", 1, "clone,hoist,fuse"): "dispatch{linalg.generic, linalg.fill, linalg.matmul}",
     ("clone/clone_producers.mlir", 4, "clone"): "dispatch{linalg.fill, linalg.generic} dispatch{linalg.fill}",
+    ("sink_unset/sink_encoded_argument_dynamic.mlir", 0, "sink_unset"): (
+        "dispatch{linalg.generic, iree_encoding.unset_encoding}"
+    ),
 }
+
+SIZES = {("sink_unset/sink_encoded_argument_dynamic.mlir", 0, "sink_unset"): {"arg0.d1": 24, "arg2": 24}}
+"""The dynamic sizes a case runs at (``arg2`` is the size argument naming ``arg0.d1``)."""
 
 
 @pytest.mark.parametrize("target", ["x86_64-avx2", "x86_64-avx512"])
@@ -48,7 +54,7 @@ def test_every_plan_of_a_new_form_computes_the_program(case: tuple[str, int, str
     plans = out.split("\n// ----- plan ")[1:]
     assert any(CASES[case] in p.split("\n", 1)[0] for p in plans), "no plan has the new form"
     program = parse_mlir(text, path)
-    inputs = function_inputs(select_function(program), seed=3)
+    inputs = function_inputs(select_function(program), seed=3, sizes=SIZES.get(case))
     want = evaluate(program, inputs)
     for plan_text in plans:
         plan = parse_mlir(plan_text.split("\n", 1)[1], "<plan>")

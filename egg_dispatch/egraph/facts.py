@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from egg_dispatch.egraph.import_util import encoding_key
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.sink_facts import sink_facts, sink_sites
 from egg_dispatch.egraph.size_facts import (
@@ -216,6 +217,11 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
     # Sources a set_encoding can have: the imported ones, and (after propagation) their slices' sources.
     sources: set[tuple[tuple[int, ...], str, str]] = set()
     for name, term in imported.lets.items():
+        arg_t = imported.let_types.get(name) if term.startswith("(Arg ") else None
+        if isinstance(arg_t, TensorType) and isinstance(arg_t.encoding, EncodingAttr):
+            key = encoding_key(arg_t.encoding)  # an encoded argument: what sink_unset reads back
+            if key in imported.encodings:
+                lines.append(f"(set (encoding-of {name}) {key})")
         if term.startswith("(Slice "):
             m = _SLICE.match(term)
             src_dims = _dims(imported, m.group(1)) if m else None
