@@ -1,7 +1,8 @@
 """Every plan the rules hold for a form they newly derive computes the program's numbers: an encode
 fused into its producer's dispatch through a reshape (``rules/fuse_encode.egg``), an accumulator's
 set_encoding hoisted (``rules/hoist.egg``), a consumer with a scalar argument run on the encoded
-accumulator (``rules/sink_unset.egg``), a fill, a dequantization or an empty cloned into the dispatch
+accumulator (``rules/sink_unset.egg``), a set_encoding bubbled above a dequantization, a transpose
+or a broadcast (``rules/propagate_bubble.egg``), a fill, a dequantization or an empty cloned into the dispatch
 that reads it (``rules/clone.egg``). Each lit case shows the form is among the plans; here
 every plan ``opt`` prints for the case is evaluated with the target's packed layouts against the
 program evaluated as written, plain.
@@ -33,6 +34,12 @@ CASES = {
     ("clone/clone_producers.mlir", 0, "clone,hoist"): "dispatch{linalg.fill, linalg.matmul}",
     ("clone/clone_producers.mlir", 1, "clone,hoist,fuse"): "dispatch{linalg.generic, linalg.fill, linalg.matmul}",
     ("clone/clone_producers.mlir", 4, "clone"): "dispatch{linalg.fill, linalg.generic} dispatch{linalg.fill}",
+    ("propagate/bubble_through_elementwise.mlir", 1, "propagate,hoist"): (
+        "dispatch{iree_encoding.set_encoding, iree_encoding.set_encoding, linalg.generic, linalg.fill"
+    ),
+    ("propagate/bubble_through_elementwise.mlir", 3, "propagate,hoist"): "encode encode dispatch{linalg.generic}",
+    ("propagate/bubble_through_elementwise.mlir", 4, "propagate,hoist"): "encode dispatch{linalg.generic}",
+    ("propagate/bubble_through_elementwise.mlir", 8, "propagate,hoist"): "encode encode dispatch{linalg.generic}",
     ("sink_unset/sink_encoded_argument_dynamic.mlir", 0, "sink_unset"): (
         "dispatch{linalg.generic, iree_encoding.unset_encoding}"
     ),

@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from egg_dispatch.egraph.bubble_facts import BubbleSite, bubble_sites
 from egg_dispatch.egraph.import_util import encoding_key
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.sink_facts import sink_facts, sink_sites
@@ -37,7 +38,10 @@ from egg_dispatch.start.clone import is_bit_extend
 from egg_dispatch.target.layout import (
     Layout,
     LayoutError,
+    contraction_dims,
+    encoded_operand_dims,
     encoding_attr_layout,
+    encoding_matmul_setup,
     packed_nbytes,
     swaps_operands,
 )
@@ -187,6 +191,7 @@ def _dims(imported: ImportedProgram, let: str) -> tuple[int, ...] | None:
 def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
     """egglog commands asserting the target-dependent facts for this program."""
     sink_lines, sink_refusals = sink_facts(imported)  # registers the encodings sunk operands get
+    bubbles = bubble_sites(imported)  # ... and those bubbled inputs get
     lines: list[str] = list(sink_lines)
     layouts: dict[str, Layout | None] = {}
     for key, e in imported.encodings.items():
@@ -211,17 +216,13 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
             lines.append(f"(swapped-result {key})")
         elif e.operand_index == 2:
             lines.append(f"(plain-result {key})")
+    lines += _encoded_arguments(imported)
     refusals: dict[tuple[str, ...], str] = dict(sink_refusals)
     domains = imported.domains
     sym = imported.shape
     # Sources a set_encoding can have: the imported ones, and (after propagation) their slices' sources.
     sources: set[tuple[tuple[int, ...], str, str]] = set()
     for name, term in imported.lets.items():
-        arg_t = imported.let_types.get(name) if term.startswith("(Arg ") else None
-        if isinstance(arg_t, TensorType) and isinstance(arg_t.encoding, EncodingAttr):
-            key = encoding_key(arg_t.encoding)  # an encoded argument: what sink_unset reads back
-            if key in imported.encodings:
-                lines.append(f"(set (encoding-of {name}) {key})")
         if term.startswith("(Slice "):
             m = _SLICE.match(term)
             src_dims = _dims(imported, m.group(1)) if m else None
@@ -253,6 +254,11 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
                     refusals[("tile-aligned", src, enc_key)] = why
     sources |= _sunk_operand_sources(imported)
     accs = _accumulators(imported)
+    for dims, elem, enc_key, fed in _bubbled_input_sources(imported, bubbles):
+        sources.add((dims, elem, enc_key))
+        for (_, acc_enc), shapes in list(accs.items()):  # it feeds the contraction its generic fed
+            if acc_enc == fed:
+                accs.setdefault((dims, enc_key), []).extend(shapes)
 
     def refuse_fused(
         dims: tuple[int, ...], enc_key: str, layout: Layout, shape: tuple, eb: int, acc_shapes: Sequence
@@ -298,7 +304,7 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
         if not fused_pack_legal(target, layout, dims, eb, acc):
             lines.append(f"(fused-pack-illegal {ivec(dims)} {enc_key})")
     lines += _pair_facts(imported, target, layouts)
-    lines += _bubble_facts(imported, layouts, refusals)
+    lines += _bubble_facts(imported, bubbles, layouts, refusals)
     for key, op in imported.ops.items():
         if op.name == "linalg.generic":
             its = op.attributes.get("iterator_types")
@@ -324,6 +330,45 @@ def _sunk_operand_sources(imported: ImportedProgram) -> set[tuple[tuple[int, ...
             t, dims = imported.let_types.get(names[i]), _dims(imported, names[i])
             if isinstance(t, TensorType) and dims is not None:
                 out.add((dims, t.element.name, enc_key))
+    return out
+
+
+def _encoded_arguments(imported: ImportedProgram) -> list[str]:
+    """``(set (encoding-of arg) enc)`` for each argument of an encoded type whose encoding a rule reads
+    (sink_unset runs a generic on it)."""
+    out = []
+    for name, term in imported.lets.items():
+        t = imported.let_types.get(name) if term.startswith("(Arg ") else None
+        if isinstance(t, TensorType) and isinstance(t.encoding, EncodingAttr):
+            key = encoding_key(t.encoding)
+            if key in imported.encodings:
+                out.append(f"(set (encoding-of {name}) {key})")
+    return out
+
+
+def reduction_dims(enc: EncodingAttr) -> frozenset[int]:
+    """The loop dims the contraction ``enc`` was set for reduces (its K dims); all dims when the maps
+    name no contraction (then every tile must divide)."""
+    _, maps, _ = encoding_matmul_setup(enc)
+    loops = 1 + max((d for mp in maps for d in mp), default=-1)
+    cd = contraction_dims(maps, loops)
+    return frozenset(cd.k) if cd is not None else frozenset(range(loops))
+
+
+def _bubbled_input_sources(
+    imported: ImportedProgram, sites: list[BubbleSite]
+) -> set[tuple[tuple[int, ...], str, str, str]]:
+    """(shape, element type, encoding, the set_encoding's own encoding) of the set_encodings a bubbled
+    generic's inputs get: their const-eval, layout and fused-pack facts."""
+    out: set[tuple[tuple[int, ...], str, str, str]] = set()
+    for site in sites:
+        if site.refusal is not None:
+            continue
+        names = re.findall(r"\$v[0-9]+", imported.lets[site.generic])
+        for i, enc_key in site.operands.items():
+            t, dims = imported.let_types.get(names[i]), _dims(imported, names[i])
+            if isinstance(t, TensorType) and dims is not None:
+                out.add((dims, t.element.name, enc_key, site.encoding))
     return out
 
 
@@ -425,50 +470,39 @@ def _pair_facts(imported: ImportedProgram, target: Target, layouts: dict[str, La
 
 
 def _bubble_facts(
-    imported: ImportedProgram, layouts: dict[str, Layout | None], refusals: dict[tuple[str, ...], str] | None = None
+    imported: ImportedProgram,
+    sites: list[BubbleSite],
+    layouts: dict[str, Layout | None],
+    refusals: dict[tuple[str, ...], str] | None = None,
 ) -> list[str]:
-    """``(bubble-legal key enc)``: set_encoding(generic(x)) may become generic(set_encoding(x)).
-
-    HoistEncodingOps' BubbleUpSetEncodingOp, restricted to what stays exact on packed data:
-    1. the generic is all-parallel with identity maps on its tensor operands (scalars broadcast);
-    2. one tensor input, of the output's shape, and its init is a tensor.empty;
-    3. the layout is tiled and its inner tiles divide the shape (no padding: the body need not map
-       0 to 0).
-    """
+    """``(bubble-target key enc)``, ``(bubble-encoding key enc i enc_i)`` and ``(bubble-scalar key i)``:
+    the set_encoding(enc) of the generic ``key``'s result may move above it, its input i then encoded
+    with enc_i (``egraph/bubble_facts.py``; its condition 4, tiles that divide the dims the contraction
+    reduces, is checked here, where the layouts are)."""
     out: list[str] = []
-    for term in imported.lets.values():
-        m = _SET_ENCODING.match(term)
-        if not m or not imported.lets.get(m.group(1), "").startswith("(Generic "):
-            continue
-        g = _GENERIC.match(imported.lets[m.group(1)])
-        layout = layouts.get(m.group(2))
-        op = imported.ops.get(g.group(1)) if g else None
-        out_t = imported.let_types.get(m.group(1))
-        if g is None or op is None or layout is None or not isinstance(out_t, TensorType) or len(op.results) != 1:
-            continue
-        its = [getattr(a, "value", "") for a in getattr(op.attributes.get("iterator_types"), "items", ())]
-        maps = getattr(op.attributes.get("indexing_maps"), "items", ())
-        tensors = [v.type for v in op.operands if isinstance(v.type, TensorType) and v.type.rank > 0]
-        identity = all(
-            isinstance(mp, AffineMapAttr) and (not mp.results or mp.dim_positions() == tuple(range(mp.num_dims)))
-            for mp in maps
-        )
-        init = op.operands[-1].owner
-        if not (its and all(i == "parallel" for i in its) and identity and len(tensors) == 2):
-            continue
-        if getattr(init, "name", "") != "tensor.empty" or tensors[0].shape != out_t.shape:
-            continue
-        out_dims = _dims(imported, m.group(1))
-        if out_dims is None:
-            continue
-        shape = imported.shape(out_dims)
-        why = divides_refusal(layout, shape, imported.domains, "3. tiles that do not divide the shape")
-        if why:
+    for site in sites:
+        why = site.refusal
+        layout = layouts.get(site.encoding)
+        out_dims = _dims(imported, site.generic)
+        if why is None and (layout is None or out_dims is None):
+            why = "4. the layout is not tiled"  # the identity: noop folds the set_encoding away
+        if why is None and layout is not None and out_dims is not None:
+            shape = imported.shape(out_dims)
+            enc = imported.encodings[site.encoding]
+            k_dims = reduction_dims(enc)
+            reduced = {j for j, d in enumerate(encoded_operand_dims(enc)) if d in k_dims}
+            why = divides_refusal(
+                layout, shape, imported.domains, "4. tiles that do not divide a reduced (K) dim", only=reduced
+            )
+        if why is not None:
             if refusals is not None:
-                refusals[("bubble", g.group(1), m.group(2))] = why
+                refusals[("bubble", site.key, site.encoding)] = why
             continue
-        out.append(f"(bubble-legal {quote(g.group(1))} {m.group(2)})")
-    return out
+        k = quote(site.key)
+        out.append(f"(bubble-target {k} {site.encoding})")
+        out += [f"(bubble-encoding {k} {site.encoding} {i} {e_i})" for i, e_i in sorted(site.operands.items())]
+        out += [f"(bubble-scalar {k} {i})" for i in site.scalars]
+    return sorted(set(out))
 
 
 def _scalar(name: str):  # small helper: element names come from parsed types

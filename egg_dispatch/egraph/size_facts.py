@@ -16,7 +16,7 @@ rule family, as in ``rules/*.egg``). On static sizes they decide exactly as the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 
 from egg_dispatch.mlir.symbolic import Dim, Domain, as_dim, divides, upper_bound
 from egg_dispatch.target.layout import Layout
@@ -90,9 +90,14 @@ def packed_bytes(shape: Shape, elem_bytes: int, layout: Layout | None) -> Dim:
     return total
 
 
-def divides_refusal(layout: Layout, shape: Shape, domains: Mapping[str, Domain], what: str) -> str | None:
-    """``what`` when an inner tile does not divide its dim for every allowed size, else None."""
+def divides_refusal(
+    layout: Layout, shape: Shape, domains: Mapping[str, Domain], what: str, only: Container[int] | None = None
+) -> str | None:
+    """``what`` when an inner tile does not divide its dim for every allowed size, else None; ``only``:
+    the tensor dims to check (default all)."""
     for d, t in zip(layout.inner_dims_pos, layout.inner_tiles, strict=True):
+        if only is not None and d not in only:
+            continue
         if not divides(t, shape[d], domains):
             size = describe(domains, as_dim(shape[d]))
             return f"{what}: dim {d} = {size} is not a multiple of the tile {t} for every size"

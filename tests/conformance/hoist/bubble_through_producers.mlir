@@ -5,7 +5,9 @@
 // Source: HoistEncodingOps.cpp, BubbleUpSetEncodingOp / bubbleUpSetEncodingThroughGenericOp
 // (isBitExtendOp).
 // Matters: the narrow weight, not the widened one, is what gets packed and stored.
-// EXPECT: missing no e-node SetEncoding(Arg(1), encoding(operand 1))
+// rules/propagate_bubble.egg bubble-set-encoding-through-generic (conditions 1-4), then the hoist
+// family.
+// EXPECT: in
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #kn = affine_map<(d0, d1, d2) -> (d2, d1)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -41,7 +43,9 @@ util.func public @bubble_through_int8_dequant(%x: tensor<8x32xf32>, %q: tensor<3
 // hoisted.
 // Source: HoistEncodingOps.cpp, BubbleUpSetEncodingOp (isBitExtendOp).
 // Matters: mixed-precision activations.
-// EXPECT: missing no e-node SetEncoding(Arg(0), encoding(operand 0))
+// rules/propagate_bubble.egg bubble-set-encoding-through-generic (conditions 1-4), then the hoist
+// family.
+// EXPECT: in
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #kn = affine_map<(d0, d1, d2) -> (d2, d1)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -76,7 +80,9 @@ util.func public @bubble_through_f16_widening(%x: tensor<8x32xf16>, %w: tensor<3
 // hoisted.
 // Source: HoistEncodingOps.cpp, BubbleUpSetEncodingOp (isBroadcastingOp).
 // Matters: the un-broadcast tensor is packed.
-// EXPECT: missing no e-node SetEncoding(Arg(1), encoding(operand 1))
+// rules/propagate_bubble.egg bubble-set-encoding-through-generic (conditions 1-4), then the hoist
+// family.
+// EXPECT: in
 #bmk = affine_map<(b, m, n, k) -> (b, m, k)>
 #bkn = affine_map<(b, m, n, k) -> (b, k, n)>
 #bmn = affine_map<(b, m, n, k) -> (b, m, n)>
@@ -111,7 +117,9 @@ util.func public @bubble_through_batch_broadcast(%x: tensor<2x8x32xf32>, %w: ten
 // Source: HoistEncodingOps.cpp, bubbleUpSetEncodingThroughGenericOp (output map a permutation,
 // invOutputMap).
 // Matters: elementwise fusion puts transposes into the dequant's output map.
-// EXPECT: missing no e-node SetEncoding(Arg(1), encoding(operand 1))
+// rules/propagate_bubble.egg bubble-set-encoding-through-generic (conditions 1-4), then the hoist
+// family.
+// EXPECT: in
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #kn = affine_map<(d0, d1, d2) -> (d2, d1)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -146,7 +154,9 @@ util.func public @bubble_through_transposing_widening(%x: tensor<8x32xf32>, %wt:
 // set_encoding through both, onto the 2-D f16 argument, which is then hoisted.
 // Source: HoistEncodingOps.cpp, BubbleUpSetEncodingOp applied repeatedly.
 // Matters: chains of cheap producers.
-// EXPECT: missing no e-node SetEncoding(Arg(1), encoding(operand 1))
+// rules/propagate_bubble.egg bubble-set-encoding-through-generic (conditions 1-4), then the hoist
+// family.
+// EXPECT: in
 #bmk = affine_map<(b, m, n, k) -> (b, m, k)>
 #bkn = affine_map<(b, m, n, k) -> (b, k, n)>
 #bmn = affine_map<(b, m, n, k) -> (b, m, n)>
@@ -385,7 +395,9 @@ util.func public @no_bubble_across_dispatch_boundary(%x: tensor<8x32xf16>, %w: t
 // const-expr root).
 // Source: HoistEncodingOps.cpp, BubbleUpSetEncodingOp, then isHoistableOp / ConstExprHoistingPolicy
 // (roots).
-// EXPECT: missing no e-node SetEncoding(Const(constant tensor<32x16xf16>), encoding(operand 1))
+// rules/propagate_bubble.egg bubble-set-encoding-through-generic (conditions 1-4), then the hoist
+// family.
+// EXPECT: in
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #kn = affine_map<(d0, d1, d2) -> (d2, d1)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -420,7 +432,9 @@ util.func public @bubble_then_keep_global_weight(%x: tensor<8x32xf32>) -> tensor
 // A widening of a dense f16 constant inside the dispatch: the set_encoding bubbles onto the
 // constant, and constant and set_encoding are both hoisted (ConstantLike).
 // Source: HoistEncodingOps.cpp, BubbleUpSetEncodingOp, then isHoistableOp (ConstantLike).
-// EXPECT: missing no e-node SetEncoding(Const(constant tensor<32x16xf16>), encoding(operand 1))
+// rules/propagate_bubble.egg bubble-set-encoding-through-generic (conditions 1-4), then the hoist
+// family.
+// EXPECT: in
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #kn = affine_map<(d0, d1, d2) -> (d2, d1)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>

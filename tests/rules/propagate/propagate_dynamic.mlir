@@ -108,9 +108,11 @@ func.func @propagate_dynamic_row_offset_with_assume(%x: tensor<?x32xf32>, %w: te
 
 // -----
 
-// Bubbling, propagate_bubble.egg condition 3: the 8-row tiles must divide the dequantized tensor's rows for every size (no
-// padding for the body to see); a dynamic row count nothing bounds does not qualify.
-// CHECK-LABEL: plans for @dont_bubble_dynamic_dequant_unbounded: 1; {{.*}} rule matches: none
+// Bubbling, propagate_bubble.egg condition 4 reads only the dims the contraction reduces: the rows are
+// M, whose padding the unpack drops, so a row count nothing bounds does not stop the set_encoding from
+// moving above the extf. Its pack of an unbounded ?x32 tensor left in the dispatch is then refused
+// (refuse-fused-pack-generic-operand), so without `hoist` the start state stays the only plan.
+// CHECK-LABEL: plans for @bubble_dynamic_dequant_unbounded: 1; {{.*}} bubble-set-encoding-through-generic 1{{.*}} refuse-fused-pack-generic-operand 1
 #map = affine_map<(d0, d1, d2) -> (d0, d2)>
 #map1 = affine_map<(d0, d1, d2) -> (d1, d2)>
 #map2 = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -118,7 +120,7 @@ func.func @propagate_dynamic_row_offset_with_assume(%x: tensor<?x32xf32>, %w: te
 #lhs = #iree_encoding.encoding<operand_index = 0 : index, op_type = matmul, element_types = [f32, f32, f32], user_indexing_maps = [#map, #map1, #map2], iteration_sizes = [?, 8, 32]>
 #rhs = #iree_encoding.encoding<operand_index = 1 : index, op_type = matmul, element_types = [f32, f32, f32], user_indexing_maps = [#map, #map1, #map2], iteration_sizes = [?, 8, 32]>
 #out = #iree_encoding.encoding<operand_index = 2 : index, op_type = matmul, element_types = [f32, f32, f32], user_indexing_maps = [#map, #map1, #map2], iteration_sizes = [?, 8, 32]>
-func.func @dont_bubble_dynamic_dequant_unbounded(%x: tensor<?x32xf16>, %w: tensor<8x32xf32>) -> tensor<?x8xf32> {
+func.func @bubble_dynamic_dequant_unbounded(%x: tensor<?x32xf16>, %w: tensor<8x32xf32>) -> tensor<?x8xf32> {
   %c0 = arith.constant 0 : index
   %d = tensor.dim %x, %c0 : tensor<?x32xf16>
   %l = flow.dispatch.region -> (tensor<?x32xf32, #lhs>{%d}) {
@@ -149,7 +151,7 @@ func.func @dont_bubble_dynamic_dequant_unbounded(%x: tensor<?x32xf16>, %w: tenso
 // above the extf (the rule fires). Left in the dispatch, its pack of an unbounded ?x32 tensor is refused
 // (refuse-fused-pack-generic-operand: the fused-pack footprint is not provable), so without `hoist` the
 // start state stays the only plan; with `hoist` the bubbled set_encoding becomes an encode dispatch.
-// CHECK-LABEL: plans for @bubble_dynamic_dequant_rows_multiple_of_8: 1; {{.*}} bubble-set-encoding-through-elementwise 1{{.*}} refuse-fused-pack-generic-operand 1
+// CHECK-LABEL: plans for @bubble_dynamic_dequant_rows_multiple_of_8: 1; {{.*}} bubble-set-encoding-through-generic 1{{.*}} refuse-fused-pack-generic-operand 1
 #map = affine_map<(d0, d1, d2) -> (d0, d2)>
 #map1 = affine_map<(d0, d1, d2) -> (d1, d2)>
 #map2 = affine_map<(d0, d1, d2) -> (d0, d1)>
