@@ -105,6 +105,34 @@ def test_symbolic_shapes_of_a_real_export() -> None:
     assert s.symbols() == {"arg0.d1"}
 
 
+def test_an_unset_encoding_has_its_sources_sizes_whatever_names_them() -> None:
+    """An unset_encoding returns its whole source: a ``{%n}`` naming the dynamic size with a size
+    argument (as a hand-written input does) and a ``{%d}`` of ``tensor.dim`` (as IREE's passes print
+    it) give the same symbol, the source's; a result of another shape keeps the sizes it names."""
+    enc = (
+        "#iree_encoding.encoding<operand_index = 2 : index, op_type = matmul, element_types = [f32, f32, f32], "
+        "user_indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, "
+        "affine_map<(d0, d1, d2) -> (d0, d1)>]>"
+    )
+    func = parse_mlir(
+        f"""
+func.func @f(%x: tensor<4x?xf32, {enc}>, %n: index, %m: index) -> (tensor<4x?xf32>, tensor<4x?xf32>, tensor<?x?xf32>) {{
+  %c1 = arith.constant 1 : index
+  %d = tensor.dim %x, %c1 : tensor<4x?xf32, {enc}>
+  %a = iree_encoding.unset_encoding %x : tensor<4x?xf32, {enc}> -> tensor<4x?xf32>{{%n}}
+  %b = iree_encoding.unset_encoding %x : tensor<4x?xf32, {enc}> -> tensor<4x?xf32>{{%d}}
+  %c = iree_encoding.unset_encoding %x : tensor<4x?xf32, {enc}> -> tensor<?x?xf32>{{%m, %n}}
+  return %a, %b, %c : tensor<4x?xf32>, tensor<4x?xf32>, tensor<?x?xf32>
+}}""",
+        "<unset>",
+    ).function()
+    shapes = function_shapes(func)
+    by_name = {r.name: r for op in func.walk() for r in op.results}
+    own = (Dim.const(4), Dim.sym("arg0.d1"))
+    assert shapes.shape(by_name["a"]) == shapes.shape(by_name["b"]) == own
+    assert shapes.shape(by_name["c"]) == (Dim.sym("arg2"), Dim.sym("arg1"))
+
+
 def test_dim_algebra() -> None:
     s, t = Dim.sym("s"), Dim.sym("t")
     assert s * 4 + 4 * s == 8 * s

@@ -22,8 +22,7 @@ on the start state's generics, because they read indexing maps (the terms only n
 7. the body reads no ``linalg.index`` (IREE rewrites it to ``outer * tile + inner``; not modelled);
 8. the encoded value is the whole of a value in a matmul accumulator's encoding (an
    ``unset_encoding`` of a contraction's result or of an encoded argument), or of a generic this
-   family sinks through already (a chain of elementwise ops); whole by the types (``unset-whole``:
-   the terms name a dynamic size the unset gives, ``{%d}``, apart from its source's own).
+   family sinks through already (a chain of elementwise ops).
 
 The tiled-layout condition is the rule's own (``layout-of``). IREE's "the unset_encoding has one use" is
 no condition of the e-graph (a plan that also needs the plain result keeps the unset for that use, and
@@ -65,9 +64,6 @@ class SinkSite:
     """The first numbered condition (module docstring) it fails; None when legal."""
     scalars: tuple[int, ...] = ()
     """Input positions that are scalars (a function's f32 argument, a constant): read as they are."""
-    whole: tuple[str, ...] = ()
-    """The unset_encodings it reads that return their whole source (condition 8, checked on the types:
-    a dynamic size the unset names, ``{%d}``, is the source's own, which the terms cannot show)."""
 
 
 def sunk_encoding(e: EncodingAttr, operand_map: AffineMapAttr) -> EncodingAttr:
@@ -86,9 +82,7 @@ def _is_identity(m: AffineMapAttr) -> bool:
     return m.num_symbols == 0 and m.dim_positions() == tuple(range(m.num_dims))
 
 
-def _source_encoding(
-    imported: ImportedProgram, let: str, sunk: dict[str, str], whole: set[str] | None = None
-) -> tuple[str | None, str | None]:
+def _source_encoding(imported: ImportedProgram, let: str, sunk: dict[str, str]) -> tuple[str | None, str | None]:
     """(encoding key of the encoded value an input reads, refusal): an unset_encoding of an encoded
     contraction (condition 8), or a generic the family already sinks through; a dispatch result of one
     counts too (the fuse family fuses the consumer into that dispatch)."""
@@ -115,8 +109,6 @@ def _source_encoding(
         return None, "8. the unset_encoding does not return the whole result"
     key = encoding_key(enc)
     imported.encodings.setdefault(key, enc)  # an encoded function argument's: no set_encoding named it
-    if whole is not None:
-        whole.add(let)
     return key, None
 
 
@@ -131,8 +123,7 @@ def _site(imported: ImportedProgram, let: str, sunk: dict[str, str]) -> SinkSite
     n_in = len(ins(op))
     names = _LET.findall(m.group(2))
     inputs, inits = names[:n_in], names[n_in:]
-    whole: set[str] = set()
-    found = [(i, *_source_encoding(imported, x, sunk, whole)) for i, x in enumerate(inputs)]
+    found = [(i, *_source_encoding(imported, x, sunk)) for i, x in enumerate(inputs)]
     found += [(n_in + j, *_source_encoding(imported, x, sunk)) for j, x in enumerate(inits)]
     candidates = [(i, e, why) for i, e, why in found if e is not None or why is not None]
     if not candidates:
@@ -176,7 +167,7 @@ def _site(imported: ImportedProgram, let: str, sunk: dict[str, str]) -> SinkSite
         imported.encodings.setdefault(operands[i], e_i)
         if enc_key in imported.encoding_dims:  # the same iteration sizes: the same encoding_dims
             imported.encoding_dims.setdefault(operands[i], imported.encoding_dims[enc_key])
-    return dataclasses.replace(site, operands=operands, scalars=scalars, whole=tuple(sorted(whole)))
+    return dataclasses.replace(site, operands=operands, scalars=scalars)
 
 
 def sink_sites(imported: ImportedProgram) -> list[SinkSite]:
@@ -198,9 +189,9 @@ def sink_sites(imported: ImportedProgram) -> list[SinkSite]:
 
 
 def sink_facts(imported: ImportedProgram) -> tuple[list[str], dict[tuple[str, ...], str]]:
-    """egglog facts ``(sink-target key position enc)``, ``(sink-encoding key enc i enc_i)``,
-    ``(sink-scalar key i)`` and ``(unset-whole u)`` for every legal site, and the refusals of the
-    others (keyed ``("sink", generic let)``, for ``--explain``)."""
+    """egglog facts ``(sink-target key position enc)``, ``(sink-encoding key enc i enc_i)`` and
+    ``(sink-scalar key i)`` for every legal site, and the refusals of the others (keyed ``("sink",
+    generic let)``, for ``--explain``)."""
     lines: list[str] = []
     refusals: dict[tuple[str, ...], str] = {}
     for site in sink_sites(imported):
@@ -212,5 +203,4 @@ def sink_facts(imported: ImportedProgram) -> tuple[list[str], dict[tuple[str, ..
         for i, e_i in sorted(site.operands.items()):
             lines.append(f"(sink-encoding {k} {site.encoding} {i} {e_i})")
         lines += [f"(sink-scalar {k} {i})" for i in site.scalars]
-        lines += [f"(unset-whole {u})" for u in site.whole]
     return sorted(set(lines)), refusals

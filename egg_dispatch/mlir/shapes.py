@@ -182,7 +182,7 @@ class _Walker:
             self.set_shape(rs[0], self.static_or(rs[0], self.dims_of(dim_group(op, 0))))
         elif n in ("flow.tensor.encode", "flow.tensor.reshape", "flow.tensor.bitcast", "iree_tensor_ext.bitcast"):
             self.set_shape(rs[0], self.static_or(rs[0], self.dims_of(dim_group(op, 1))))
-        elif n == "iree_encoding.unset_encoding" and dim_group(op, 1):
+        elif n == "iree_encoding.unset_encoding" and dim_group(op, 1) and not _same_pattern(op):
             self.set_shape(rs[0], self.static_or(rs[0], self.dims_of(dim_group(op, 1))))
         elif n in _SAME_AS_SOURCE:
             for r, v in zip(rs, op.operands, strict=False):
@@ -339,6 +339,14 @@ def _sum(dims: Iterable[Dim]) -> Dim:
     for d in dims:
         out = out + d
     return out
+
+
+def _same_pattern(op: Operation) -> bool:
+    """An unset_encoding whose result has its source's sizes (the same static sizes, ``?`` in the same
+    places): it returns the whole tensor, so its sizes are the source's, whatever value names a dynamic
+    one in ``{%d}`` (IREE names it by a ``tensor.dim`` of the source, an input by the size argument)."""
+    src, res = op.operands[0].type, op.results[0].type
+    return isinstance(src, TensorType) and isinstance(res, TensorType) and src.shape == res.shape
 
 
 _SAME_AS_SOURCE = frozenset(

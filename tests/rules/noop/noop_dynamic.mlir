@@ -4,7 +4,7 @@
 // set_encoding as the next matmul's LHS (8x1 on M, K) have different layouts whatever the row count is
 // (the tiles depend on the encodings' '?' iteration sizes, not on the value): the pair does not cancel.
 // CHECK-LABEL: plans for @dont_cancel_dynamic_mismatched_layouts: 1; {{.*}} rule matches: none
-// CHECK:       iree_encoding.unset_encoding %arg0 encoding_dims{%arg1} : tensor<?x8xf32, #encoding{{[0-9]*}}> -> tensor<?x8xf32>{%arg1}
+// CHECK:       iree_encoding.unset_encoding %arg0 encoding_dims{%[[D:.+]]} : tensor<?x8xf32, #encoding{{[0-9]*}}> -> tensor<?x8xf32>{%[[D]]}
 // CHECK:       iree_encoding.set_encoding
 #map = affine_map<(d0, d1, d2) -> (d0, d2)>
 #map1 = affine_map<(d0, d1, d2) -> (d1, d2)>

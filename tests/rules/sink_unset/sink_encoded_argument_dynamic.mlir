@@ -1,8 +1,8 @@
 // RUN: egg-dispatch opt --split-input-file --no-initial-plan --rules sink_unset --target x86_64-avx2 %s | filecheck %s
 
 // Condition 8 on dynamic sizes: the unset_encoding of an encoded argument names its dynamic size
-// with another value (%n) than the argument's own, so the terms do not show it returns the whole
-// tensor; the types do (the same shape, 4096x?), and the scaling generic runs on the encoded tensor
+// with another value (%n) than the argument's own; its sizes are its source's all the same (the same
+// shape, 4096x?: it returns the whole tensor), and the scaling generic runs on the encoded tensor
 // before the unset_encoding, the scalar read as it is.
 // CHECK-LABEL: plans for @scale_on_encoded_dynamic_argument: 2; {{.*}}sink-unset-through-elementwise 1
 // CHECK:       plan 1 of @scale_on_encoded_dynamic_argument: dispatch{linalg.generic, iree_encoding.unset_encoding}
