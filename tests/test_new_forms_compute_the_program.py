@@ -40,6 +40,9 @@ CASES = {
     ("propagate/bubble_through_elementwise.mlir", 3, "propagate,hoist"): "encode encode dispatch{linalg.generic}",
     ("propagate/bubble_through_elementwise.mlir", 4, "propagate,hoist"): "encode dispatch{linalg.generic}",
     ("propagate/bubble_through_elementwise.mlir", 8, "propagate,hoist"): "encode encode dispatch{linalg.generic}",
+    ("sink_unset/sink_elementwise.mlir", 4, "sink_unset,fuse"): (
+        "linalg.matmul, iree_encoding.set_encoding, linalg.generic, iree_encoding.unset_encoding}"
+    ),
     ("sink_unset/sink_encoded_argument_dynamic.mlir", 0, "sink_unset"): (
         "dispatch{linalg.generic, iree_encoding.unset_encoding}"
     ),

@@ -18,9 +18,8 @@ on the start state's generics, because they read indexing maps (the terms only n
    tensor) -- a transposing map is IREE's, not modelled here;
 5. the output map is the identity (IREE appends the inverse of the operand's permutation to the result's
    encoding; with the identity the result is encoded exactly as the accumulator), one init, one result;
-6. every other operand is a scalar or a tensor of rank > 0 (rank-0 tensors: not modelled);
-7. the body reads no ``linalg.index`` (IREE rewrites it to ``outer * tile + inner``; not modelled);
-8. the encoded value is the whole of a value in a matmul accumulator's encoding (an
+6. the body reads no ``linalg.index`` (IREE rewrites it to ``outer * tile + inner``; not modelled);
+7. the encoded value is the whole of a value in a matmul accumulator's encoding (an
    ``unset_encoding`` of a contraction's result or of an encoded argument), or of a generic this
    family sinks through already (a chain of elementwise ops).
 
@@ -84,7 +83,7 @@ def _is_identity(m: AffineMapAttr) -> bool:
 
 def _source_encoding(imported: ImportedProgram, let: str, sunk: dict[str, str]) -> tuple[str | None, str | None]:
     """(encoding key of the encoded value an input reads, refusal): an unset_encoding of an encoded
-    contraction (condition 8), or a generic the family already sinks through; a dispatch result of one
+    contraction (condition 7), or a generic the family already sinks through; a dispatch result of one
     counts too (the fuse family fuses the consumer into that dispatch)."""
     term = imported.lets.get(let, "")
     placed = _DISPATCH.match(term)
@@ -103,10 +102,10 @@ def _source_encoding(imported: ImportedProgram, let: str, sunk: dict[str, str]) 
         or enc.op_type != "matmul"
         or enc.operand_index != 2
     ):
-        return None, "8. the unset_encoding's source is not a matmul-encoded contraction result"
+        return None, "7. the unset_encoding's source is not a matmul-encoded contraction result"
     out_t = imported.let_types.get(let)
     if not isinstance(out_t, TensorType) or out_t.shape != src_t.shape:
-        return None, "8. the unset_encoding does not return the whole result"
+        return None, "7. the unset_encoding does not return the whole result"
     key = encoding_key(enc)
     imported.encodings.setdefault(key, enc)  # an encoded function argument's: no set_encoding named it
     return key, None
@@ -152,11 +151,9 @@ def _site(imported: ImportedProgram, let: str, sunk: dict[str, str]) -> SinkSite
     if enc is None:
         return None
     types = [v.type for v in ins(op)]
-    if any(isinstance(t, TensorType) and t.rank == 0 for i, t in enumerate(types) if i != position):
-        return dataclasses.replace(site, refusal="6. a rank-0 tensor operand (not modelled)")
     body = op.regions[0].entry.ops if op.regions else []
     if any(o.name == "linalg.index" for inner in body for o in inner.walk()):
-        return dataclasses.replace(site, refusal="7. the body reads linalg.index (not modelled)")
+        return dataclasses.replace(site, refusal="6. the body reads linalg.index (not modelled)")
     operands: dict[int, str] = {}
     scalars = tuple(i for i, t in enumerate(types) if i != position and not isinstance(t, TensorType))
     for i, t in enumerate(types):

@@ -141,7 +141,8 @@ util.func public @sink_unset_through_transpose(%x: tensor<8x32xf32>, %w: tensor<
 // Sinking through a generic with a rank-0 tensor<f32> scale: the scale gets a set_encoding, which,
 // being rank 0, stays in the dispatch.
 // Source: HoistEncodingOps.cpp, SinkUnsetEncodingOp, then the rank-0 check of the hoisting walk.
-// EXPECT: missing no e-node SetEncoding(Arg(2), encoding(operand 2))
+// rules/sink_unset.egg: the rank-0 operand's encoding is on no dims (not a condition).
+// EXPECT: in
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #kn = affine_map<(d0, d1, d2) -> (d2, d1)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>

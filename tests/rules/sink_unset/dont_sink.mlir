@@ -2,7 +2,7 @@
 
 // Each case has the consumer in the matmul's dispatch with the unset_encoding before it (IREE's start
 // state) and one condition of rules/sink_unset.egg failing: the only plan is the start state.
-// (Conditions 1, 4 with a transpose, 8 and 9: dont_sink_in_dispatch.mlir, dont_sink_identity_layout.mlir.)
+// (Conditions 1, 4 with a transpose, 7 and 8: dont_sink_in_dispatch.mlir, dont_sink_identity_layout.mlir.)
 
 
 // Condition 2: the bias is read through a map with a constant ((d0, d1) -> (0, d1)), not a projected
@@ -81,26 +81,7 @@ func.func @dont_sink_transposed_output(%a: tensor<8x16xf32>, %b: tensor<16x32xf3
 
 // -----
 
-// Condition 6: a rank-0 tensor operand (not modelled: IREE would encode it too).
-// CHECK-LABEL: plans for @dont_sink_rank0_operand: 1; {{.*}} rule matches: none
-// CHECK:       of @dont_sink_rank0_operand: dispatch{{.*}}linalg.matmul, iree_encoding.unset_encoding, linalg.generic}
-func.func @dont_sink_rank0_operand(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %s: tensor<f32>) -> tensor<8x32xf32> {
-  %zero = arith.constant 0.0 : f32
-  %acc_e = tensor.empty() : tensor<8x32xf32>
-  %acc = linalg.fill ins(%zero : f32) outs(%acc_e : tensor<8x32xf32>) -> tensor<8x32xf32>
-  %r = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
-  %e = tensor.empty() : tensor<8x32xf32>
-  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%r, %s : tensor<8x32xf32>, tensor<f32>) outs(%e : tensor<8x32xf32>) {
-  ^bb0(%x: f32, %c: f32, %o: f32):
-    %t = arith.mulf %x, %c : f32
-    linalg.yield %t : f32
-  } -> tensor<8x32xf32>
-  return %y : tensor<8x32xf32>
-}
-
-// -----
-
-// Condition 7: the body reads linalg.index (a logical index, outer * tile + inner on the tiles; not
+// Condition 6: the body reads linalg.index (a logical index, outer * tile + inner on the tiles; not
 // modelled).
 // CHECK-LABEL: plans for @dont_sink_linalg_index: 1; {{.*}} rule matches: none
 // CHECK:       of @dont_sink_linalg_index: dispatch{{.*}}linalg.matmul, iree_encoding.unset_encoding, linalg.generic}

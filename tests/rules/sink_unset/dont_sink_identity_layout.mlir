@@ -1,6 +1,6 @@
 // RUN: egg-dispatch opt --split-input-file --rules sink_unset --target none %s | filecheck %s
 
-// Condition 9: the target resolves the accumulator's encoding to the identity layout (no resolver):
+// Condition 8: the target resolves the accumulator's encoding to the identity layout (no resolver):
 // the generic would run on the same bytes, and `noop` removes the encodings instead.
 // CHECK-LABEL: plans for @dont_sink_identity_layout: 1; {{.*}} rule matches: none
 func.func @dont_sink_identity_layout(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %bias: tensor<32xf32>) -> tensor<8x32xf32> {

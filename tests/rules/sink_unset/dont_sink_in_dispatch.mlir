@@ -96,7 +96,7 @@ func.func @dont_sink_transposed_read(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>
 
 // -----
 
-// Condition 8: the unset_encoding's source is no contraction result (an argument encoded as an LHS,
+// Condition 7: the unset_encoding's source is no contraction result (an argument encoded as an LHS,
 // operand_index 0): there is no accumulator for the generic to run on.
 // CHECK-LABEL: plans for @dont_sink_non_result_encoding: 1; {{.*}} rule matches: none
 #map = affine_map<(d0, d1, d2) -> (d0, d2)>

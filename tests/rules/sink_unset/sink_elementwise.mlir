@@ -31,7 +31,7 @@ func.func @sink_bias_relu(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %bias: te
 
 // -----
 
-// Conditions 4 and 6, other forms: a bias [M] broadcast along columns gets its own appended map
+// Condition 4, other forms: a bias [M] broadcast along columns gets its own appended map
 // ((d0, d1) -> (d0): packed [M1, M0]), a residual of the result's shape (identity map) the
 // accumulator's encoding itself, and a scalar operand stays as it is.
 // CHECK-LABEL: plans for @sink_column_bias_residual_scalar: 2; {{.*}} rule matches: {{.*}}sink-unset-through-elementwise 1
@@ -62,7 +62,7 @@ func.func @sink_column_bias_residual_scalar(%a: tensor<8x16xf32>, %b: tensor<16x
 
 // -----
 
-// Condition 8, second form: a chain of elementwise ops (bias add, then its own ReLU generic) runs on
+// Condition 7, second form: a chain of elementwise ops (bias add, then its own ReLU generic) runs on
 // the encoded accumulator all the way; the unset_encoding ends up after the last one.
 // CHECK-LABEL: plans for @sink_through_a_chain: 3; {{.*}} rule matches: {{.*}}sink-unset-through-elementwise 2
 // CHECK:       of @sink_through_a_chain: dispatch{{.*}}linalg.matmul, iree_encoding.set_encoding, linalg.generic, linalg.generic, iree_encoding.unset_encoding}
@@ -88,7 +88,7 @@ func.func @sink_through_a_chain(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %bi
 
 // -----
 
-// Condition 6: the other operand is a scalar the function takes (an f32 argument), read as it is: the
+// Not a condition: the other operand is a scalar the function takes (an f32 argument), read as it is: the
 // scaling runs on the encoded accumulator, and the unset_encoding follows it.
 // CHECK-LABEL: plans for @sink_through_a_scale_by_an_argument: {{[2-9]|[1-9][0-9]}}; {{.*}}sink-unset-through-elementwise
 // CHECK:       of @sink_through_a_scale_by_an_argument: {{.*}}linalg.matmul, linalg.generic, iree_encoding.unset_encoding}
@@ -105,4 +105,28 @@ func.func @sink_through_a_scale_by_an_argument(%a: tensor<8x32xf32>, %b: tensor<
     linalg.yield %p : f32
   } -> tensor<8x16xf32>
   return %y : tensor<8x16xf32>
+}
+
+// -----
+
+// Not a condition: a rank-0 tensor operand (a scale in a tensor<f32>) gets the accumulator's encoding
+// with its map (d0, d1) -> () appended, an encoding on no dims (the identity layout), as IREE's
+// generateSinkingEncodings gives it; the scaling runs on the encoded accumulator.
+// CHECK-LABEL: plans for @sink_with_a_rank0_operand: 2;
+// CHECK:       plan 1 of @sink_with_a_rank0_operand: dispatch{{.*}}linalg.matmul, iree_encoding.set_encoding, linalg.generic, iree_encoding.unset_encoding}
+// CHECK:       #[[NONE:.+]] = affine_map<(d0, d1) -> ()>
+// CHECK:       #[[E:.+]] = #iree_encoding.encoding<operand_index = 2 : index, {{.*}}user_indexing_maps = [#map, #map1, [#map2, #[[NONE]]]]
+// CHECK:       iree_encoding.set_encoding %arg2 : tensor<f32> -> tensor<f32, #[[E]]>
+func.func @sink_with_a_rank0_operand(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %s: tensor<f32>) -> tensor<8x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %acc_e = tensor.empty() : tensor<8x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%acc_e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %e = tensor.empty() : tensor<8x32xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%r, %s : tensor<8x32xf32>, tensor<f32>) outs(%e : tensor<8x32xf32>) {
+  ^bb0(%x: f32, %c: f32, %o: f32):
+    %t = arith.mulf %x, %c : f32
+    linalg.yield %t : f32
+  } -> tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
 }

@@ -1,6 +1,6 @@
 // RUN: egg-dispatch opt --split-input-file --no-initial-plan --rules sink_unset --target x86_64-avx2 %s | filecheck %s
 
-// Condition 8 on dynamic sizes: the unset_encoding of an encoded argument names its dynamic size
+// Condition 7 on dynamic sizes: the unset_encoding of an encoded argument names its dynamic size
 // with another value (%n) than the argument's own; its sizes are its source's all the same (the same
 // shape, 4096x?: it returns the whole tensor), and the scaling generic runs on the encoded tensor
 // before the unset_encoding, the scalar read as it is.

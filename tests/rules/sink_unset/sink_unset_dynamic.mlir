@@ -39,7 +39,7 @@ func.func @sink_dynamic_rows(%arg0: tensor<?x8xf32>, %arg1: tensor<8x8xf32>, %bi
 
 // -----
 
-// Condition 7 with a dynamic row count: the body reads linalg.index (codegen rewrites it to
+// Condition 6 with a dynamic row count: the body reads linalg.index (codegen rewrites it to
 // outer * tile + inner on the packed tiles; not modelled), so the generic stays after the unset.
 // CHECK-LABEL: plans for @dont_sink_dynamic_index: 1; {{.*}} rule matches:
 // CHECK-NOT:   sink-unset-through-elementwise
