@@ -321,15 +321,25 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
 def _sunk_operand_sources(imported: ImportedProgram) -> set[tuple[tuple[int, ...], str, str]]:
     """(shape, element type, encoding) of the set_encodings ``sink_unset`` gives the other operands of a
     generic it runs on an encoded accumulator (a bias): their const-eval and layout facts."""
-    out: set[tuple[tuple[int, ...], str, str]] = set()
-    for site in sink_sites(imported):
-        if site.refusal is not None:
-            continue
-        names = re.findall(r"\$v[0-9]+", imported.lets[site.let])
-        for i, enc_key in site.operands.items():
-            t, dims = imported.let_types.get(names[i]), _dims(imported, names[i])
-            if isinstance(t, TensorType) and dims is not None:
-                out.add((dims, t.element.name, enc_key))
+    return {
+        source
+        for site in sink_sites(imported)
+        if site.refusal is None
+        for source in _operand_sources(imported, site.let, site.operands)
+    }
+
+
+def _operand_sources(
+    imported: ImportedProgram, generic: str, operands: dict[int, str]
+) -> list[tuple[tuple[int, ...], str, str]]:
+    """(shape, element type, encoding) of the inputs ``operands`` gives encodings (input position ->
+    encoding key) of the generic ``generic`` (a let)."""
+    names = re.findall(r"\$v[0-9]+", imported.lets[generic])
+    out = []
+    for i, enc_key in operands.items():
+        t, dims = imported.let_types.get(names[i]), _dims(imported, names[i])
+        if isinstance(t, TensorType) and dims is not None:
+            out.append((dims, t.element.name, enc_key))
     return out
 
 
@@ -346,7 +356,7 @@ def _encoded_arguments(imported: ImportedProgram) -> list[str]:
     return out
 
 
-def reduction_dims(enc: EncodingAttr) -> frozenset[int]:
+def _reduction_dims(enc: EncodingAttr) -> frozenset[int]:
     """The loop dims the contraction ``enc`` was set for reduces (its K dims); all dims when the maps
     name no contraction (then every tile must divide)."""
     _, maps, _ = encoding_matmul_setup(enc)
@@ -360,16 +370,12 @@ def _bubbled_input_sources(
 ) -> set[tuple[tuple[int, ...], str, str, str]]:
     """(shape, element type, encoding, the set_encoding's own encoding) of the set_encodings a bubbled
     generic's inputs get: their const-eval, layout and fused-pack facts."""
-    out: set[tuple[tuple[int, ...], str, str, str]] = set()
-    for site in sites:
-        if site.refusal is not None:
-            continue
-        names = re.findall(r"\$v[0-9]+", imported.lets[site.generic])
-        for i, enc_key in site.operands.items():
-            t, dims = imported.let_types.get(names[i]), _dims(imported, names[i])
-            if isinstance(t, TensorType) and dims is not None:
-                out.add((dims, t.element.name, enc_key, site.encoding))
-    return out
+    return {
+        (*source, site.encoding)
+        for site in sites
+        if site.refusal is None
+        for source in _operand_sources(imported, site.generic, site.operands)
+    }
 
 
 def _accumulators(imported: ImportedProgram) -> dict[tuple[tuple[int, ...], str], list[tuple[int, ...]]]:
@@ -489,7 +495,7 @@ def _bubble_facts(
         if why is None and layout is not None and out_dims is not None:
             shape = imported.shape(out_dims)
             enc = imported.encodings[site.encoding]
-            k_dims = reduction_dims(enc)
+            k_dims = _reduction_dims(enc)
             reduced = {j for j, d in enumerate(encoded_operand_dims(enc)) if d in k_dims}
             why = divides_refusal(
                 layout, shape, imported.domains, "4. tiles that do not divide a reduced (K) dim", only=reduced
