@@ -36,7 +36,7 @@ from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, Operation, TensorT
 from egg_dispatch.mlir.ops import ins, iterator_types, outs
 from egg_dispatch.start.clone import is_bit_extend
 
-__all__ = ["BubbleSite", "bubble_sites", "is_broadcasting", "with_operand_map"]
+__all__ = ["BubbleSite", "bubble_sites", "is_broadcasting"]
 
 _SET_ENCODING = re.compile(r"^\(SetEncoding (\$v[0-9]+) (\(Enc .*\))\)$")
 _GENERIC = re.compile(r'^\(Generic "([^"]+)" (.*)\)$')
@@ -60,15 +60,6 @@ class BubbleSite:
     refusal: str | None = None
 
 
-def with_operand_map(e: EncodingAttr, operand_map: AffineMapAttr) -> EncodingAttr:
-    """``cloneWithNewOperandIndexingMap``: ``e`` with ``operand_map`` appended to the maps of its own
-    operand (the entry becomes a list)."""
-    maps = list(e.user_indexing_maps or ())
-    entry = maps[e.operand_index]
-    maps[e.operand_index] = (*(entry if isinstance(entry, tuple) else (entry,)), operand_map)
-    return dataclasses.replace(e, user_indexing_maps=tuple(maps))
-
-
 def is_broadcasting(op: Operation) -> bool:
     """``LinalgExt::isBroadcastingOp`` for a ``linalg.generic`` (``linalg.broadcast`` is read as one)."""
     if op.name != "linalg.generic" or not op.regions or len(ins(op)) != 1 or len(outs(op)) != 1:
@@ -76,7 +67,7 @@ def is_broadcasting(op: Operation) -> bool:
     if not all(t == "parallel" for t in iterator_types(op)):
         return False
     maps = _maps(op)
-    if len(maps) != 2 or maps[0].dim_positions() is None or not _is_identity(maps[1]):
+    if len(maps) != 2 or maps[0].dim_positions() is None or not maps[1].is_identity:
         return False
     return len(maps[0].results) < len(maps[1].results) and len(op.regions[0].entry.ops) == 1
 
@@ -84,10 +75,6 @@ def is_broadcasting(op: Operation) -> bool:
 def _maps(op: Operation) -> list[AffineMapAttr]:
     items = getattr(op.attributes.get("indexing_maps"), "items", ())
     return [m for m in items if isinstance(m, AffineMapAttr)]
-
-
-def _is_identity(m: AffineMapAttr) -> bool:
-    return m.num_symbols == 0 and m.dim_positions() == tuple(range(m.num_dims))
 
 
 def _in_output_space(operand_map: AffineMapAttr, output_map: AffineMapAttr) -> AffineMapAttr:
@@ -148,7 +135,7 @@ def _site(imported: ImportedProgram, set_let: str, generic: str, enc_key: str) -
     for i, v in enumerate(ins(op)):
         if not isinstance(v.type, TensorType):
             continue
-        e_i = with_operand_map(enc, _in_output_space(maps[i], maps[-1]))
+        e_i = enc.with_operand_map(_in_output_space(maps[i], maps[-1]))
         operands[i] = encoding_key(e_i)
         imported.encodings.setdefault(operands[i], e_i)
         if enc_key in imported.encoding_dims:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from egg_dispatch.egraph.bubble_facts import BubbleSite, bubble_sites
 from egg_dispatch.egraph.import_util import encoding_key
 from egg_dispatch.egraph.imported import ImportedProgram
-from egg_dispatch.egraph.sink_facts import sink_facts, sink_sites
+from egg_dispatch.egraph.sink_facts import SinkSite, sink_facts, sink_sites
 from egg_dispatch.egraph.size_facts import (
     const_eval_refusal,
     divides_refusal,
@@ -190,7 +190,8 @@ def _dims(imported: ImportedProgram, let: str) -> tuple[int, ...] | None:
 
 def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
     """egglog commands asserting the target-dependent facts for this program."""
-    sink_lines, sink_refusals = sink_facts(imported)  # registers the encodings sunk operands get
+    sinks = sink_sites(imported)  # registers the encodings sunk operands get
+    sink_lines, sink_refusals = sink_facts(sinks)
     bubbles = bubble_sites(imported)  # ... and those bubbled inputs get
     lines: list[str] = list(sink_lines)
     layouts: dict[str, Layout | None] = {}
@@ -252,7 +253,7 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
                     lines.append(f"(tile-aligned {src} {enc_key})")
                 else:
                     refusals[("tile-aligned", src, enc_key)] = why
-    sources |= _sunk_operand_sources(imported)
+    sources |= _sunk_operand_sources(imported, sinks)
     accs = _accumulators(imported)
     for dims, elem, enc_key, fed in _bubbled_input_sources(imported, bubbles):
         sources.add((dims, elem, enc_key))
@@ -318,12 +319,12 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
     return FactReport("\n".join(lines), layouts, refusals)
 
 
-def _sunk_operand_sources(imported: ImportedProgram) -> set[tuple[tuple[int, ...], str, str]]:
+def _sunk_operand_sources(imported: ImportedProgram, sites: list[SinkSite]) -> set[tuple[tuple[int, ...], str, str]]:
     """(shape, element type, encoding) of the set_encodings ``sink_unset`` gives the other operands of a
     generic it runs on an encoded accumulator (a bias): their const-eval and layout facts."""
     return {
         source
-        for site in sink_sites(imported)
+        for site in sites
         if site.refusal is None
         for source in _operand_sources(imported, site.let, site.operands)
     }

@@ -69,16 +69,7 @@ def sunk_encoding(e: EncodingAttr, operand_map: AffineMapAttr) -> EncodingAttr:
     """``generateSinkingEncodings`` for an operand read through ``operand_map`` when the encoded input's
     map is the identity: the accumulator's encoding, with the map appended to its own entry unless it is
     the identity (``cloneWithNewOperandIndexingMap``)."""
-    if _is_identity(operand_map):
-        return e
-    maps = list(e.user_indexing_maps or ())
-    entry = maps[e.operand_index]
-    maps[e.operand_index] = (*(entry if isinstance(entry, tuple) else (entry,)), operand_map)
-    return dataclasses.replace(e, user_indexing_maps=tuple(maps))
-
-
-def _is_identity(m: AffineMapAttr) -> bool:
-    return m.num_symbols == 0 and m.dim_positions() == tuple(range(m.num_dims))
+    return e if operand_map.is_identity else e.with_operand_map(operand_map)
 
 
 def _source_encoding(imported: ImportedProgram, let: str, sunk: dict[str, str]) -> tuple[str | None, str | None]:
@@ -141,11 +132,11 @@ def _site(imported: ImportedProgram, let: str, sunk: dict[str, str]) -> SinkSite
         return dataclasses.replace(site, refusal="2. an indexing map is not a projected permutation")
     if position >= n_in:
         return dataclasses.replace(site, refusal="3. the encoded value is the generic's init, not an input")
-    if not _is_identity(maps[position]):
+    if not maps[position].is_identity:
         broadcast = len(maps[position].results) < maps[position].num_dims
         how = "a broadcast of the encoded tensor" if broadcast else "a transpose"
         return dataclasses.replace(site, refusal=f"4. the encoded input's map is not the identity ({how})")
-    if len(op.results) != 1 or len(inits) != 1 or not _is_identity(maps[-1]):
+    if len(op.results) != 1 or len(inits) != 1 or not maps[-1].is_identity:
         return dataclasses.replace(site, refusal="5. the output map is not the identity (or not one init)")
     enc = imported.encodings.get(enc_key) if enc_key else None
     if enc is None:
@@ -185,13 +176,13 @@ def sink_sites(imported: ImportedProgram) -> list[SinkSite]:
     return out
 
 
-def sink_facts(imported: ImportedProgram) -> tuple[list[str], dict[tuple[str, ...], str]]:
+def sink_facts(sites: list[SinkSite]) -> tuple[list[str], dict[tuple[str, ...], str]]:
     """egglog facts ``(sink-target key position enc)``, ``(sink-encoding key enc i enc_i)`` and
-    ``(sink-scalar key i)`` for every legal site, and the refusals of the others (keyed ``("sink",
-    generic let)``, for ``--explain``)."""
+    ``(sink-scalar key i)`` for every legal site of ``sites`` (:func:`sink_sites`), and the refusals of
+    the others (keyed ``("sink", generic let)``, for ``--explain``)."""
     lines: list[str] = []
     refusals: dict[tuple[str, ...], str] = {}
-    for site in sink_sites(imported):
+    for site in sites:
         if site.refusal is not None or site.encoding is None:
             refusals[("sink", site.let)] = site.refusal or ""
             continue

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 import numpy as np
@@ -158,6 +158,11 @@ class AffineMapAttr(Attr):
             return tuple(r[1] for r in self.results)
         return None
 
+    @property
+    def is_identity(self) -> bool:
+        """``(d0, ..., dn) -> (d0, ..., dn)``, no symbols."""
+        return self.num_symbols == 0 and self.dim_positions() == tuple(range(self.num_dims))
+
 
 class DenseAttr(Attr):
     """``dense<...>`` / ``dense_resource<...>`` elements; ``array`` gives their values as a NumPy array.
@@ -283,6 +288,14 @@ class EncodingAttr(Attr):
     iteration_sizes: tuple[int | None, ...] | None = None
     original_element_type: ScalarType | None = None
     operand_index_type: str = "index"
+
+    def with_operand_map(self, operand_map: AffineMapAttr) -> EncodingAttr:
+        """IREE's ``cloneWithNewOperandIndexingMap``: this encoding with ``operand_map`` appended to the
+        maps of its own operand (the entry becomes a list), as bubbling and sinking encodings do."""
+        maps = list(self.user_indexing_maps or ())
+        entry = maps[self.operand_index]
+        maps[self.operand_index] = (*(entry if isinstance(entry, tuple) else (entry,)), operand_map)
+        return replace(self, user_indexing_maps=tuple(maps))
 
 
 @dataclass(frozen=True)
