@@ -410,7 +410,6 @@ def _acc_bytes(target: Target, e: EncodingAttr, acc: tuple[int, ...] | None, imp
     return packed_bytes(imported.shape(acc), element_nbytes(e.element_types[2]), layout)
 
 
-_GENERIC = re.compile(r'^\(Generic "([^"]+)" (.*)\)$')
 _CONTRACT = re.compile(r'^\(Contract "[^"]*" (\$v[0-9]+) (\$v[0-9]+) (\$v[0-9]+)\)$')
 
 
@@ -491,8 +490,10 @@ def _bubble_facts(
         why = site.refusal
         layout = layouts.get(site.encoding)
         out_dims = _dims(imported, site.generic)
-        if why is None and (layout is None or out_dims is None):
+        if why is None and layout is None:
             why = "4. the layout is not tiled"  # the identity: noop folds the set_encoding away
+        if why is None and out_dims is None:
+            why = "4. the generic's shape is not known"
         if why is None and layout is not None and out_dims is not None:
             shape = imported.shape(out_dims)
             enc = imported.encodings[site.encoding]
