@@ -334,21 +334,27 @@ def test_complex_elements_read_as_numpy_complex() -> None:
     assert isinstance(value, DenseAttr) and value.array.tolist() == [1 + 2j] * 3
 
 
-def test_unpriced_encodings_are_kept_opaque_with_one_warning() -> None:
+def test_unpriced_encodings_are_kept_as_written_with_one_warning() -> None:
     module = _read("unpriced_encodings")
     assert module.warnings == [
         "unpriced_encodings.mlir:4:77: warning: encodings the cost model does not price: #iree_encoding.testing, "
-        "#iree_encoding.padding, #iree_encoding.layout; kept as written, and the ops on tensors that carry them "
-        "are opaque ops (a barrier for every rule)"
+        "#iree_encoding.padding, #iree_encoding.layout; kept as written: their set_encodings and unset_encodings "
+        "move as encodes do but have no layout, and the other ops on tensors that carry them are opaque ops "
+        "(a barrier for every rule)"
     ]
     printed = print_mlir(module)
     assert "#iree_encoding.padding<[0, ?]>" in printed and "#iree_encoding.testing<>" in printed
     imported = import_function(module)
-    # Every op on an encoded tensor is an opaque Op the cost model does not see into; the region stays a dispatch.
-    opaque = sorted(op.name for key, op in imported.ops.items() if not key.startswith("contract:"))
-    assert opaque == ["iree_encoding.set_encoding"] * 3 + ["iree_encoding.unset_encoding"]
-    assert not imported.encodings
-    assert not any(t.startswith(("(SetEncoding", "(UnsetEncoding")) for t in imported.lets.values())
+    # The encodes are encodes, of encodings the target gives no layout: nothing for the cost model to price.
+    assert not imported.encodings and not [k for k in imported.ops if not k.startswith("contract:")]
+    assert sorted(imported.unpriced_encodings) == [
+        '(Enc -1 "#iree_encoding.layout" "#iree_encoding.layout<[#iree_encoding.testing<layouts = []>]>" "" '
+        "(vec-empty))",
+        '(Enc -1 "#iree_encoding.padding" "#iree_encoding.padding<[0, ?]>" "" (vec-empty))',
+        '(Enc -1 "#iree_encoding.testing" "#iree_encoding.testing<>" "" (vec-empty))',
+    ]
+    heads = sorted(t.split(" ", 1)[0] for t in imported.lets.values())
+    assert heads.count("(SetEncoding") == 3 and heads.count("(UnsetEncoding") == 1
     assert any(t.startswith("(Contract ") for t in imported.lets.values())
     assert any(t.startswith("(Dispatch ") for t in imported.lets.values())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from egg_dispatch.mlir.ir import DenseAttr, EncodingAttr, Operation, ParameterAttr, TensorType, Type, Value
+from egg_dispatch.mlir.ir import Attr, DenseAttr, EncodingAttr, Operation, ParameterAttr, TensorType, Type, Value
 from egg_dispatch.mlir.symbolic import Dim, Domain
 
 __all__ = ["SIZE_CODE_BASE", "ImportError_", "ImportedProgram", "Parameter"]
@@ -47,6 +47,10 @@ class ImportedProgram:
     """Key of every ``Generic`` / ``Op`` / ``Contract`` term -> the op it stands for."""
     encodings: dict[str, EncodingAttr] = field(default_factory=dict)
     """Encoding term text -> the attribute."""
+    unpriced_encodings: dict[str, Attr] = field(default_factory=dict)
+    """Encoding term text of an encoding the cost model does not price (``#iree_encoding.testing<>``,
+    ``layout``, ``padding``: ``(Enc -1 name text ...)``) -> the attribute as written. The target gives it
+    no layout, so no rule that needs one moves it; set/unset_encodings of it and dispatches carry it."""
     captures: dict[str, list[Value]] = field(default_factory=dict)
     """Key of an ``Op`` whose body uses non-constant values from outside -> those values, in the
     order they follow the op's own operands in the term's input list."""

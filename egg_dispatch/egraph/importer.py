@@ -24,7 +24,7 @@ from egg_dispatch.egraph.import_util import (
     term_head,
 )
 from egg_dispatch.egraph.imported import ImportedProgram, ImportError_, Parameter
-from egg_dispatch.egraph.terms import BOUNDARY, ivec, quote, tlist
+from egg_dispatch.egraph.terms import BOUNDARY, enc, ivec, quote, tlist
 from egg_dispatch.mlir.abi import argument_tensor_types
 from egg_dispatch.mlir.encoding import unpriced_encoding
 from egg_dispatch.mlir.flow_ops import FLOW_SLICE, slice_operands
@@ -193,6 +193,32 @@ class _Importer:
         self.out.encodings[key] = e
         return key
 
+    def unpriced_encoding_op(self, op: Operation) -> bool:
+        """A set/unset_encoding of an encoding the cost model does not price, as a ``SetEncoding`` /
+        ``UnsetEncoding`` of an ``(Enc -1 name text ...)`` term: the fuse and hoist rules move it like any
+        other encode (FuseEncodingOpsIntoDispatchRegions does not look at the encoding), while no rule
+        that needs the target's layout does (it has none). False for other encodings."""
+        encoded = op.result.type if op.name == "iree_encoding.set_encoding" else op.operands[0].type
+        plain = op.operands[0].type if op.name == "iree_encoding.set_encoding" else op.result.type
+        if not isinstance(encoded, TensorType) or not isinstance(plain, TensorType) or plain.encoding is not None:
+            return False
+        name, e = unpriced_encoding(encoded), encoded.encoding
+        if name is None or e is None:
+            return False
+        text = self.printer.attr(e)
+        key = enc(-1, name, text, "", [])
+        self.out.unpriced_encodings[key] = e
+        codes = [self.size(v) for v in dim_group(op, 0)]
+        if codes and all(c is not None for c in codes):
+            self.out.encoding_dims.setdefault(key, tuple(c for c in codes if c is not None))
+        elif codes:
+            return False  # encoding_dims the size analysis does not know: kept as an opaque op
+        if op.name == "iree_encoding.set_encoding":
+            self.let(op.result, f"(SetEncoding {self.t(op.operands[0])} {key})", encoded)
+        else:
+            self.let(op.result, f"(UnsetEncoding {self.t(op.operands[0])} {ivec(self.dims(op.result, plain))})", plain)
+        return True
+
     def with_encoding(self, term: str, typ: Type, value: Value | None) -> str:
         """A term of an encoded tensor type that IREE builds directly (an encoded empty)."""
         if isinstance(typ, TensorType) and isinstance(typ.encoding, EncodingAttr):
@@ -244,6 +270,8 @@ class _Importer:
             return
         if op.opaque_text is not None:
             self.generic_op(op, unique=True)
+            return
+        if n in ("iree_encoding.set_encoding", "iree_encoding.unset_encoding") and self.unpriced_encoding_op(op):
             return
         if n not in _CARRIERS and any(unpriced_encoding(v.type) for v in [*op.operands, *op.results]):
             self.generic_op(op, unique=False)  # carried through as written: a barrier the cost model does not see into

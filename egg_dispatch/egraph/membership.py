@@ -468,8 +468,8 @@ def _short(value: object, ids: _Identities) -> str:
             return f"constant {ids.printer.type(c.type)}"
         return repr(value)
     if isinstance(value, Term):
-        if value.op == "Enc":
-            return f"encoding(operand {value.args[0]})"
+        if value.op == "Enc":  # operand -1: an encoding kept as written, named by its attribute
+            return f"encoding({value.args[2]})" if value.args[0] == -1 else f"encoding(operand {value.args[0]})"
         return value.op
     if isinstance(value, tuple | list):
         return "x".join(map(str, value)) if all(isinstance(v, int) for v in value) else "(…)"

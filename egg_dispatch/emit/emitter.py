@@ -81,9 +81,10 @@ class Emitter:
         finds the plan dispatch it belongs to."""
 
     # ------------------------------------------------------------------------------- types
-    def encoding_attr(self, e: Term):
+    def encoding_attr(self, e: Term) -> Attr:
+        """The attribute an ``Enc`` term stands for: a priced encoding, or one kept as written."""
         key = enc_text(e.args[0], e.args[1], e.args[2], e.args[3], e.args[4])
-        return self.imp.encodings[key]
+        return self.imp.encodings.get(key) or self.imp.unpriced_encodings[key]
 
     def type_of(self, t: Term) -> Type:
         op, a = t.op, t.args

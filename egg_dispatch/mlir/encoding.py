@@ -2,7 +2,8 @@
 cost model prices: a matmul operand's data-tiling layout), and every other encoding
 (``#iree_encoding.testing<>``, ``#iree_encoding.layout<[...]>``, ``#iree_encoding.padding<[...]>``,
 ...) kept verbatim as a ``DialectAttr``: ``unpriced_encoding`` names it, and ``unpriced_note`` is the
-one warning a module that has any gets (the importer keeps the ops on such tensors opaque)."""
+one warning a module that has any gets (the importer keeps the ops on such tensors opaque, but for
+their set_encodings and unset_encodings)."""
 
 from __future__ import annotations
 
@@ -52,8 +53,9 @@ def unpriced_note(first_uses: dict[str, Loc]) -> str:
     where = next(iter(first_uses.values()))
     names = ", ".join(first_uses)
     return (
-        f"{where}: warning: encodings the cost model does not price: {names}; kept as written, and the ops "
-        "on tensors that carry them are opaque ops (a barrier for every rule)"
+        f"{where}: warning: encodings the cost model does not price: {names}; kept as written: their "
+        "set_encodings and unset_encodings move as encodes do but have no layout, and the other ops on tensors "
+        "that carry them are opaque ops (a barrier for every rule)"
     )
 
 

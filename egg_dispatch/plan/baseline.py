@@ -120,6 +120,12 @@ def iree_baseline_choice(g: EGraphData) -> dict[str, str]:
     def rank(node: Node, ctx: str) -> tuple:
         if node.op in MATERIALIZED_OPS or node.op == "EncodedSlice":
             return (9,)
+        if node.op == "Dispatch" and (inner := [m for m in g.choices(node.children[0]) if m.op == "SetEncoding"]):
+            # an encode dispatch of its own, or the producer dispatch returning the encoded value: IREE
+            # fuses when the producer's result has no other use, and only then
+            if fused_into_producer(node):
+                return (1, 0)
+            return (1, 2) if any(_computed(g, m.children[0]) for m in inner) else (1, 1)
         if node.op == "Contract" and _has_op(g, node.eclass, "UnsetEncoding"):
             return (9,)  # the contraction with its encodings dropped (rules/untile.egg): data tiling is on
         if node.op == "Contract":
