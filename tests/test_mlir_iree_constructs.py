@@ -18,7 +18,7 @@ import pytest
 from egg_dispatch.cli import main
 from egg_dispatch.egraph.imported import ImportError_
 from egg_dispatch.egraph.importer import import_function
-from egg_dispatch.evaluate import evaluate
+from egg_dispatch.evaluate import EvaluationError, evaluate
 from egg_dispatch.iree.tools import find_tool
 from egg_dispatch.mlir.compare import ir_key
 from egg_dispatch.mlir.ir import DenseAttr, Module, ScalarType, TensorType, element_nbytes
@@ -86,6 +86,15 @@ util.func public @encoded(%x: tensor<?x64xf32>, %w: tensor<64x32xf32>, %n: index
     flow.return %m : tensor<?x32xf32>
   }
   util.return %0 : tensor<?x32xf32>
+}
+"""
+
+CASTS = """\
+func.func @casts(%x: tensor<4x?xf32>) -> (tensor<?x3xf32>, tensor<4x3xi32>) {
+  %c = tensor.cast %x {keep} : tensor<4x?xf32> to tensor<?x3xf32>
+  %s = tensor.cast %x : tensor<4x?xf32> to tensor<4x3xf32>
+  %b = tensor.bitcast %s : tensor<4x3xf32> to tensor<4x3xi32>
+  return %c, %b : tensor<?x3xf32>, tensor<4x3xi32>
 }
 """
 
@@ -252,6 +261,7 @@ INPUTS = {
     "complex": COMPLEX,
     "unpriced_encodings": UNPRICED_ENCODINGS,
     "dynamic_tiles": DYNAMIC_TILES,
+    "casts": CASTS,
     "map_reduce": MAP_REDUCE,
     "sizes": SIZES,
     "tied": TIED,
@@ -357,6 +367,22 @@ def test_unpriced_encodings_are_kept_as_written_with_one_warning() -> None:
     assert heads.count("(SetEncoding") == 3 and heads.count("(UnsetEncoding") == 1
     assert any(t.startswith("(Contract ") for t in imported.lets.values())
     assert any(t.startswith("(Dispatch ") for t in imported.lets.values())
+
+
+def test_casts_read_print_and_evaluate() -> None:
+    module = _read("casts")
+    printed = print_mlir(module)
+    assert "%c = tensor.cast %x {keep} : tensor<4x?xf32> to tensor<?x3xf32>" in printed
+    assert "%b = tensor.bitcast %s : tensor<4x3xf32> to tensor<4x3xi32>" in printed
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    same, bits = evaluate(module, [x])
+    np.testing.assert_array_equal(same, x)
+    np.testing.assert_array_equal(bits, x.view(np.int32))  # the bytes, reinterpreted
+    with pytest.raises(EvaluationError, match="dim 1 is 5 at run time, the type says 3"):
+        evaluate(module, [np.zeros((4, 5), np.float32)])
+    bad = "func.func @f(%x: tensor<4xf32>) -> tensor<5xf32> {\n  %c = tensor.cast %x : tensor<4xf32> to tensor<5xf32>\n"
+    with pytest.raises(MLIRSyntaxError, match="incompatible shapes"):
+        parse_mlir(bad + "  return %c : tensor<5xf32>\n}\n", "bad.mlir")
 
 
 def test_dynamic_inner_tiles_read_and_evaluate() -> None:

@@ -13,6 +13,7 @@ exists between dispatches, is ``Dispatch(Op ...)``, a dispatch input priced as t
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import cast
 
 from egg_dispatch.egraph.import_util import (
@@ -26,10 +27,11 @@ from egg_dispatch.egraph.import_util import (
 from egg_dispatch.egraph.imported import ImportedProgram, ImportError_, Parameter
 from egg_dispatch.egraph.terms import BOUNDARY, enc, ivec, quote, tlist
 from egg_dispatch.mlir.abi import argument_tensor_types
-from egg_dispatch.mlir.encoding import unpriced_encoding
+from egg_dispatch.mlir.encoding import is_serialized_layout, unpriced_encoding
 from egg_dispatch.mlir.flow_ops import FLOW_SLICE, slice_operands
 from egg_dispatch.mlir.ir import (
     AffineMapAttr,
+    Attr,
     Block,
     DenseAttr,
     EncodingAttr,
@@ -215,9 +217,29 @@ class _Importer:
             return False  # encoding_dims the size analysis does not know: kept as an opaque op
         if op.name == "iree_encoding.set_encoding":
             self.let(op.result, f"(SetEncoding {self.t(op.operands[0])} {key})", encoded)
+            self.propagable_cast(op, key, e)
         else:
             self.let(op.result, f"(UnsetEncoding {self.t(op.operands[0])} {ivec(self.dims(op.result, plain))})", plain)
         return True
+
+    def propagable_cast(self, set_encoding: Operation, key: str, e: Attr) -> None:
+        """``(propagable-cast cast key cast')`` for a set_encoding of a ``tensor.cast``'s result, with
+        ``cast'`` the same cast of the encoded source (IREE's PropagateEncodings,
+        ``rules/propagate_cast.egg``). Conditions 1 and 2 of that rule are checked here: both ops are
+        outside every dispatch, and the encoding is a serialized layout."""
+        cast_op = set_encoding.operands[0].owner
+        if self.in_region or not isinstance(cast_op, Operation) or cast_op.name != "tensor.cast":
+            return
+        if cast_op.regions or cast_op.opaque_text is not None or not is_serialized_layout(e):
+            return
+        src_t, res_t = cast_op.operands[0].type, cast_op.result.type
+        if not isinstance(src_t, TensorType) or not isinstance(res_t, TensorType) or src_t.encoding is not None:
+            return
+        src = Value("src", replace(src_t, encoding=e))
+        twin = Operation(cast_op.name, [src], [Value("cast", replace(res_t, encoding=e))], dict(cast_op.attributes))
+        twin.results[0].owner = twin
+        original = self.op_key(cast_op, unique=False)
+        self.out.program.append(f"(propagable-cast {quote(original)} {key} {quote(self.op_key(twin, False, cast_op))})")
 
     def with_encoding(self, term: str, typ: Type, value: Value | None) -> str:
         """A term of an encoded tensor type that IREE builds directly (an encoded empty)."""
@@ -236,7 +258,9 @@ class _Importer:
         self.out.constants[key] = value
         return key
 
-    def op_key(self, op: Operation, unique: bool) -> str:
+    def op_key(self, op: Operation, unique: bool, like: Operation | None = None) -> str:
+        """The ``Op`` key of ``op``: its name, attributes, body and result types (and, when ``unique``,
+        its location); a dynamic result's sizes are those of ``like``'s results (default: ``op``'s)."""
         attrs = sorted(
             (k, repr(v) if not isinstance(v, DenseAttr) else v.digest()[:10]) for k, v in op.attributes.items()
         )
@@ -245,13 +269,19 @@ class _Importer:
             body = "\n".join(self.printer.region(r, "") for r in op.regions)
         types = [self.printer.type(r.type) for r in op.results]
         where = str(op.loc) if unique else ""
-        dims = [self.dims(r, r.type) if isinstance(r.type, TensorType) else () for r in op.results]
+        sized = (like or op).results
+        dims = [
+            self.dims(v, r.type) if isinstance(r.type, TensorType) else ()
+            for v, r in zip(sized, op.results, strict=True)
+        ]
         dynamic = [d for d in dims if any(v < 0 for v in d)]
         parts = [op.name, attrs, body, types, op.opaque_text, where, *([dynamic] if dynamic else [])]
         key = f"{op.name}#{digest_key(*parts)}"
         self.out.ops[key] = op
-        if dynamic:
-            self.out.op_dims[key] = dims  # the sizes of its results (an op's key says which expression)
+        if dynamic or any(isinstance(r.type, TensorType) and not r.type.is_static for r in op.results):
+            # the sizes of its results (an op's key says which expression; a `?` the analysis knows is
+            # a constant, e.g. a tensor.cast of a static tensor, is that constant)
+            self.out.op_dims[key] = dims
         return key
 
     # -- ops -------------------------------------------------------------------------------------

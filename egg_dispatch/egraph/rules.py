@@ -50,7 +50,7 @@ FAMILIES = ("clone", "hoist", "const_eval", "propagate", "noop", "untile", "sink
 
 
 FAMILY_FILES: dict[str, tuple[str, ...]] = {
-    "propagate": ("propagate_slice", "propagate_bubble"),
+    "propagate": ("propagate_slice", "propagate_bubble", "propagate_cast"),
     "fuse": ("fuse_pack", "fuse_elementwise", "fuse_encode"),
 }
 """The rule files of a family that mirrors several IREE behaviours, in load order (the first declares

@@ -13,7 +13,7 @@ from egg_dispatch.evaluate.dynamic import concrete_type, runtime_shape
 from egg_dispatch.evaluate.encoding import encode, logical, slice_packed, zeros
 from egg_dispatch.evaluate.registry import Frame, handles
 from egg_dispatch.evaluate.scalar import ELEMENTWISE, apply_elementwise
-from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, element_type, to_type
+from egg_dispatch.evaluate.values import EvaluationError, PackedTensor, dtype_of, element_type, to_type
 from egg_dispatch.mlir.affine import affine_value
 from egg_dispatch.mlir.ir import (
     AffineMapAttr,
@@ -201,6 +201,25 @@ def _import(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
 )
 def _identity(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     return [frame.get(op.operands[0])]
+
+
+@handles("tensor.cast")
+def _cast(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    """The same values (the interpreter checks them against the result type's static sizes)."""
+    return [frame.get(op.operands[0])]
+
+
+@handles("tensor.bitcast")
+def _bitcast(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    """The same bytes read as the result's element type, of the same width (bf16, held in float32
+    here, has no bytes of its own to reinterpret)."""
+    x = np.ascontiguousarray(logical(frame.get(op.operands[0])))
+    to = dtype_of(tensor_type(op.result))
+    if "bf16" in (element_type(op.operands[0].type).name, element_type(op.result.type).name):
+        raise EvaluationError("tensor.bitcast to or from bf16 is not evaluated (bf16 is held in float32)")
+    if x.dtype.itemsize != to.itemsize:
+        raise EvaluationError(f"tensor.bitcast between {x.dtype} and {to}: the widths differ")
+    return [x.view(to)]
 
 
 @handles("hal.tensor.barrier")

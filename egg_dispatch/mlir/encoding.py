@@ -23,7 +23,7 @@ from egg_dispatch.mlir.ir import (
 from egg_dispatch.mlir.lexer import int_value
 from egg_dispatch.mlir.parser_base import ParserBase
 
-__all__ = ["ENCODING_FIELDS", "EncodingParser", "unpriced_encoding", "unpriced_note"]
+__all__ = ["ENCODING_FIELDS", "EncodingParser", "is_serialized_layout", "unpriced_encoding", "unpriced_note"]
 
 ENCODING_FIELDS = (
     "operand_index",
@@ -45,6 +45,45 @@ def unpriced_encoding(t: Type) -> str | None:
         return None
     text = getattr(e, "text", None)
     return text.split("<", 1)[0] if isinstance(text, str) else type(e).__name__
+
+
+def _top_level_items(text: str) -> list[str]:
+    """The comma-separated items of ``text`` at bracket depth 0."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "<[({":
+            depth += 1
+        elif ch in ">])}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(text[start:i].strip())
+            start = i + 1
+    items.append(text[start:].strip())
+    return [x for x in items if x]
+
+
+def _is_serialized(layout: str) -> bool:
+    """IREE's ``SerializableAttr::isSerialized`` for one layout of a ``#iree_encoding.layout`` list, for
+    the layouts IREE's encoding dialect defines (Encoding/IR/EncodingAttrs.cpp): a testing layout with
+    its ``layouts`` parameter, identity and packed storage, a padding with static amounts. Any other
+    (a target's own layout) counts as not serialized, so nothing is propagated on its account."""
+    if layout.startswith("#iree_encoding.testing<"):
+        return "layouts" in layout
+    if layout.startswith(("#iree_encoding.identity", "#iree_encoding.packed_storage")):
+        return True
+    if layout.startswith("#iree_encoding.padding<"):
+        return "?" not in layout
+    return False
+
+
+def is_serialized_layout(e: object) -> bool:
+    """Whether ``e`` is a ``#iree_encoding.layout<[...]>`` every layout of which is serialized (IREE's
+    ``LayoutAttr::isSerialized``): the encodings PropagateEncodings moves above a ``tensor.cast``."""
+    text = getattr(e, "text", None)
+    prefix = "#iree_encoding.layout<["
+    if not isinstance(text, str) or not text.startswith(prefix) or not text.endswith("]>"):
+        return False
+    return all(_is_serialized(x) for x in _top_level_items(text[len(prefix) : -2]))
 
 
 def unpriced_note(first_uses: dict[str, Loc]) -> str:

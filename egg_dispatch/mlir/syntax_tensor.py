@@ -136,8 +136,30 @@ class TensorSyntax(ParserBase):
         self.check_types([cond], [ScalarType("i1")], start)
         return self.make_op(name, [cond], [], attributes=attrs)
 
+    def _p_cast(self, name: str, start: int) -> Operation:
+        """``tensor.cast %x [attr-dict] : T1 to T2`` (and ``tensor.bitcast``): a cast between compatible
+        shapes (equal ranks, each static size equal or one side dynamic), the element type kept by a
+        cast and its width by a bitcast."""
+        lex = self.lex
+        src = self.operand()
+        attrs: dict[str, Attr] = {}
+        self.opt_attr_dict(attrs)
+        lex.expect(":", f"before the types of '{name}'")
+        self.check_types([src], [self.parse_type()], start)
+        lex.expect("to", f"in '{name}'")
+        res = self.parse_type()
+        a, b = src.type, res
+        if isinstance(a, TensorType) and isinstance(b, TensorType):
+            if not _compatible({a.shape}, b.shape):
+                raise lex.error(f"{name} between incompatible shapes {a.shape} and {b.shape}", start)
+            if name == "tensor.cast" and a.element != b.element:
+                raise lex.error(f"tensor.cast cannot change the element type ({a.element} to {b.element})", start)
+        return self.make_op(name, [src], [res], attributes=attrs)
+
 
 TENSOR_READERS: dict[str, Callable[[TensorSyntax, str, int], Operation]] = {
+    "tensor.cast": TensorSyntax._p_cast,
+    "tensor.bitcast": TensorSyntax._p_cast,
     "tensor.concat": TensorSyntax._p_concat,
     "tensor.pad": TensorSyntax._p_pad,
     "linalg.softmax": TensorSyntax._p_softmax,
@@ -162,6 +184,13 @@ def _print_concat(p: Printer, op: Operation, indent: str) -> str:
     ts = p.types([v.type for v in op.operands])
     dim = attr(op, "dim", IntAttr).value
     return f" dim({dim}) {p.values(op.operands)}{extra} : ({ts}) -> {p.type(op.result.type)}"
+
+
+@prints("tensor.cast", "tensor.bitcast")
+def _print_cast(p: Printer, op: Operation, indent: str) -> str:
+    extra = p.attr_dict(p.extra_attrs(op, set()))
+    src = op.operands[0]
+    return f" {p.value(src)}{extra} : {p.type(src.type)} to {p.type(op.result.type)}"
 
 
 @prints("tensor.pad")
