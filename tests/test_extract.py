@@ -484,8 +484,8 @@ def test_exact_ilp_enumerates_small_plan_spaces_and_solves_the_rest() -> None:
 
 def test_exact_ilp_many_is_exact_ilp_at_each_weight() -> None:
     """The frontier sweep's batch (one enumeration for every λ) picks what ``exact_ilp`` picks at each
-    λ alone, on a small plan space (enumerated) and a large one (HiGHS, where the weights pick two
-    different plans)."""
+    λ alone, on a small plan space (enumerated) and a large one (HiGHS, where the weights pick at
+    least two different plans, so the batch cannot pass by returning one plan for every λ)."""
     lams = (0.0, 1e-9, 1e-6)
     for g, costs, method in (
         (build(TOY, "R"), TOY_COSTS, "exhaustive"),
@@ -496,7 +496,7 @@ def test_exact_ilp_many_is_exact_ilp_at_each_weight() -> None:
         alone = [exact_ilp(g, costs, lam) for lam in lams]
         assert [r.method for r in many] == [method] * len(lams)
         if method == "ilp-highs":
-            assert len({frozenset(r.choice.items()) for r in many}) == 2
+            assert len({frozenset(r.choice.items()) for r in many}) >= 2
         for lam, a, b in zip(lams, many, alone, strict=True):
             assert close(a.objective, b.objective), lam
             assert close(a.objective, plan_objective(g, a.choice, costs, lam))

@@ -28,7 +28,7 @@ from egg_dispatch.cost.charges import (
     throttles,
     transient_seconds,
 )
-from egg_dispatch.cost.classes import contraction_tiled, copied_slice, is_reshape, output_classes
+from egg_dispatch.cost.classes import contraction_tiled, copied_slice, is_reshape, is_view_dispatch, output_classes
 from egg_dispatch.cost.facts import Facts, TensorInfo
 from egg_dispatch.cost.measured import CacheError, MeasuredTimes, default_cache_path, measurement_context
 from egg_dispatch.cost.model import conflicts_of, cost_table, default_lambda
@@ -83,6 +83,7 @@ __all__ = [
     "gated_charges",
     "gated_paid",
     "is_reshape",
+    "is_view_dispatch",
     "measurement_context",
     "node_seconds",
     "node_signature",

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from egg_dispatch.cost.classes import (
     contraction_tiled,
     elementwise_proto,
-    is_reshape,
+    is_view_dispatch,
     list_classes,
     output_classes,
 )
@@ -179,7 +179,7 @@ def transient_dispatches(g: EGraphData, imported: ImportedProgram) -> frozenset[
         for c in g.classes
         if c not in outputs and g.is_term_class(c)
         for n in g.choices(c)
-        if n.op == "Dispatch" and not is_reshape(g, imported, n.children[0])
+        if n.op == "Dispatch" and not is_view_dispatch(g, imported, n.children[0])
     )
 
 

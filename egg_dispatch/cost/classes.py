@@ -14,7 +14,7 @@ from egg_dispatch.cost.contraction import contraction_mnk, generic_contraction_k
 from egg_dispatch.cost.facts import Facts, TensorInfo
 from egg_dispatch.egraph.data import EGraphData, Node
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
-from egg_dispatch.egraph.terms import BOUNDARY
+from egg_dispatch.egraph.terms import BOUNDARY, COMPUTING
 from egg_dispatch.mlir.ops import RESHAPE_OPS
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "fused_pack",
     "is_boundary",
     "is_reshape",
+    "is_view_dispatch",
     "list_classes",
     "output_classes",
     "producer_in_dispatch",
@@ -86,6 +87,25 @@ def is_reshape(g: EGraphData, imported: ImportedProgram, c: str) -> bool:
         n.op == "Op" and getattr(imported.ops.get(str(g.leaf_value(n.children[0]))), "name", "") in RESHAPE_OPS
         for n in nodes
     )
+
+
+def is_view_dispatch(g: EGraphData, imported: ImportedProgram, body: str) -> bool:
+    """``Dispatch(body)`` is a view between dispatches (metadata, no dispatch of its own): ``body`` is a
+    reshape of a value read from a buffer (a dispatch input, a slice of one, a reshape of those). A
+    reshape of a value computed in the same dispatch (an elementwise result an encode was fused after,
+    then dropped by ``untile``) is a dispatch computing that value and returning it reshaped."""
+    seen: set[str] = set()
+
+    def stored(c: str) -> bool:
+        if c in seen:
+            return True
+        seen.add(c)
+        nodes = g.choices(c)
+        if is_reshape(g, imported, c):
+            return all(all(stored(d) for d in list_classes(g, n.children[1])[:1]) for n in nodes)
+        return not nodes or not all(n.op in COMPUTING for n in nodes)
+
+    return is_reshape(g, imported, body) and stored(body)
 
 
 def fused_pack(g: EGraphData, c: str, facts: Facts) -> tuple[TensorInfo, TensorInfo, int | None] | None:

@@ -26,7 +26,7 @@ from egg_dispatch.cost.charges import (
     transient_dispatches,
     transient_seconds,
 )
-from egg_dispatch.cost.classes import contraction_node_mnk, copied_slice, is_reshape, list_classes
+from egg_dispatch.cost.classes import contraction_node_mnk, copied_slice, is_view_dispatch, list_classes
 from egg_dispatch.cost.conflicts import codegen_conflicts
 from egg_dispatch.cost.facts import Facts, TensorInfo
 from egg_dispatch.cost.measured import MeasuredTimes
@@ -118,7 +118,7 @@ def _node_cost(
 ) -> NodeCost:
     if op == "Const":
         return NodeCost(memory_bytes=out.logical_bytes)
-    if op == "Dispatch" and is_reshape(g, imported, kids[0]):
+    if op == "Dispatch" and is_view_dispatch(g, imported, kids[0]):
         # a reshape between dispatches is metadata (flow.tensor.reshape), not a dispatch; a slice under
         # it is a copy dispatch of its own (copied_slice)
         sliced = copied_slice(g, imported, kids[0])

@@ -50,6 +50,7 @@ from collections.abc import Iterable, Sequence
 
 __all__ = [
     "BOUNDARY",
+    "COMPUTING",
     "CONSTRUCTORS",
     "PLACEMENTS",
     "SCHEMA",
@@ -110,6 +111,10 @@ STORED = frozenset({"Arg", "Const"}) | PLACEMENTS
 BOUNDARY = STORED | {"Scalar", "Size"}
 """Heads a dispatch reads as inputs, ``rules/analysis.egg``'s ``boundary`` relation: stored values,
 scalars and dynamic sizes. Everything else is computed inside the dispatch that consumes it."""
+
+COMPUTING = frozenset({"Generic", "Contract", "Mmt4d", "UnsetEncoding", "Unpack", "InsertSlice", "Fill", "Op"})
+"""Heads of nodes that compute a value in the dispatch that holds them (an ``Op`` unless a reshape): a
+reshape of one, under a ``Dispatch``, is a dispatch computing it, not a view between dispatches."""
 
 
 def quote(s: str) -> str:

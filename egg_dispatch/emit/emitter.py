@@ -14,7 +14,7 @@ from typing import cast
 
 from egg_dispatch.egraph.data import Term
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
-from egg_dispatch.egraph.terms import PLACEMENTS, STORED
+from egg_dispatch.egraph.terms import COMPUTING, PLACEMENTS, STORED
 from egg_dispatch.egraph.terms import enc as enc_text
 from egg_dispatch.emit.clone import EmitError, clone_region, inline_captured_constants, rename_uses, rename_values
 from egg_dispatch.emit.dims import SizeValues, dynamic_type
@@ -297,7 +297,7 @@ class Emitter:
         inner = t.args[0]
         if ctx.at_load:  # inside an initializer placement does not matter: compute in place
             return self.value(inner, ctx)
-        if inner.op == "Op" and self.imp.ops[inner.args[0]].name in RESHAPE_OPS:
+        if self.is_view(inner):
             return self.value(inner, self.top)  # a reshape between dispatches: metadata, no dispatch
         if inner.op == "Op" and self.imp.ops[inner.args[0]].name == "flow.dispatch.workgroups":
             self.dispatch_order.append(("dispatch", t.eclass))
@@ -322,6 +322,18 @@ class Emitter:
         ).result
         self.dispatch_order.append(("dispatch", t.eclass))
         return region
+
+    def is_view(self, t: Term) -> bool:
+        """``t`` is a reshape of a value read from a buffer (a dispatch input, a slice of one, a reshape
+        of those): under a ``Dispatch``, metadata between dispatches. A reshape of a value computed
+        there is a dispatch (cost/classes.py ``is_view_dispatch``, the same test on classes)."""
+        while t.op == "Op" and self.imp.ops[t.args[0]].name in RESHAPE_OPS:
+            if not t.args[1] or not isinstance(src := t.args[1][0], Term):
+                return False
+            t = src
+            if t.op not in COMPUTING:
+                return True
+        return False
 
     def const_eval(self, t: Term, ctx: _Ctx) -> Value:
         typ = self.type_of(t)

@@ -26,7 +26,7 @@ from egg_dispatch.cost import (
     copied_slice,
     dispatch_overhead_seconds,
     exclusive_nodes,
-    is_reshape,
+    is_view_dispatch,
     node_seconds,
     node_signature,
     output_classes,
@@ -299,7 +299,7 @@ class _PlanWalk:
 
     def dispatch(self, name: str, c: str, body: str, at_load: bool) -> None:
         """The ``Dispatch`` node of class c over ``body``: a view when it is a reshape, else a dispatch."""
-        if is_reshape(self.g, self.imported, body):
+        if is_view_dispatch(self.g, self.imported, body):
             reads: list[tuple[str, int]] = []
             self.fuse(body, at_load, None, reads, self.choice[c])
             self.graph.add_node(name, kind="view", bytes=0)
