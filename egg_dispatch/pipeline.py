@@ -68,6 +68,7 @@ from egg_dispatch.plan.sized import plan_at_sizes
 from egg_dispatch.result.exploration import Candidate, Exploration, InputInfo
 from egg_dispatch.start.initial_plan import initial_plan
 from egg_dispatch.target.profile import Target, load_target
+from egg_dispatch.util.deadline import Deadline, StageStop
 from egg_dispatch.util.deep import allow_deep_recursion
 
 __all__ = [
@@ -261,9 +262,15 @@ def explore(
     extractor only), the candidates ``tune`` measures. ``assume``: the sizes of dynamic dimensions
     (``{"arg0.d1": ((128, 1.0),)}`` or ``["arg0.d1=128,512"]``; ``cost.sizes``): what the cost averages
     over, and the only sizes the legality facts must hold for.
+
+    Every stage runs under ``budget.seconds`` (``util.deadline``): saturation and extraction (the best
+    plan, the frontier, the k best) stop there and hand on their best answer; import and emission are
+    timed. ``Exploration.stops`` lists the stages that reached it.
     """
     allow_deep_recursion()
     timings: dict[str, float] = {}
+    stage_seconds = (budget or Budget()).seconds
+    stops: list[StageStop] = []
     say = progress or (lambda _msg: None)
     t0 = time.perf_counter()
     tgt = target if isinstance(target, Target) else load_target(target)
@@ -274,8 +281,12 @@ def explore(
     imported = import_function(prepared, function)
     sizes = size_plan(imported, assume, torch_aliases(source))  # before facts: --assume narrows the domains
     timings["import"] = time.perf_counter() - t0
+    if (took := timings["import"] - timings["input"]) > stage_seconds:
+        stops.append(StageStop("import", stage_seconds, f"the whole program, in {took:.1f} s (one pass: not cut)"))
     say(f"imported @{imported.function}: {len(imported.lets)} terms")
     graph, report = saturate(imported, tgt, families, budget)
+    if report.stop_reason.startswith("time limit"):
+        stops.append(StageStop("saturation", stage_seconds, f"the e-graph of iteration {report.iterations}"))
     say(f"saturated: {report.enodes} e-nodes, {report.stop_reason}")
     t1 = time.perf_counter()
     data = EGraphData.from_serialized(graph.serialized(), keep_refused=True)  # the start state is always a plan
@@ -285,12 +296,27 @@ def explore(
         costs.conflicts = tuple(sorted({*costs.conflicts, *conflicts_of(data, tgt, imported)}))
     timings["cost_table"] = time.perf_counter() - t1
 
+    def solver_stop(stage: str, results: Sequence[ExtractionResult], clock: Deadline) -> None:
+        """A stop when a solve of ``stage`` ended at the budget (not at the user's --time-limit)."""
+        if any(r.stats.get("status") == "Time limit reached" for r in results) and clock.expired():
+            stops.append(clock.stop(stage, "the best plan found so far (its gap in the report)"))
+
     def extract(weight: float) -> ExtractionResult:
         if extractor == "greedy":
             return greedy_dag(data, costs, weight)
-        return exact_ilp(data, costs, weight, time_limit=time_limit)  # greedy's plan warm-starts HiGHS
+        clock = Deadline(stage_seconds)
+        r = exact_ilp(data, costs, weight, time_limit=min(time_limit, stage_seconds))  # greedy warm-starts HiGHS
+        solver_stop("extraction", [r], clock)
+        return r
 
     def candidate(label: str, choice: dict[str, str], result: ExtractionResult | None = None) -> Candidate:
+        started = time.perf_counter()
+        built = _candidate(label, choice, result)
+        if (took := time.perf_counter() - started) > stage_seconds:
+            stops.append(StageStop("emission", stage_seconds, f"{label}, emitted in {took:.1f} s (one pass: not cut)"))
+        return built
+
+    def _candidate(label: str, choice: dict[str, str], result: ExtractionResult | None = None) -> Candidate:
         spelled = normalize_choice(data, choice, False)  # report and emit at the encoding level
         plan = plan_at_sizes(data, imported, sizes, lambda g: build_plan(g, spelled, imported, tgt, lam, measured))
         emitter = Emitter(imported)
@@ -336,11 +362,13 @@ def explore(
         say("sweeping λ for the time/memory frontier")
         seen: dict[tuple, Candidate] = {}
         built: dict[frozenset, Candidate] = {}  # a plan several weights choose is built once
+        clock = Deadline(stage_seconds)
         swept = (
             [greedy_dag(data, costs, w) for w in PARETO_LAMBDAS]
             if extractor == "greedy"
-            else exact_ilp_many(data, costs, PARETO_LAMBDAS, time_limit=time_limit)
+            else exact_ilp_many(data, costs, PARETO_LAMBDAS, time_limit=time_limit, deadline=clock)
         )
+        solver_stop("the frontier sweep", swept, clock)
         for weight, r in zip(PARETO_LAMBDAS, swept, strict=True):
             chosen = frozenset(r.choice.items())
             if chosen in built:
@@ -353,7 +381,11 @@ def explore(
     if top_k > 0 and extractor == "exact":
         say(f"the {top_k} best distinct plans by the model")
         t3 = time.perf_counter()
-        for i, r in enumerate(k_best(data, costs, lam, top_k, time_limit=time_limit)):
+        clock = Deadline(stage_seconds)
+        found = k_best(data, costs, lam, top_k, time_limit=time_limit, deadline=clock)
+        if len(found) < top_k and clock.expired():
+            stops.append(clock.stop("the k best plans", f"the {len(found)} best found so far"))
+        for i, r in enumerate(found):
             top.append(best if r.choice == best.choice else candidate(f"top {i + 1}", r.choice, r))
         timings["top_k"] = time.perf_counter() - t3
     timings["total"] = time.perf_counter() - t0
@@ -377,6 +409,8 @@ def explore(
         measured_source=str(measured.path) if measured is not None and measured.path else None,
         sizes=sizes,
         baseline_membership=membership,
+        stage_seconds=stage_seconds,
+        stops=stops,
     )
 
 
@@ -442,7 +476,11 @@ def iree_plan_membership(
     if plan.explored is None:
         return None
     own = plan.explored
-    return plan_membership(result.data, result.imported, own.data, own.best.choice, own.imported, normalize)
+    clock = Deadline(result.stage_seconds)
+    answer = plan_membership(result.data, result.imported, own.data, own.best.choice, own.imported, normalize, clock)
+    if answer.undecided:
+        result.stops.append(clock.stop("membership", "no answer (the report says not decided)"))
+    return answer
 
 
 def _naming_iree_plan(warning: str) -> str:

@@ -734,6 +734,9 @@ def write_readme(metas: list[dict], notes: dict[str, list[str]]) -> None:
         "perturbed away from 1/0. Inputs `arg0, arg1, ...` are in argument order, outputs `out0, ...` in return",
         "order. `max rel` is max |IREE − torch| / max |torch| (IREE: llvm-cpu, target-cpu=host, local-sync).",
         "",
+        "One more folder is written by its own script: `llama_decode/`, a decode step of transformers'",
+        "`LlamaForCausalLM` against a KV cache (`scripts/export_decode_fixture.py`; its `README.md` says what).",
+        "",
         "| model | what it models | inputs → outputs | params | forms | max rel IREE vs torch | folder size |",
         "|---|---|---|---|---|---|---|",
     ]

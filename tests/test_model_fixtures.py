@@ -42,6 +42,12 @@ STATIC = ("gpt2_block", "bert_block", "llama_block", "tiny_lm", "int8_mlp", "f16
 DYNAMIC = ("attention_dyn", "mlp_dyn")
 SYMBOLIC = {"mlp_sym": ((1, 8), (3, 16), (2, 24))}
 """Models exported with symbolic shape expressions (util.assume.int in input.mlir): name -> recorded sizes."""
+DECODE = ("llama_decode",)
+"""Decode steps against a KV cache (scripts/export_decode_fixture.py)."""
+DECODE_FILES = (
+    "torch.mlir", "input.mlir", "params.irpa", "inputs.npz", "expected_torch.npz", "expected_iree.npz", "meta.json",
+    "README.md",
+)  # fmt: skip
 SAFETENSORS = ("gpt2_block", "int8_mlp")
 SEQ_SIZES = (1, 16, 13)
 STATIC_FILES = (
@@ -104,10 +110,33 @@ def ext_tolerance(name: str) -> float:
 
 def test_model_list_matches_folders():
     on_disk = {p.name for p in MODELS.iterdir() if p.is_dir()}
-    assert on_disk == set(STATIC) | set(DYNAMIC) | set(SYMBOLIC)
+    assert on_disk == set(STATIC) | set(DYNAMIC) | set(SYMBOLIC) | set(DECODE)
     readme = (MODELS / "README.md").read_text()
     for name in (*STATIC, *DYNAMIC, *SYMBOLIC):
         assert f"| `{name}` |" in readme
+    for name in DECODE:  # written by their own script, with a README of their own
+        assert f"`{name}/`" in readme and (MODELS / name / "README.md").is_file()
+
+
+def test_decode_files_and_recorded_outputs():
+    """The decode step's files (scripts/export_decode_fixture.py): IREE's outputs agree with torch's
+    (1e-4, as the static f32 models), the cache grows by the one position, and the parameter file holds
+    every parameter the export names."""
+    folder = MODELS / "llama_decode"
+    assert {p.name for p in folder.iterdir()} == set(DECODE_FILES)
+    ids, *cache = load_npz(folder / "inputs.npz")
+    assert ids.shape == (1, 1) and [c.shape for c in cache] == [(1, 2, 127, 32)] * 4
+    torch_out, iree_out = load_npz(folder / "expected_torch.npz"), load_npz(folder / "expected_iree.npz")
+    assert torch_out[0].shape == (1, 1, 2048) and [o.shape for o in torch_out[1:]] == [(1, 2, 128, 32)] * 4
+    for t, i in zip(torch_out, iree_out, strict=True):
+        assert np.abs(t - i).max() <= 1e-4 * np.abs(t).max()
+    for old, new in zip(cache, torch_out[1:], strict=True):
+        assert np.array_equal(new[:, :, :127], old)  # the cache is kept, the new position appended
+    torch_text = (folder / "torch.mlir").read_text()
+    meta = json.loads((folder / "meta.json").read_text())
+    named = {k for k in meta["param_keys"] if f'"{SCOPE}"::"{k}"' in torch_text}
+    tied = {"model.model.embed_tokens.weight", "model.lm_head.weight"}  # one tensor: the export names one
+    assert named >= set(meta["param_keys"]) - tied and len(named & tied) == 1 and len(named) == 20
 
 
 @pytest.mark.parametrize("name", STATIC)

@@ -30,6 +30,7 @@ __all__ = [
     "InputError",
     "Parser",
     "add_budget_arguments",
+    "add_extractor_arguments",
     "add_input_arguments",
     "budget_from_args",
     "budget_spec",
@@ -455,6 +456,23 @@ def budget_from_args(args: argparse.Namespace) -> Budget:
         return Budget(int(spec["iterations"]), int(spec["enodes"]), float(spec["seconds"]))
     except ValueError as e:
         raise InputError(f"error: {e}") from None
+
+
+def add_extractor_arguments(p: argparse.ArgumentParser) -> None:
+    """``--extractor`` and ``--time-limit``, shared by the commands that extract (explore, bench, tune)."""
+    p.add_argument(
+        "--extractor",
+        choices=("exact", "greedy"),
+        default="exact",
+        help="exact ILP on HiGHS (warm-started from greedy; default) or greedy DAG only",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=non_negative_float,
+        default=10.0,
+        metavar="S",
+        help="ILP time limit per solve (default 10; 0: greedy's plan, as the ILP's warm start)",
+    )
 
 
 def add_cost_arguments(p: argparse.ArgumentParser) -> None:

@@ -12,19 +12,22 @@ import json
 import sys
 
 from egg_dispatch.cli.args import (
-    TARGET_HELP,
     InputError,
+    add_budget_arguments,
+    add_extractor_arguments,
+    add_input_arguments,
+    budget_from_args,
     input_path,
     load_target_arg,
+    parameters_from_args,
+    parse_families,
     positive_float,
     positive_int,
     require_iree,
-    target_spec,
 )
 from egg_dispatch.iree.dispatch_creation import first_error_line
 from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError
 from egg_dispatch.measure.bench import DEFAULT_REPEATS, bench, render, report_json
-from egg_dispatch.target.host import HOST
 
 __all__ = ["register", "run"]
 
@@ -38,7 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "check they compute the same numbers, time them interleaved and compare with our model's predictions.",
     )
     p.add_argument("file", metavar="FILE", help="linalg-level MLIR input")
-    p.add_argument("--target", type=target_spec, default=HOST, metavar="T", help=TARGET_HELP)
+    add_budget_arguments(p)
+    add_input_arguments(p)
+    add_extractor_arguments(p)
     p.add_argument("--pareto", action="store_true", help="also time every plan of the time/memory frontier")
     p.add_argument(
         "--repeats", type=positive_int, default=DEFAULT_REPEATS, metavar="N", help="interleaved repeats (default 5)"
@@ -74,6 +79,15 @@ def run(args: argparse.Namespace) -> int:
             path,
             target,
             pareto=args.pareto,
+            parameters=parameters_from_args(args),
+            explore_options={
+                "families": parse_families(args.rules),
+                "budget": budget_from_args(args),
+                "extractor": args.extractor,
+                "time_limit": args.time_limit,
+                "start": args.start,
+                "function": args.function,
+            },
             repeats=args.repeats,
             min_time=args.min_time,
             progress=lambda m: print(f"egg-dispatch: {m}", file=sys.stderr, flush=True),

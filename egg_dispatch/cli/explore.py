@@ -20,11 +20,13 @@ from egg_dispatch.cli.args import (
     InputError,
     add_budget_arguments,
     add_cost_arguments,
+    add_extractor_arguments,
     add_input_arguments,
     budget_from_args,
     input_source,
     load_target_arg,
     non_negative_float,
+    output_file,
     parameters_from_args,
     parse_families,
 )
@@ -52,25 +54,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_cache_arguments(p)
     add_cost_arguments(p)
     p.add_argument("--pareto", action="store_true", help="also compute the time/memory frontier (a λ sweep)")
-    p.add_argument(
-        "--extractor",
-        choices=("exact", "greedy"),
-        default="exact",
-        help="exact ILP on HiGHS (warm-started from greedy; default) or greedy DAG only",
-    )
-    p.add_argument(
-        "--time-limit",
-        type=non_negative_float,
-        default=10.0,
-        metavar="S",
-        help="ILP time limit per solve (default 10; 0: greedy's plan, as the ILP's warm start)",
-    )
+    add_extractor_arguments(p)
     p.add_argument(
         "--emit",
         choices=("text", "json", "mlir", "dot", "iree"),
         default="text",
         help="text report (default), JSON (schema in result/report.py), the chosen plan's MLIR, its DOT graph, or the "
         "plan in IREE's post-dispatch-creation form (compiles with iree-compile --compile-from=dispatch-creation)",
+    )
+    p.add_argument(
+        "-o", "--output", type=output_file, metavar="FILE", help="write what --emit asks for to FILE, not stdout"
     )
     p.add_argument(
         "--check",
@@ -221,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
         "dot": lambda: report.dot(result.recommended),
         "iree": lambda: _emit_iree(result),
     }
-    print(emit[args.emit]())
+    _write(emit[args.emit](), args.output)
     if args.explain:
         from egg_dispatch.result.explain import explain
 
@@ -236,6 +229,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(str(e) if e.loc is not None else f"{result.module.file}: {e}") from None
         for w in parameters.warnings:
             print(w, file=sys.stderr)
+        _say_stops(result)
         for r in checks:
             if r.skipped:
                 print(f"check skipped: {r.label}: {r.skipped}", file=sys.stderr)
@@ -251,4 +245,26 @@ def run(args: argparse.Namespace) -> int:
             )
             failures += not r.ok
         return 1 if failures else 0
+    _say_stops(result)
     return 0
+
+
+def _write(text: str, output: str | None) -> None:
+    """``text`` on stdout, or into ``output`` (written whole or not at all)."""
+    if output is None:
+        print(text)
+        return
+    from pathlib import Path
+
+    from egg_dispatch.util.files import atomic_write
+
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(Path(output)) as f:
+        f.write(text + "\n")
+
+
+def _say_stops(result: Exploration) -> None:
+    """Each stage that reached its budget, on stderr (saturation has its own line above)."""
+    for stop in result.stops:
+        if stop.stage != "saturation":
+            print(f"egg-dispatch: {stop.message()}", file=sys.stderr)

@@ -18,6 +18,7 @@ from egg_dispatch.cli.args import (
     InputError,
     add_budget_arguments,
     add_cost_arguments,
+    add_extractor_arguments,
     add_input_arguments,
     add_jobs_argument,
     budget_from_args,
@@ -54,6 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_budget_arguments(p)
     add_input_arguments(p)
     add_cost_arguments(p)
+    add_extractor_arguments(p)
     p.add_argument(
         "--top-k",
         type=positive_int,
@@ -130,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
             explore_options={
                 "families": parse_families(args.rules),
                 "budget": budget_from_args(args),
+                "extractor": args.extractor,
+                "time_limit": args.time_limit,
                 "lam": args.lam,
                 "start": args.start,
                 "function": args.function,

@@ -51,6 +51,7 @@ from egg_dispatch.mlir.elements import element_bytes
 from egg_dispatch.mlir.ir import ArrayAttr, DenseAttr, FloatAttr, Operation, Region, TensorType, Type, Value
 from egg_dispatch.mlir.ops import DEFAULT_MAPS, RESHAPE_OPS
 from egg_dispatch.mlir.printer import Printer
+from egg_dispatch.util.deadline import Deadline
 
 __all__ = ["NORMALIZATIONS", "Membership", "choice_membership", "plan_membership"]
 
@@ -82,6 +83,9 @@ class Membership:
     """The first node of the plan that legality refuses (the plan is in, but not extractable)."""
     choice: dict[str, str] | None = None
     """The plan as a choice of the e-graph (class -> node id), when it is in."""
+    undecided: str | None = None
+    """Why there is no answer (the test reached its budget); ``in_egraph`` is then False and
+    ``missing`` says the same, so that a reader who only looks there is not told the plan is out."""
 
 
 def plan_membership(
@@ -91,13 +95,15 @@ def plan_membership(
     plan_choice: dict[str, str],
     plan_imported: ImportedProgram,
     normalize: frozenset[str] = NORMALIZATIONS,
+    deadline: Deadline | None = None,
 ) -> Membership:
     """Whether the plan ``plan_choice`` selects in ``plan`` (imported from ``plan_imported``) is one of
     the plans of ``g`` (imported from ``imported``, then saturated), up to the differences of form
-    named in ``normalize`` (``NORMALIZATIONS``)."""
+    named in ``normalize`` (``NORMALIZATIONS``). At ``deadline`` the bottom-up walk stops with no
+    answer (``Membership.undecided``)."""
     if unknown := normalize - NORMALIZATIONS:
         raise ValueError(f"unknown normalizations {sorted(unknown)}; known: {sorted(NORMALIZATIONS)}")
-    return _Matcher(g, imported, plan, plan_choice, plan_imported, normalize).run()
+    return _Matcher(g, imported, plan, plan_choice, plan_imported, normalize).run(deadline)
 
 
 def choice_membership(g: EGraphData, choice: Mapping[str, str], imported: ImportedProgram) -> Membership:
@@ -256,10 +262,13 @@ class _Matcher:
             tuple(c if self.g.is_term_class(c) else ("leaf", self.ours.leaf(self.g.leaf_value(c))) for c in children),
         )
 
-    def run(self) -> Membership:
+    def run(self, deadline: Deadline | None = None) -> Membership:
         """Bottom-up, every e-class each plan class can be (two leaves that look alike, e.g. equal
         constants, leave more than one), then top-down from the root one node per class."""
         for c in self._post_order():
+            if deadline is not None and deadline.expired():
+                why = f"not decided: the membership test reached its budget ({deadline.seconds:g} s)"
+                return Membership(False, why, undecided=why)
             node = self.plan.nodes[self.plan_choice[c]]
             slots: list[list[object]] = []
             for k in self._children(node):

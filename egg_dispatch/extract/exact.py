@@ -6,14 +6,19 @@ from collections.abc import Callable, Mapping, Sequence
 
 from egg_dispatch.cost import NodeCost
 from egg_dispatch.egraph.data import EGraphData
-from egg_dispatch.egraph.enumerate import enumerate_plans
+from egg_dispatch.egraph.enumerate import count_plans
 from egg_dispatch.extract.common import ExtractionResult
+from egg_dispatch.util.deadline import Deadline
 
 __all__ = ["exact_ilp", "exact_ilp_many", "k_best"]
 
 
 SMALL_PLAN_SPACE = 32
 """Plans up to which ``exact_ilp`` enumerates instead of calling HiGHS (docs/design.md §2.5)."""
+
+PROBE_STEPS = 50_000
+"""Work the plan-space probe may do (``count_plans`` steps) before it hands the e-graph to HiGHS,
+whose cycle constraints handle what the probe did not walk: the probe is a shortcut, never a stage."""
 
 
 def exact_ilp(
@@ -46,10 +51,16 @@ def exact_ilp(
 
 
 def exact_ilp_many(
-    g: EGraphData, costs: Mapping[str, NodeCost], lams: Sequence[float], time_limit: float = 10.0
+    g: EGraphData,
+    costs: Mapping[str, NodeCost],
+    lams: Sequence[float],
+    time_limit: float = 10.0,
+    *,
+    deadline: Deadline | None = None,
 ) -> list[ExtractionResult]:
     """:func:`exact_ilp` at each λ of ``lams`` (a frontier sweep), one result each: a small plan space
-    is enumerated and its plans' contexts found once for every λ, not once per λ."""
+    is enumerated and its plans' contexts found once for every λ, not once per λ. Under ``deadline``
+    each solve gets at most the time left (none left: the warm start, greedy's plan)."""
     from egg_dispatch.extract.ilp import solve_ilp
 
     if _small(g, costs):
@@ -57,15 +68,21 @@ def exact_ilp_many(
             return _enumerated(g, costs, lams)
         except ValueError:
             pass
-    return [solve_ilp(g, costs, lam, time_limit) for lam in lams]
+    return [solve_ilp(g, costs, lam, _left(time_limit, deadline)) for lam in lams]
+
+
+def _left(time_limit: float, deadline: Deadline | None) -> float:
+    return time_limit if deadline is None else min(time_limit, deadline.remaining())
 
 
 def _small(g: EGraphData, costs: Mapping[str, NodeCost]) -> bool:
     """At most ``SMALL_PLAN_SPACE`` plans and no conflicts (which only the ILP relaxes). Counted before
-    any is priced: a large e-graph costs the walk of a few plans, not their pricing."""
+    any is priced, within ``PROBE_STEPS`` steps of the walk: a large e-graph costs the walk of a few
+    plans, not their pricing, and an e-graph of many cyclic choices a bounded probe, not their count."""
     if getattr(costs, "conflicts", ()):
         return False
-    return sum(1 for _ in enumerate_plans(g, SMALL_PLAN_SPACE + 1)) <= SMALL_PLAN_SPACE
+    n = count_plans(g, SMALL_PLAN_SPACE + 1, PROBE_STEPS)
+    return n is not None and n <= SMALL_PLAN_SPACE
 
 
 def _enumerated(g: EGraphData, costs: Mapping[str, NodeCost], lams: Sequence[float]) -> list[ExtractionResult]:
@@ -83,21 +100,22 @@ def k_best(
     time_limit: float = 10.0,
     key: Callable[[dict[str, str]], object] | None = None,
     max_solves: int | None = None,
+    deadline: Deadline | None = None,
 ) -> list[ExtractionResult]:
     """The ``k`` best plans by the model, best first, each distinct under ``key`` (default: the choice
     itself): the exact ILP solved again with a no-good cut for every plan already found (so the i-th is
     optimal among the plans not yet returned, up to the solver's gap). Stops early when the e-graph
-    runs out of plans or after ``max_solves`` solves (default ``4 k``)."""
+    runs out of plans, after ``max_solves`` solves (default ``4 k``), or at ``deadline``."""
     from egg_dispatch.extract.ilp import NoMorePlans, solve_ilp
 
     found: list[ExtractionResult] = []
     seen: set[object] = set()
     exclude: list[dict[str, str]] = []
     for _ in range(max_solves if max_solves is not None else 4 * k):
-        if len(found) >= k:
+        if len(found) >= k or (deadline is not None and found and deadline.expired()):
             break
         try:
-            r = solve_ilp(g, costs, lam, time_limit, exclude=exclude)
+            r = solve_ilp(g, costs, lam, _left(time_limit, deadline), exclude=exclude)
         except NoMorePlans:
             break
         exclude.append(r.choice)

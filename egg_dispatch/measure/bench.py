@@ -24,12 +24,15 @@ from pathlib import Path
 
 import numpy as np
 
+from egg_dispatch.emit.iree.abi import abi_shell
 from egg_dispatch.emit.iree.module import emit_iree, needs_materialization, runnable_here
 from egg_dispatch.evaluate import evaluate, select_function
 from egg_dispatch.evaluate.check import function_inputs, relative_error
+from egg_dispatch.evaluate.parameters import Parameters
 from egg_dispatch.iree.dispatch_creation import first_error_line, iree_compile_flags
 from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, benchmark_module, compile_module, run_module
 from egg_dispatch.measure.measured_plan import MeasuredPlan
+from egg_dispatch.mlir.ops import sym_name
 from egg_dispatch.pipeline import explore, for_iree, iree_plan
 from egg_dispatch.target.profile import Target, load_target
 from egg_dispatch.util.table import table_lines
@@ -152,14 +155,23 @@ def bench(
     repeats: int = DEFAULT_REPEATS,
     min_time: float = DEFAULT_MIN_TIME,
     seed: int = 0,
+    parameters: Parameters | None = None,
+    explore_options: dict | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> BenchReport:
-    """Compile IREE's plan and ours for ``source``, check their numbers, time them interleaved."""
+    """Compile IREE's plan and ours for ``source``, check their numbers, time them interleaved.
+
+    ``parameters``: the values of named parameters, given to the evaluator and to IREE's runtime tools
+    alike; ``explore_options``: ``explore``'s keyword arguments (extractor, budget, rule families...).
+    A function with IREE's async ABI is run through its synchronous wrapper, as ``tune`` runs it."""
     say = progress or (lambda _m: None)
     tgt = load_target(target) if isinstance(target, str) else target
     data_tiling, cpu, others = iree_compile_flags(tgt)
-    ex = explore(source, tgt, pareto=pareto)
+    ex = explore(source, tgt, pareto=pareto, **(explore_options or {}))
     fname = ex.imported.function
+    shell = abi_shell(ex.module, fname)
+    entry = sym_name(shell.wrappers[0]) if shell is not None and shell.wrappers else fname
+    param_files = [(p.scope, str(p.path)) for p in parameters.files] if parameters is not None else []
     notes: list[str] = []
     say("IREE's own plan")
     iree = iree_plan(source, tgt)
@@ -178,7 +190,7 @@ def bench(
     for c in ours:
         label = "ours: best" if c is ex.best else f"ours: frontier {c.label}"
         say(f"compiling {label}")
-        text = emit_iree(c.mlir, tgt)
+        text = emit_iree(c.mlir, tgt, abi=shell)
         try:
             vmfb = compile_module(text, data_tiling=False, target_cpu=cpu, compile_from="dispatch-creation")
         except IreeError as e:
@@ -190,11 +202,11 @@ def bench(
     if not ok:
         return report
     inputs = function_inputs(select_function(ex.module, fname), seed)
-    reference = evaluate(ex.module, inputs, function=fname)
+    reference = evaluate(ex.module, inputs, function=fname, parameters=parameters)
     timed = [p for p in plans if p.vmfb is not None]
     for p in timed:
         assert p.vmfb is not None  # timed: the compiled plans
-        got = run_module(p.vmfb, fname, inputs)
+        got = run_module(p.vmfb, entry, inputs, parameters=param_files)
         p.max_rel_error = max((relative_error(a, b) for a, b in zip(got, reference, strict=True)), default=0.0)
     with tempfile.TemporaryDirectory(prefix="egg_dispatch_bench_") as tmp:
         paths = []
@@ -209,7 +221,7 @@ def bench(
         for r in range(repeats):
             say(f"timing, repeat {r + 1}/{repeats}")
             for p, f in zip(timed, files, strict=True):
-                p.measured.append(benchmark_module(f, fname, paths, min_time=min_time))
+                p.measured.append(benchmark_module(f, entry, paths, min_time=min_time, parameters=param_files))
     return report
 
 

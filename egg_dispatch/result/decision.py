@@ -32,11 +32,18 @@ class Decision:
 
 
 def decide(ours_seconds: float, iree_seconds: float | None, min_gain: float = MIN_GAIN) -> Decision:
-    """Ours unless IREE's plan is known (priced) and ours is not predicted ``min_gain`` faster than it."""
+    """Ours unless IREE's plan is known (priced) and ours is not predicted ``min_gain`` faster than it;
+    ``min_gain`` 0 asks for ours always, even where it is predicted slower (the CLI's "0: always ours")."""
     if iree_seconds is None or iree_seconds <= 0:
         return Decision(False, "IREE's own plan is not available to compare with: ours is chosen")
     gain = 1.0 - ours_seconds / iree_seconds
     ours_us, iree_us = ours_seconds * 1e6, iree_seconds * 1e6
+    if min_gain == 0:
+        return Decision(
+            False,
+            f"ours, as --min-gain 0 asks: predicted {ours_us:.2f} us against IREE's own plan's {iree_us:.2f} us "
+            f"({gain:+.1%})",
+        )
     if gain >= min_gain:
         return Decision(
             False, f"ours is predicted {gain:.1%} faster than IREE's own plan ({ours_us:.2f} vs {iree_us:.2f} us)"

@@ -26,6 +26,7 @@ from egg_dispatch.mlir.shapes import function_shapes
 from egg_dispatch.plan.graph import Plan
 from egg_dispatch.result.decision import Decision
 from egg_dispatch.target.profile import Target
+from egg_dispatch.util.deadline import Deadline, StageStop
 
 if TYPE_CHECKING:
     from egg_dispatch.extract.common import ExtractionResult
@@ -58,8 +59,8 @@ class CheckResult:
     max_rel_error: float
     tolerance: float
     skipped: str = ""
-    """Why the plan was not evaluated (only for IREE's own plan, when it holds an op our evaluator does
-    not model: none does for the programs tests/test_iree_own_plan.py surveys)."""
+    """Why the plan was not evaluated: IREE's own plan holding an op our evaluator does not model (none
+    does for the programs tests/test_iree_own_plan.py surveys), or the check reaching its budget."""
     error: str = ""
     """Why evaluating the plan failed although the input evaluates: a wrong plan, so not ok."""
 
@@ -121,6 +122,11 @@ class Exploration:
     baseline_membership: Membership | None = None
     """Whether the baseline is one of the e-graph's plans (``egraph.membership``): by construction for
     the modelled one; for IREE's own plan, the answer of a test (None: no baseline)."""
+    stage_seconds: float = 20.0
+    """Each stage's budget (``--budget seconds``; ``util.deadline``): what later stages (membership of
+    IREE's own plan, the check) run under too."""
+    stops: list[StageStop] = field(default_factory=list)
+    """The stages that reached their budget, in the order they ran, and what each handed on."""
 
     @property
     def recommended(self) -> Candidate:
@@ -146,12 +152,20 @@ class Exploration:
         return out + [c for c in self.pareto if c.choice != self.best.choice]
 
     def check(
-        self, seed: int = 0, parameters: Parameters | None = None, extra: Sequence[Candidate] = ()
+        self,
+        seed: int = 0,
+        parameters: Parameters | None = None,
+        extra: Sequence[Candidate] = (),
+        deadline: Deadline | None = None,
     ) -> list[CheckResult]:
         """Evaluate the explored program and every plan (best, baseline, frontier, and ``extra``: e.g.
         IREE's own plan next to the modelled baseline) on the same seeded inputs: the program with plain
         semantics, each plan with the target's physical encodings. ``parameters`` gives named parameters
-        their values (default: a deterministic fill)."""
+        their values (default: a deterministic fill). ``deadline`` (default: ``stage_seconds`` from now)
+        ends the check between two evaluations of the other plans: the chosen plan (the check's answer)
+        is always evaluated at every size; a plan not evaluated at every size by then is ``skipped`` with
+        the reason, and ``stops`` says the check reached its budget."""
+        clock = deadline if deadline is not None else Deadline(self.stage_seconds)
         params = parameters if parameters is not None else Parameters()
         func = select_function(self.module, self.imported.function)
         shapes = function_shapes(func)
@@ -162,8 +176,10 @@ class Exploration:
         worst = {id(c): 0.0 for c in cands}
         tol = {id(c): 0.0 for c in cands}
         failed: dict[int, CheckResult] = {}
+        envs = list(check_sizes(func, self.imported.domains, shapes))
+        done = {id(c): 0 for c in cands}  # sizes each plan was evaluated at
         # A dynamic program is checked at several sizes per dim (evaluate.sizes), each plan at each.
-        for env in check_sizes(func, self.imported.domains, shapes):
+        for env in envs:
             inputs = function_inputs(func, seed, env)
             reference = evaluate(self.module, inputs, function=self.imported.function, parameters=params)
             at = shapes_at(shapes, env) if env else None
@@ -171,7 +187,7 @@ class Exploration:
             where = f" (at {label(env)})" if env else ""
             seen: dict[tuple[tuple[str, str], ...], list] = {}
             for cand in cands:
-                if id(cand) in failed:
+                if id(cand) in failed or (cand is not self.best and clock.expired()):
                     continue
                 same = tuple(sorted(cand.choice.items())) if id(cand) in ours else None
                 try:
@@ -190,6 +206,16 @@ class Exploration:
                 for a, b, t in zip(got, reference, self.imported.result_types, strict=True):
                     worst[id(cand)] = max(worst[id(cand)], relative_error(a, b))  # NaN/inf where the input has them
                     tol[id(cand)] = max(tol[id(cand)], tolerance(t, k))
+                done[id(cand)] += 1
+        short = [c for c in cands if id(c) not in failed and done[id(c)] < len(envs)]
+        for c in short:
+            failed[id(c)] = CheckResult(
+                c.label, math.nan, math.nan,
+                skipped=f"the check reached its budget ({clock.seconds:g} s) after {done[id(c)]} of {len(envs)} "
+                "evaluation(s) of this plan",
+            )  # fmt: skip
+        if short:
+            self.stops.append(clock.stop("check", f"{len(cands) - len(short)} of {len(cands)} plans checked"))
         return [failed.get(id(c)) or CheckResult(c.label, worst[id(c)], tol[id(c)]) for c in cands]
 
     def _repr_markdown_(self) -> str:

@@ -7,7 +7,8 @@ asked for)::
      input: {form, explored_form, steps: [str], notes: [str]} | null,
      egraph: {enodes, eclasses, iterations, stop_reason, rule_matches: {rule: n}},
      best: PLAN, baseline: PLAN & {in_egraph, missing, refused} | null, pareto: [PLAN],
-     warnings: [str], decision?: {keep_iree, reason}}  (the CLI's recommendation, ``result.decision``)
+     warnings: [str], stops?: [{stage, seconds, handed_on}] (stages that reached their budget,
+     util.deadline), decision?: {keep_iree, reason}}  (the CLI's recommendation, ``result.decision``)
     PLAN = {label, signature, objective, run_seconds, load_seconds, persistent_bytes,
             transient_bytes, peak_live_bytes, dispatches: [{name, ops, bytes_in, bytes_out,
             seconds, seconds_max_form}], globals: [{name, bytes, initializer_ops}],
@@ -204,6 +205,8 @@ def to_json(e: Exploration, with_timings: bool = False) -> dict:
     }
     if (sizes := sizes_json(e)) is not None:
         out["sizes"] = sizes
+    if e.stops:  # only when a stage reached its budget: the JSON of a run that did not is unchanged
+        out["stops"] = [{"stage": s.stage, "seconds": s.seconds, "handed_on": s.handed_on} for s in e.stops]
     if e.decision is not None:
         out["decision"] = {"keep_iree": e.decision.keep_iree, "reason": e.decision.reason}
     if with_timings:
@@ -298,6 +301,7 @@ def text(e: Exploration, include_mlir: bool = True) -> str:
     lines.append(_costs_line(e))
     lines += size_lines(e)
     lines += [f"  {w}" for w in e.warnings]
+    lines += [f"  budget: {s.message()}" for s in e.stops]
     if e.decision is not None:
         lines.append(f"recommendation: {e.decision.reason}")
     lines.append("")
