@@ -16,10 +16,15 @@ Setup: the ``models`` extra plus transformers, in a Python 3.11 venv (see script
 
     V/bin/pip install torch==2.13.0 iree-turbine==3.9.0 safetensors transformers
     V/bin/python scripts/export_decode_fixture.py
+
+``--prefill DIR`` writes instead, into DIR (not a fixture), the same model's prefill of ``PAST + 1``
+tokens with no cache (``torch.mlir``, ``params.irpa``): what ``benchmarks/bench_decode.py`` compares
+explore's time on the decode step with.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -125,8 +130,34 @@ def inputs() -> tuple[torch.Tensor, ...]:
     return (ids, *cache)
 
 
+class Prefill(nn.Module):
+    """The same model on a whole prompt, no cache: logits only."""
+
+    def __init__(self, model: LlamaForCausalLM):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):  # type: ignore[no-untyped-def]
+        return self.model(input_ids=ids, use_cache=False).logits
+
+
+def export_prefill(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    step = Prefill(build().model).eval()
+    ids = torch.randint(0, CONFIG["vocab_size"], (1, PAST + 1), generator=torch.Generator().manual_seed(100))
+    aot.externalize_module_parameters(step, external_scope=SCOPE)
+    aot.export(step, args=(ids,)).save_mlir(str(folder / "torch.mlir"))
+    aot.save_module_parameters(folder / "params.irpa", step)
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--prefill", type=Path, metavar="DIR", help="write the same model's prefill into DIR instead")
+    opts = ap.parse_args()
     torch.set_num_threads(1)
+    if opts.prefill is not None:
+        export_prefill(opts.prefill)
+        return
     folder = OUT / NAME
     folder.mkdir(parents=True, exist_ok=True)
     step = build()
