@@ -138,7 +138,12 @@ class Prefill(nn.Module):
         self.model = model
 
     def forward(self, ids):  # type: ignore[no-untyped-def]
-        return self.model(input_ids=ids, use_cache=False).logits
+        # The causal mask given as the additive 4-d mask transformers takes as it is: its own mask
+        # building looks for packed sequences with torch.diff and makes i1 literals, which IREE 3.13's
+        # torch input does not lower.
+        n = ids.shape[1]
+        mask = torch.full((n, n), float("-inf")).triu(1)[None, None]
+        return self.model(input_ids=ids, attention_mask=mask, use_cache=False).logits
 
 
 def export_prefill(folder: Path) -> None:
