@@ -31,6 +31,7 @@ from typing import cast
 
 from egg_dispatch.cost import (
     Assumption,
+    CostTable,
     MeasuredTimes,
     conflicts_of,
     cost_at_sizes,
@@ -42,7 +43,7 @@ from egg_dispatch.cost import (
 from egg_dispatch.egraph.data import EGraphData, build_term
 from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.egraph.membership import NORMALIZATIONS, Membership, choice_membership, plan_membership
-from egg_dispatch.egraph.rules import FAMILIES, Budget, saturate
+from egg_dispatch.egraph.rules import FAMILIES, Budget, SaturationReport, saturate
 from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.dims import UnknownSize
 from egg_dispatch.emit.emitter import Emitter
@@ -137,19 +138,7 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
         raise ValueError(f"start must be one of {', '.join(START_CHOICES)}, not {start!r}")
     if target is None and start != "input":
         raise ValueError("global optimization needs a target")
-    parsed: Module | None = None
-    text: str | None = None
-    if isinstance(source, Module):
-        parsed, name = source, source.file
-        path = Path(name) if not name.startswith("<") and Path(name).is_file() else None
-        if path is None:
-            text = print_mlir(source)
-    else:
-        path = _as_path(source)
-        if path is None:
-            text, name = str(source), "<string>"
-        else:
-            name = str(path)
+    parsed, text, path, name = _source_parts(source)
     form = input_form(text) if text is not None else file_form(cast(Path, path))  # no text: a file
     info = InputInfo(form, form)
 
@@ -164,20 +153,7 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
         return as_given(), info
     shown = str(path) if path is not None else "FILE"
     if not iree_compiler_available():
-        if form == "torch":
-            command = " ".join(lowering_command(shown, "input"))
-            raise UnsupportedInput(
-                f"{name}: error: this is torch-dialect MLIR (an iree-turbine export); lower it with IREE first: "
-                f"{command} -o FILE.input.mlir (or pip install 'egg-dispatch[iree]' to do it automatically)"
-            )
-        if start == "global-optimization":
-            raise UnsupportedInput(
-                f"{name}: error: --from global-optimization needs IREE (pip install 'egg-dispatch[iree]')"
-            )
-        info.notes.append(
-            "IREE is not installed: explored as given, without IREE's global optimization "
-            "(pip install 'egg-dispatch[iree]' to start where IREE's own plan starts)"
-        )
+        _without_iree(form, start, name, shown, info)
         return as_given(), info
     warnings: list[str] = []
     src: str | Path = path if path is not None else cast(str, text)  # no file: the text
@@ -233,6 +209,37 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
     module = parse_mlir(lowered.text, f"{name} after IREE's {phase} phase")
     module.warnings = [*warnings, *iree_output_warnings(module, f"IREE's {phase} output for {name}")]
     return module, info
+
+
+def _source_parts(source: str | Path | Module) -> tuple[Module | None, str | None, Path | None, str]:
+    """(the module when given parsed, its text when there is no file, the file, its name) of ``source``."""
+    if isinstance(source, Module):
+        name = source.file
+        path = Path(name) if not name.startswith("<") and Path(name).is_file() else None
+        return source, print_mlir(source) if path is None else None, path, name
+    path = _as_path(source)
+    if path is None:
+        return None, str(source), None, "<string>"
+    return None, None, path, str(path)
+
+
+def _without_iree(form: str, start: str, name: str, shown: str, info: InputInfo) -> None:
+    """What ``prepare_input`` does when IREE is not installed: refuse what needs it (a torch export, ``--from
+    global-optimization``), else note that the input is explored as given."""
+    if form == "torch":
+        command = " ".join(lowering_command(shown, "input"))
+        raise UnsupportedInput(
+            f"{name}: error: this is torch-dialect MLIR (an iree-turbine export); lower it with IREE first: "
+            f"{command} -o FILE.input.mlir (or pip install 'egg-dispatch[iree]' to do it automatically)"
+        )
+    if start == "global-optimization":
+        raise UnsupportedInput(
+            f"{name}: error: --from global-optimization needs IREE (pip install 'egg-dispatch[iree]')"
+        )
+    info.notes.append(
+        "IREE is not installed: explored as given, without IREE's global optimization "
+        "(pip install 'egg-dispatch[iree]' to start where IREE's own plan starts)"
+    )
 
 
 def explore(
@@ -331,24 +338,7 @@ def explore(
     timings["extract"] = time.perf_counter() - t2
     best = candidate("best", result.choice, result)
     base = None
-    warnings = list(module.warnings)
-    if kept := sorted({data.nodes[n].op for n in data.kept_refused if best.choice.get(data.nodes[n].eclass) == n}):
-        why = (
-            f"saturation stopped early ({report.stop_reason.partition(' (')[0]}) before an alternative was derived"
-            if not report.saturated
-            else "the selected rule families derive no alternative"
-        )
-        warnings.append(
-            f"warning: the plan keeps forms legality refuses ({', '.join(kept)} with a pack fused into its "
-            f"dispatch, IREE #21100): {why}"
-        )
-    if bad := violated_conflicts(costs, best.choice):
-        warnings.append(
-            f"warning: the plan keeps {len(bad)} combination(s) of nodes IREE's codegen rejects (cost/conflicts.py: "
-            "a set_encoding after a plain generic of an unset_encoding in one dispatch, over the stack limit, or "
-            "of a plain contraction's result, over the vector limit): "
-            "the selected rule families derive no alternative"
-        )
+    warnings = [*module.warnings, *_kept_warnings(data, best.choice, report, costs)]
     membership = None
     if baseline:
         try:
@@ -360,8 +350,6 @@ def explore(
     front: list[Candidate] = []
     if pareto:
         say("sweeping λ for the time/memory frontier")
-        seen: dict[tuple, Candidate] = {}
-        built: dict[frozenset, Candidate] = {}  # a plan several weights choose is built once
         clock = Deadline(stage_seconds)
         swept = (
             [greedy_dag(data, costs, w) for w in PARETO_LAMBDAS]
@@ -369,14 +357,7 @@ def explore(
             else exact_ilp_many(data, costs, PARETO_LAMBDAS, time_limit=time_limit, deadline=clock)
         )
         solver_stop("the frontier sweep", swept, clock)
-        for weight, r in zip(PARETO_LAMBDAS, swept, strict=True):
-            chosen = frozenset(r.choice.items())
-            if chosen in built:
-                continue
-            c = built[chosen] = candidate(f"λ={weight:g}", r.choice, r)
-            key = (round(c.metrics.run_seconds, 15), c.metrics.memory_bytes)
-            seen.setdefault(key, c)
-        front = _non_dominated(list(seen.values()))
+        front = _frontier(swept, candidate)
     top: list[Candidate] = []
     if top_k > 0 and extractor == "exact":
         say(f"the {top_k} best distinct plans by the model")
@@ -390,20 +371,20 @@ def explore(
         timings["top_k"] = time.perf_counter() - t3
     timings["total"] = time.perf_counter() - t0
     return Exploration(
-        module,
-        prepared,
-        imported,
-        tgt,
-        lam,
-        report,
-        data,
-        costs,
-        best,
-        base,
-        front,
-        timings,
-        warnings,
-        input_info,
+        module=module,
+        prepared=prepared,
+        imported=imported,
+        target=tgt,
+        lam=lam,
+        saturation=report,
+        data=data,
+        costs=costs,
+        best=best,
+        baseline=base,
+        pareto=front,
+        timings=timings,
+        warnings=warnings,
+        input=input_info,
         top=top,
         measured_nodes=len(measured.used) if measured is not None else 0,
         measured_source=str(measured.path) if measured is not None and measured.path else None,
@@ -412,6 +393,48 @@ def explore(
         stage_seconds=stage_seconds,
         stops=stops,
     )
+
+
+def _kept_warnings(
+    data: EGraphData, choice: Mapping[str, str], report: SaturationReport, costs: CostTable
+) -> list[str]:
+    """Warnings for a plan that keeps what legality refuses, or combinations IREE's codegen rejects,
+    because no alternative is in the e-graph."""
+    out = []
+    if kept := sorted({data.nodes[n].op for n in data.kept_refused if choice.get(data.nodes[n].eclass) == n}):
+        why = (
+            f"saturation stopped early ({report.stop_reason.partition(' (')[0]}) before an alternative was derived"
+            if not report.saturated
+            else "the selected rule families derive no alternative"
+        )
+        out.append(
+            f"warning: the plan keeps forms legality refuses ({', '.join(kept)} with a pack fused into its "
+            f"dispatch, IREE #21100): {why}"
+        )
+    if bad := violated_conflicts(costs, choice):
+        out.append(
+            f"warning: the plan keeps {len(bad)} combination(s) of nodes IREE's codegen rejects (cost/conflicts.py: "
+            "a set_encoding after a plain generic of an unset_encoding in one dispatch, over the stack limit, or "
+            "of a plain contraction's result, over the vector limit): "
+            "the selected rule families derive no alternative"
+        )
+    return out
+
+
+def _frontier(
+    swept: Sequence[ExtractionResult], candidate: Callable[[str, dict[str, str], ExtractionResult], Candidate]
+) -> list[Candidate]:
+    """The non-dominated plans of a λ sweep (one result per ``PARETO_LAMBDAS`` weight), each built once."""
+    seen: dict[tuple, Candidate] = {}
+    built: dict[frozenset, Candidate] = {}  # a plan several weights choose is built once
+    for weight, r in zip(PARETO_LAMBDAS, swept, strict=True):
+        chosen = frozenset(r.choice.items())
+        if chosen in built:
+            continue
+        c = built[chosen] = candidate(f"λ={weight:g}", r.choice, r)
+        key = (round(c.metrics.run_seconds, 15), c.metrics.memory_bytes)
+        seen.setdefault(key, c)
+    return _non_dominated(list(seen.values()))
 
 
 def _non_dominated(cands: list[Candidate]) -> list[Candidate]:

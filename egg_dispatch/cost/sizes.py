@@ -212,7 +212,7 @@ def cost_at_sizes(
     first = tables[0][0]
     conflicts = sorted({c for t, _ in tables for c in getattr(t, "conflicts", ())})
     # A conflict at any size is refused; the once charges (a per-call step) do not depend on sizes.
-    out = CostTable(exclusive=first.exclusive, conflicts=tuple(conflicts), once=getattr(first, "once", ()))
+    out = CostTable(exclusive=first.exclusive, conflicts=tuple(conflicts), once=first.once)
     weighted: dict[tuple[str, str], float] = {}  # a pair's price depends on sizes: the weighted mean
     for t, w in tables:
         for sec, gen, unset in getattr(t, "pairs", ()):

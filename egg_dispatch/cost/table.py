@@ -65,11 +65,24 @@ class NodeCost:
         return (self.run_seconds if at_run_time else 0.0) + lam * self.memory_bytes
 
 
-class CostTable(dict):
-    """node id -> NodeCost, plus the ids of the ``exclusive`` nodes (charged per use) and the
-    ``conflicts``: sets of node ids no plan may choose all of (``cost.conflicts``: combinations
-    IREE's codegen rejects), each listed in the order a repair would ban its nodes, and the ``once``,
-    ``pairs`` and ``gated`` charges (module docstring)."""
+class CostTable(dict[str, NodeCost]):
+    """node id -> NodeCost, plus the charges beyond one price per node (module docstring), as typed
+    fields. Extractors take any ``Mapping[str, NodeCost]`` (a plain one has no such charges) and read
+    it through ``CostTable.of``."""
+
+    exclusive: frozenset[str]
+    """Nodes charged per use: computations fused into several dispatches run in each."""
+    conflicts: tuple[tuple[str, ...], ...]
+    """Sets of node ids no plan may choose all of (``cost.conflicts``: combinations IREE's codegen
+    rejects), each in the order a repair would ban its nodes."""
+    once: tuple[tuple[float, frozenset[str]], ...]
+    """(seconds, nodes): paid once by a plan that needs any of the nodes at run time."""
+    pairs: tuple[tuple[float, str, str], ...]
+    """(seconds, p, n): paid by a plan that needs both p and n at run time."""
+    gated: tuple[tuple[float, str], ...]
+    """(seconds, n): paid by a plan that needs n and any node of ``gate`` at run time."""
+    gate: frozenset[str]
+    """The nodes that switch the ``gated`` charges on."""
 
     def __init__(
         self,
@@ -89,19 +102,24 @@ class CostTable(dict):
         self.gated = gated
         self.gate = gate
 
+    @classmethod
+    def of(cls, costs: Mapping[str, NodeCost]) -> CostTable:
+        """``costs`` itself when it is a table, else a table of its prices with no other charge."""
+        return costs if isinstance(costs, CostTable) else cls(dict(costs))
 
-def pair_charges(costs: object) -> tuple[tuple[float, str, str], ...]:
+
+def pair_charges(costs: Mapping[str, NodeCost]) -> tuple[tuple[float, str, str], ...]:
     """The ``pairs`` charges of ``costs`` with a positive price (none for a plain mapping)."""
-    return tuple(t for t in getattr(costs, "pairs", ()) if t[0] > 0)
+    return tuple(t for t in CostTable.of(costs).pairs if t[0] > 0)
 
 
-def gated_charges(costs: object) -> tuple[tuple[tuple[float, str], ...], frozenset[str]]:
+def gated_charges(costs: Mapping[str, NodeCost]) -> tuple[tuple[tuple[float, str], ...], frozenset[str]]:
     """The ``gated`` charges of ``costs`` with a positive price and their ``gate`` (none without a gate)."""
-    gate: frozenset[str] = getattr(costs, "gate", frozenset())
-    return (tuple(t for t in getattr(costs, "gated", ()) if t[0] > 0) if gate else ()), gate
+    table = CostTable.of(costs)
+    return (tuple(t for t in table.gated if t[0] > 0) if table.gate else ()), table.gate
 
 
-def gated_paid(costs: object, run_nodes: set[str] | frozenset[str]) -> list[tuple[float, str]]:
+def gated_paid(costs: Mapping[str, NodeCost], run_nodes: set[str] | frozenset[str]) -> list[tuple[float, str]]:
     """The ``gated`` charges a plan needing ``run_nodes`` at run time pays (an exclusive node's once per
     run-time user of its class: the caller multiplies)."""
     charges, gate = gated_charges(costs)
@@ -110,12 +128,12 @@ def gated_paid(costs: object, run_nodes: set[str] | frozenset[str]) -> list[tupl
     return [(s, n) for s, n in charges if n in run_nodes]
 
 
-def once_charges(costs: object) -> tuple[tuple[float, frozenset[str]], ...]:
+def once_charges(costs: Mapping[str, NodeCost]) -> tuple[tuple[float, frozenset[str]], ...]:
     """The ``once`` charges of ``costs`` with a positive price (none for a plain mapping)."""
-    return tuple((s, nodes) for s, nodes in getattr(costs, "once", ()) if s > 0 and nodes)
+    return tuple((s, nodes) for s, nodes in CostTable.of(costs).once if s > 0 and nodes)
 
 
-def once_seconds(costs: object, run_nodes: set[str] | frozenset[str]) -> float:
+def once_seconds(costs: Mapping[str, NodeCost], run_nodes: set[str] | frozenset[str]) -> float:
     """What the ``once`` charges of ``costs`` add to a plan needing ``run_nodes`` at run time."""
     return sum(s for s, nodes in once_charges(costs) if not nodes.isdisjoint(run_nodes))
 
@@ -128,6 +146,6 @@ def violated(conflicts: Sequence[tuple[str, ...]], choice: Mapping[str, str]) ->
     return [c for c in conflicts if all(n in chosen for n in c)]
 
 
-def violated_conflicts(costs: object, choice: Mapping[str, str]) -> list[tuple[str, ...]]:
+def violated_conflicts(costs: Mapping[str, NodeCost], choice: Mapping[str, str]) -> list[tuple[str, ...]]:
     """The conflicts of ``costs`` (a ``CostTable``; none for a plain mapping) a plan chooses all of."""
-    return violated(getattr(costs, "conflicts", ()), choice)
+    return violated(CostTable.of(costs).conflicts, choice)

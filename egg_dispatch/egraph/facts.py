@@ -188,12 +188,41 @@ def _dims(imported: ImportedProgram, let: str) -> tuple[int, ...] | None:
     return t.static_shape if isinstance(t, TensorType) and t.is_static else None
 
 
+_Source = tuple[tuple[int, ...], str, str]
+"""(source shape as a term vector, element type, encoding key) of a set_encoding the rules can build."""
+
+
 def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
-    """egglog commands asserting the target-dependent facts for this program."""
+    """egglog commands asserting the target-dependent facts for this program, one fact family after
+    the other (the order of the text is part of the contract: the seeded e-graph is reproducible)."""
     sinks = sink_sites(imported)  # registers the encodings sunk operands get
     sink_lines, sink_refusals = sink_facts(sinks)
     bubbles = bubble_sites(imported)  # ... and those bubbled inputs get
     lines: list[str] = list(sink_lines)
+    layout_lines, layouts = _layout_facts(imported, target)
+    lines += layout_lines
+    lines += _encoded_arguments(imported)
+    refusals: dict[tuple[str, ...], str] = dict(sink_refusals)
+    slice_lines, sources = _slice_facts(imported, layouts, refusals)
+    lines += slice_lines
+    sources |= _sunk_operand_sources(imported, sinks)
+    accs = _accumulators(imported)
+    for dims, elem, enc_key, fed in _bubbled_input_sources(imported, bubbles):
+        sources.add((dims, elem, enc_key))
+        for (_, acc_enc), shapes in list(accs.items()):  # it feeds the contraction its generic fed
+            if acc_enc == fed:
+                accs.setdefault((dims, enc_key), []).extend(shapes)
+    lines += _pack_facts(imported, target, sorted(sources), accs, layouts, refusals)
+    lines += _pair_facts(imported, target, layouts)
+    lines += _bubble_facts(imported, bubbles, layouts, refusals)
+    lines += _op_facts(imported)
+    return FactReport("\n".join(lines), layouts, refusals)
+
+
+def _layout_facts(imported: ImportedProgram, target: Target) -> tuple[list[str], dict[str, Layout | None]]:
+    """``(set (layout-of enc) ...)`` for every encoding, and ``(swapped-result enc)`` /
+    ``(plain-result enc)`` for a tiled result encoding; with the layouts (None: identity)."""
+    lines: list[str] = []
     layouts: dict[str, Layout | None] = {}
     for key, e in imported.encodings.items():
         layout = encoding_layout(target, e)
@@ -217,12 +246,18 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
             lines.append(f"(swapped-result {key})")
         elif e.operand_index == 2:
             lines.append(f"(plain-result {key})")
-    lines += _encoded_arguments(imported)
-    refusals: dict[tuple[str, ...], str] = dict(sink_refusals)
-    domains = imported.domains
+    return lines, layouts
+
+
+def _slice_facts(
+    imported: ImportedProgram, layouts: dict[str, Layout | None], refusals: dict[tuple[str, ...], str]
+) -> tuple[list[str], set[_Source]]:
+    """``(mappable-slice let)`` and ``(tile-aligned src enc)`` (a refusal in ``refusals`` when a dynamic
+    size keeps it from holding), in let order; with the sources a set_encoding can have: the imported
+    ones, and (after propagation) their slices' sources."""
+    lines: list[str] = []
+    sources: set[_Source] = set()
     sym = imported.shape
-    # Sources a set_encoding can have: the imported ones, and (after propagation) their slices' sources.
-    sources: set[tuple[tuple[int, ...], str, str]] = set()
     for name, term in imported.lets.items():
         if term.startswith("(Slice "):
             m = _SLICE.match(term)
@@ -248,42 +283,40 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
             sources.add((whole_dims, whole_t.element.name, enc_key))
             offs, sizes, strides = (tuple(int(x) for x in g.split()) for g in sm.groups()[1:])
             if layout is not None:
-                why = tile_alignment_refusal(layout, sym(whole_dims), sym(offs), sym(sizes), sym(strides), domains)
+                why = tile_alignment_refusal(
+                    layout, sym(whole_dims), sym(offs), sym(sizes), sym(strides), imported.domains
+                )
                 if why is None:
                     lines.append(f"(tile-aligned {src} {enc_key})")
                 else:
                     refusals[("tile-aligned", src, enc_key)] = why
-    sources |= _sunk_operand_sources(imported, sinks)
-    accs = _accumulators(imported)
-    for dims, elem, enc_key, fed in _bubbled_input_sources(imported, bubbles):
-        sources.add((dims, elem, enc_key))
-        for (_, acc_enc), shapes in list(accs.items()):  # it feeds the contraction its generic fed
-            if acc_enc == fed:
-                accs.setdefault((dims, enc_key), []).extend(shapes)
+    return lines, sources
 
-    def refuse_fused(
-        dims: tuple[int, ...], enc_key: str, layout: Layout, shape: tuple, eb: int, acc_shapes: Sequence
-    ) -> None:
-        """A fused pack that some allowed size (of the source or of an accumulator it feeds) may not
-        fit: the fact, and the first reason found for --explain."""
-        enc = imported.encodings[enc_key]
-        worst = None
-        for acc in acc_shapes:
-            why = fused_pack_refusal(target, layout, shape, eb, _acc_bytes(target, enc, acc, imported), domains)
-            worst = worst or why
-        if worst:
-            lines.append(f"(fused-pack-illegal {ivec(dims)} {enc_key})")
-            refusals[("fused-pack", ivec(dims), enc_key)] = worst
 
-    for dims, elem, enc_key in sorted(sources):
+def _pack_facts(
+    imported: ImportedProgram,
+    target: Target,
+    sources: list[_Source],
+    accs: dict[tuple[tuple[int, ...], str], list[tuple[int, ...]]],
+    layouts: dict[str, Layout | None],
+    refusals: dict[tuple[str, ...], str],
+) -> list[str]:
+    """``(const-eval-size-ok shape enc)`` and ``(fused-pack-illegal shape enc)`` for each set_encoding
+    source (``accs``: the accumulators of the contractions it feeds); a dynamic shape's reasons go to
+    ``refusals``."""
+    lines: list[str] = []
+    for dims, elem, enc_key in sources:
         layout = layouts.get(enc_key)
-        shape = sym(dims)
+        shape = imported.shape(dims)
         eb = element_nbytes(_scalar(elem))
         if not is_static(shape):
             refusals[("const-eval", ivec(dims), enc_key)] = const_eval_refusal(shape, None, 0) or ""
             if layout is None:
                 continue
-            refuse_fused(dims, enc_key, layout, shape, eb, accs.get((dims, enc_key)) or [None])
+            fed: Sequence[tuple[int, ...] | None] = accs.get((dims, enc_key)) or [None]
+            if worst := _fused_pack_refusal(imported, target, enc_key, layout, shape, eb, fed):
+                lines.append(f"(fused-pack-illegal {ivec(dims)} {enc_key})")
+                refusals[("fused-pack", ivec(dims), enc_key)] = worst
             continue
         nbytes = math.prod(dims) * eb
         if layout is None:
@@ -299,13 +332,38 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
         if not acc_shapes and enc.iteration_sizes and None in enc.iteration_sizes:
             acc_shapes = [None]  # a contraction of a dynamic size that no term here shows: unbounded
         if acc_shapes:  # a static pack feeding a contraction with a dynamic accumulator (a weight)
-            refuse_fused(dims, enc_key, layout, shape, eb, acc_shapes)
+            if worst := _fused_pack_refusal(imported, target, enc_key, layout, shape, eb, acc_shapes):
+                lines.append(f"(fused-pack-illegal {ivec(dims)} {enc_key})")
+                refusals[("fused-pack", ivec(dims), enc_key)] = worst
             continue
         acc = accumulator_nbytes(target, enc)
         if not fused_pack_legal(target, layout, dims, eb, acc):
             lines.append(f"(fused-pack-illegal {ivec(dims)} {enc_key})")
-    lines += _pair_facts(imported, target, layouts)
-    lines += _bubble_facts(imported, bubbles, layouts, refusals)
+    return lines
+
+
+def _fused_pack_refusal(
+    imported: ImportedProgram,
+    target: Target,
+    enc_key: str,
+    layout: Layout,
+    shape: tuple[Dim, ...],
+    eb: int,
+    acc_shapes: Sequence[tuple[int, ...] | None],
+) -> str | None:
+    """Why a fused pack that some allowed size (of the source or of an accumulator it feeds) may not fit
+    (the first reason found, for --explain); None when it fits for every size."""
+    enc = imported.encodings[enc_key]
+    worst = None
+    for acc in acc_shapes:
+        why = fused_pack_refusal(target, layout, shape, eb, _acc_bytes(target, enc, acc, imported), imported.domains)
+        worst = worst or why
+    return worst
+
+
+def _op_facts(imported: ImportedProgram) -> list[str]:
+    """``(elementwise key)`` and ``(bit-extend key)`` of generics, ``(view-op key)`` of reshapes."""
+    lines: list[str] = []
     for key, op in imported.ops.items():
         if op.name == "linalg.generic":
             its = op.attributes.get("iterator_types")
@@ -316,7 +374,7 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
                 lines.append(f"(bit-extend {quote(key)})")
         elif op.name in RESHAPE_OPS:
             lines.append(f"(view-op {quote(key)})")
-    return FactReport("\n".join(lines), layouts, refusals)
+    return lines
 
 
 def _sunk_operand_sources(imported: ImportedProgram, sites: list[SinkSite]) -> set[tuple[tuple[int, ...], str, str]]:

@@ -13,6 +13,7 @@ exists between dispatches, is ``Dispatch(Op ...)``, a dispatch input priced as t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import cast
 
@@ -88,6 +89,23 @@ _IDENTITY_OPS = {
 
 _CARRIERS = {*_IDENTITY_OPS, *_PLACED} - {"flow.tensor.encode", "arith.constant"}
 """Ops that only pass tensors on: an encoding the cost model does not price does not make them opaque."""
+
+_OpHandler = Callable[["_Importer", Operation], bool]
+_OP_HANDLERS: dict[str, _OpHandler] = {}
+"""Op name -> the ``_Importer`` method that imports it (filled by ``_handles``): True when it did, False
+when the op is imported as an opaque ``(Op ...)`` after all."""
+
+
+def _handles(*names: str) -> Callable[[_OpHandler], _OpHandler]:
+    """Decorator: register an ``_Importer`` method as the handler of the named ops (one handler an op)."""
+
+    def register(fn: _OpHandler) -> _OpHandler:
+        for n in names:
+            assert n not in _OP_HANDLERS, f"two importer handlers for {n}"
+            _OP_HANDLERS[n] = fn
+        return fn
+
+    return register
 
 
 class _Importer:
@@ -294,8 +312,10 @@ class _Importer:
         return None
 
     def import_op(self, op: Operation) -> None:
+        """Import one op: the cases no op name decides first (size-only, opaque, unpriced encodings,
+        carriers), then the op's handler in ``_OP_HANDLERS``; an op with none, or whose handler declines
+        it, becomes an opaque ``(Op ...)``."""
         n = op.name
-        a = op.attributes
         if self.is_size_only(op):
             return
         if op.opaque_text is not None:
@@ -306,134 +326,160 @@ class _Importer:
         if n not in _CARRIERS and any(unpriced_encoding(v.type) for v in [*op.operands, *op.results]):
             self.generic_op(op, unique=False)  # carried through as written: a barrier the cost model does not see into
             return
-        if n == "arith.constant":
-            value = a["value"]
-            r = op.result
-            if isinstance(value, DenseAttr):
-                self.let(r, f"(Const {quote(self.constant_key(value, value.type))})", r.type)
-            elif isinstance(value, FloatAttr | IntAttr):
-                lit = float_str(value.value) if isinstance(value, FloatAttr) else str(value.value)
-                self.let(r, f"(Scalar {quote(lit)} {quote(str(r.type))})", r.type)
-            else:
-                self.generic_op(op, unique=False)
-            return
-        if n in _IDENTITY_OPS:
-            self.terms[op.result] = self.t(op.operands[0])
-            return
-        if n == "hal.tensor.barrier":  # the joined tensors, once ready (the fence is ABI plumbing)
-            for r, v in zip(op.results, op.operands[:-1], strict=True):
-                self.terms[r] = self.t(v)
-            return
-        if n == "flow.tensor.constant" and isinstance(a["value"], DenseAttr | ParameterAttr):
-            cst_t = cast(TensorType, op.result.type)  # a flow.tensor.constant is a tensor
-            self.let(op.result, f"(Const {quote(self.constant_key(a['value'], cst_t))})", cst_t)
-            return
-        if n == "hal.tensor.import":
-            src = op.operands[0]
-            entry = self.func.regions[0].entry
-            if src in entry.args:
-                self.let(op.result, f"(Arg {entry.args.index(src)})", op.result.type)
-                self.terms.setdefault(src, self.terms[op.result])  # also returned as is (util.return %arg0)
-            else:
-                self.terms[op.result] = self.t(src)
-            return
-        if n == "tensor.empty":
-            t = op.result.type
-            assert isinstance(t, TensorType)
-            self.with_encoding(f"(Empty {ivec(self.dims(op.result, t))} {quote(t.element.name)})", t, op.result)
-            return
-        if n == "linalg.fill":
-            v, init = ins(op)[0], outs(op)[0]
-            self.let(op.result, f"(Fill {self.t(v)} {self.t(init)})", op.result.type)
-            return
-        if n in ("tensor.extract_slice", "tensor.insert_slice"):
-            entries = self.slice_entries(op, 1 if n == "tensor.extract_slice" else 2)
-            reduced = n == "tensor.extract_slice" and (
-                entries is None or len(entries[1]) != getattr(op.result.type, "rank", -1)
-            )
-            if entries is None or reduced:  # rank-reducing slices, and data-dependent offsets, stay opaque
-                self.generic_op(op, unique=False)
-                return
-            offs, sizes, strides = entries
-            sl = f"{ivec(offs)} {ivec(sizes)} {ivec(strides)}"
-            if n == "tensor.extract_slice":
-                self.let(op.result, f"(Slice {self.t(op.operands[0])} {sl})", op.result.type)
-            else:
-                src, dst = op.operands[0], op.operands[1]
-                self.let(op.result, f"(InsertSlice {self.t(src)} {self.t(dst)} {sl})", op.result.type)
-            return
-        if n in CONTRACTION_OPS and len(ins(op)) == 2 and len(outs(op)) == 1:
-            kind = f"{n}:{maps_key(a.get('indexing_maps'))}"
-            self.out.ops.setdefault(f"contract:{kind}", op)
-            lhs, rhs = ins(op)
-            self.let(
-                op.result, f"(Contract {quote(kind)} {self.t(lhs)} {self.t(rhs)} {self.t(outs(op)[0])})", op.result.type
-            )
-            self.contraction_encoding_dims(op)
-            return
-        if n == "linalg.mmt4d":
-            lhs, rhs = ins(op)
-            self.let(op.result, f"(Mmt4d {self.t(lhs)} {self.t(rhs)} {self.t(outs(op)[0])})", op.result.type)
-            return
-        if n == "linalg.generic" and len(op.results) == 1 and all(is_arith_constant(v) for v in captured_values(op)):
-            key = self.op_key(op, unique=False)
-            i_terms = tlist([self.t(v) for v in ins(op)])
-            o_terms = tlist([self.t(v) for v in outs(op)])
-            self.let(op.result, f"(Generic {quote(key)} {i_terms} {o_terms})", op.result.type)
-            return
-        if n in ("iree_encoding.set_encoding", "iree_encoding.unset_encoding") and dim_group(op, 0):
-            enc_t = op.result.type if n.startswith("iree_encoding.set") else op.operands[0].type
-            codes = [self.size(v) for v in dim_group(op, 0)]
-            known = [c for c in codes if c is not None]
-            if isinstance(enc_t, TensorType) and isinstance(enc_t.encoding, EncodingAttr) and len(known) == len(codes):
-                self.out.encoding_dims.setdefault(self.encoding(enc_t.encoding), tuple(known))
-        if n == "iree_encoding.set_encoding":
-            t = op.result.type
-            assert isinstance(t, TensorType) and isinstance(t.encoding, EncodingAttr)
-            self.let(op.result, f"(SetEncoding {self.t(op.operands[0])} {self.encoding(t.encoding)})", t)
-            return
-        if n == "iree_encoding.unset_encoding":
-            t = op.result.type
-            assert isinstance(t, TensorType)
-            self.let(op.result, f"(UnsetEncoding {self.t(op.operands[0])} {ivec(self.dims(op.result, t))})", t)
-            return
-        if n == "flow.tensor.encode":
-            t = op.result.type
-            src_t = op.operands[0].type
-            if (
-                isinstance(t, TensorType)
-                and isinstance(t.encoding, EncodingAttr)
-                and (isinstance(src_t, TensorType) and src_t.encoding is None)
-            ):
-                inner = self.let(
-                    None, f"(SetEncoding {self.t(op.operands[0])} {self.encoding(t.encoding)})", t, like=op.result
-                )
-                self.let(op.result, f"(Dispatch {inner})", t)
-            else:
-                self.generic_op(op, unique=False)
-            return
-        if n == FLOW_SLICE and self.flow_slice(op):
-            return
-        if n == "flow.tensor.reshape":  # only ever between dispatches: its result is read from outside them
-            key = self.op_key(op, unique=False)
-            inner = self.let(None, f"(Op {quote(key)} {tlist([self.t(v) for v in op.operands])} 0)", op.result.type)
-            self.let(op.result, f"(Dispatch {inner})", op.result.type)
-            return
-        if n == "flow.dispatch.region":
-            self.in_region += 1
-            returned = self.import_block_ops(op.regions[0].entry.ops) or []
-            self.in_region -= 1
-            for r, term in zip(op.results, returned, strict=True):
-                self.let(r, f"(Dispatch {term})", r.type)
-            return
-        if n == "flow.dispatch.workgroups":
-            self.import_workgroups(op)
-            return
-        if n == "util.global.load":
-            self.terms[op.result] = self.global_term(attr(op, "global", SymbolRefAttr).name, op)
-            return
-        self.generic_op(op, unique=False)
+        handler = _OP_HANDLERS.get(n)
+        if handler is None or not handler(self, op):
+            self.generic_op(op, unique=False)
 
+    # -- op handlers: True when the op is imported, False to import it as an opaque (Op ...) -------
+    @_handles("arith.constant")
+    def arith_constant(self, op: Operation) -> bool:
+        value = op.attributes["value"]
+        r = op.result
+        if isinstance(value, DenseAttr):
+            self.let(r, f"(Const {quote(self.constant_key(value, value.type))})", r.type)
+        elif isinstance(value, FloatAttr | IntAttr):
+            lit = float_str(value.value) if isinstance(value, FloatAttr) else str(value.value)
+            self.let(r, f"(Scalar {quote(lit)} {quote(str(r.type))})", r.type)
+        else:
+            return False
+        return True
+
+    @_handles(*_IDENTITY_OPS)
+    def identity(self, op: Operation) -> bool:
+        self.terms[op.result] = self.t(op.operands[0])
+        return True
+
+    @_handles("hal.tensor.barrier")
+    def tensor_barrier(self, op: Operation) -> bool:
+        """The joined tensors, once ready (the fence is ABI plumbing)."""
+        for r, v in zip(op.results, op.operands[:-1], strict=True):
+            self.terms[r] = self.t(v)
+        return True
+
+    @_handles("flow.tensor.constant")
+    def flow_constant(self, op: Operation) -> bool:
+        value = op.attributes["value"]
+        if not isinstance(value, DenseAttr | ParameterAttr):
+            return False
+        cst_t = cast(TensorType, op.result.type)  # a flow.tensor.constant is a tensor
+        self.let(op.result, f"(Const {quote(self.constant_key(value, cst_t))})", cst_t)
+        return True
+
+    @_handles("hal.tensor.import")
+    def tensor_import(self, op: Operation) -> bool:
+        src = op.operands[0]
+        entry = self.func.regions[0].entry
+        if src in entry.args:
+            self.let(op.result, f"(Arg {entry.args.index(src)})", op.result.type)
+            self.terms.setdefault(src, self.terms[op.result])  # also returned as is (util.return %arg0)
+        else:
+            self.terms[op.result] = self.t(src)
+        return True
+
+    @_handles("tensor.empty")
+    def tensor_empty(self, op: Operation) -> bool:
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        self.with_encoding(f"(Empty {ivec(self.dims(op.result, t))} {quote(t.element.name)})", t, op.result)
+        return True
+
+    @_handles("linalg.fill")
+    def linalg_fill(self, op: Operation) -> bool:
+        v, init = ins(op)[0], outs(op)[0]
+        self.let(op.result, f"(Fill {self.t(v)} {self.t(init)})", op.result.type)
+        return True
+
+    @_handles("tensor.extract_slice", "tensor.insert_slice")
+    def tensor_slice(self, op: Operation) -> bool:
+        """Rank-reducing slices, and data-dependent offsets, stay opaque."""
+        n = op.name
+        entries = self.slice_entries(op, 1 if n == "tensor.extract_slice" else 2)
+        reduced = n == "tensor.extract_slice" and (
+            entries is None or len(entries[1]) != getattr(op.result.type, "rank", -1)
+        )
+        if entries is None or reduced:
+            return False
+        offs, sizes, strides = entries
+        sl = f"{ivec(offs)} {ivec(sizes)} {ivec(strides)}"
+        if n == "tensor.extract_slice":
+            self.let(op.result, f"(Slice {self.t(op.operands[0])} {sl})", op.result.type)
+        else:
+            src, dst = op.operands[0], op.operands[1]
+            self.let(op.result, f"(InsertSlice {self.t(src)} {self.t(dst)} {sl})", op.result.type)
+        return True
+
+    @_handles(*CONTRACTION_OPS)
+    def contraction(self, op: Operation) -> bool:
+        if len(ins(op)) != 2 or len(outs(op)) != 1:
+            return False
+        kind = f"{op.name}:{maps_key(op.attributes.get('indexing_maps'))}"
+        self.out.ops.setdefault(f"contract:{kind}", op)
+        lhs, rhs = ins(op)
+        self.let(
+            op.result, f"(Contract {quote(kind)} {self.t(lhs)} {self.t(rhs)} {self.t(outs(op)[0])})", op.result.type
+        )
+        self.contraction_encoding_dims(op)
+        return True
+
+    @_handles("linalg.mmt4d")
+    def linalg_mmt4d(self, op: Operation) -> bool:
+        lhs, rhs = ins(op)
+        self.let(op.result, f"(Mmt4d {self.t(lhs)} {self.t(rhs)} {self.t(outs(op)[0])})", op.result.type)
+        return True
+
+    @_handles("linalg.generic")
+    def linalg_generic(self, op: Operation) -> bool:
+        """A one-result generic whose body captures only constants; others stay opaque."""
+        if len(op.results) != 1 or not all(is_arith_constant(v) for v in captured_values(op)):
+            return False
+        key = self.op_key(op, unique=False)
+        i_terms = tlist([self.t(v) for v in ins(op)])
+        o_terms = tlist([self.t(v) for v in outs(op)])
+        self.let(op.result, f"(Generic {quote(key)} {i_terms} {o_terms})", op.result.type)
+        return True
+
+    def encoding_op_dims(self, op: Operation) -> None:
+        """Record the ``encoding_dims`` a set/unset_encoding lists, when the size analysis knows them all."""
+        if not dim_group(op, 0):
+            return
+        enc_t = op.result.type if op.name.startswith("iree_encoding.set") else op.operands[0].type
+        codes = [self.size(v) for v in dim_group(op, 0)]
+        known = [c for c in codes if c is not None]
+        if isinstance(enc_t, TensorType) and isinstance(enc_t.encoding, EncodingAttr) and len(known) == len(codes):
+            self.out.encoding_dims.setdefault(self.encoding(enc_t.encoding), tuple(known))
+
+    @_handles("iree_encoding.set_encoding")
+    def set_encoding(self, op: Operation) -> bool:
+        self.encoding_op_dims(op)
+        t = op.result.type
+        assert isinstance(t, TensorType) and isinstance(t.encoding, EncodingAttr)
+        self.let(op.result, f"(SetEncoding {self.t(op.operands[0])} {self.encoding(t.encoding)})", t)
+        return True
+
+    @_handles("iree_encoding.unset_encoding")
+    def unset_encoding(self, op: Operation) -> bool:
+        self.encoding_op_dims(op)
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        self.let(op.result, f"(UnsetEncoding {self.t(op.operands[0])} {ivec(self.dims(op.result, t))})", t)
+        return True
+
+    @_handles("flow.tensor.encode")
+    def flow_encode(self, op: Operation) -> bool:
+        """A run-time encode of a plain tensor: ``Dispatch(SetEncoding ...)``; others stay opaque."""
+        t = op.result.type
+        src_t = op.operands[0].type
+        if not (
+            isinstance(t, TensorType)
+            and isinstance(t.encoding, EncodingAttr)
+            and (isinstance(src_t, TensorType) and src_t.encoding is None)
+        ):
+            return False
+        inner = self.let(None, f"(SetEncoding {self.t(op.operands[0])} {self.encoding(t.encoding)})", t, like=op.result)
+        self.let(op.result, f"(Dispatch {inner})", t)
+        return True
+
+    @_handles(FLOW_SLICE)
     def flow_slice(self, op: Operation) -> bool:
         """``flow.tensor.slice`` with constant starts and lengths: the slice, copied by its own
         command (``Dispatch(Slice ...)``); False (an opaque op) when an index is not a constant."""
@@ -445,6 +491,33 @@ class _Importer:
         sl = f"{ivec(offs)} {ivec(sizes)} {ivec([1] * len(sizes))}"
         inner = self.let(None, f"(Slice {self.t(src)} {sl})", op.result.type)
         self.let(op.result, f"(Dispatch {inner})", op.result.type)
+        return True
+
+    @_handles("flow.tensor.reshape")
+    def flow_reshape(self, op: Operation) -> bool:
+        """Only ever between dispatches: its result is read from outside them."""
+        key = self.op_key(op, unique=False)
+        inner = self.let(None, f"(Op {quote(key)} {tlist([self.t(v) for v in op.operands])} 0)", op.result.type)
+        self.let(op.result, f"(Dispatch {inner})", op.result.type)
+        return True
+
+    @_handles("flow.dispatch.region")
+    def dispatch_region(self, op: Operation) -> bool:
+        self.in_region += 1
+        returned = self.import_block_ops(op.regions[0].entry.ops) or []
+        self.in_region -= 1
+        for r, term in zip(op.results, returned, strict=True):
+            self.let(r, f"(Dispatch {term})", r.type)
+        return True
+
+    @_handles("flow.dispatch.workgroups")
+    def dispatch_workgroups(self, op: Operation) -> bool:
+        self.import_workgroups(op)
+        return True
+
+    @_handles("util.global.load")
+    def global_load(self, op: Operation) -> bool:
+        self.terms[op.result] = self.global_term(attr(op, "global", SymbolRefAttr).name, op)
         return True
 
     def contraction_encoding_dims(self, op: Operation) -> None:

@@ -26,6 +26,8 @@ the smallest of all its uses; values are then drawn in ``[0, bound)``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from egg_dispatch.evaluate.core import data_arguments
 from egg_dispatch.mlir.ir import Block, Operation, TensorType, Value
 from egg_dispatch.mlir.ops import DYNAMIC, ins, int_list, outs, static_slice
@@ -57,6 +59,25 @@ _MOVES = frozenset(
     }
 )
 """Ops whose results hold (some of) their operands' values unchanged."""
+
+
+_Handler = Callable[["_Flow", Operation], bool]
+_HANDLERS: dict[str, _Handler] = {}
+"""Op name -> the ``_Flow`` method that carries origins through it and records its bounds; filled by
+``_handles`` in the class body. It returns whether it walked the op's bodies itself (if not, ``op``
+walks them)."""
+
+
+def _handles(*names: str) -> Callable[[_Handler], _Handler]:
+    """Decorator: register a ``_Flow`` method as the handler of the named ops (the pattern of
+    ``evaluate.registry.handles``)."""
+
+    def register(fn: _Handler) -> _Handler:
+        for n in names:
+            _HANDLERS[n] = fn
+        return fn
+
+    return register
 
 
 class _Flow:
@@ -108,62 +129,101 @@ class _Flow:
         return []
 
     def op(self, op: Operation) -> None:
+        """Carry argument origins through ``op`` and record the bounds its index uses set: its handler
+        (``_HANDLERS``) if it has one, then, unless the handler walked them, its bodies (their own uses
+        count too)."""
         n = op.name
         if n in ("tensor.extract_slice", "tensor.insert_slice"):
             self.slice_offsets(op)
-        if n in _INT_CASTS or n in _MOVES:
-            src = op.operands[:1] if n != "tensor.concat" else op.operands
-            if n == "tensor.insert_slice":
-                src = op.operands[:2]
-            for r in op.results:
-                self.mark(r, self.of(src))
-        elif n == "hal.tensor.barrier":
-            for r, v in zip(op.results, op.operands, strict=False):
-                self.mark(r, self.of([v]))
-        elif n == "tensor.extract":
-            table = op.operands[0].type
-            if isinstance(table, TensorType):
-                for d, v in enumerate(op.operands[1:]):
-                    self.bound(v, table.shape[d])
-            self.mark(op.result, self.of(op.operands[:1]))  # an element of an index tensor is an index
-        elif n == "iree_linalg_ext.gather" and len(ins(op)) == 2:
-            source, indices = ins(op)
-            if isinstance(source.type, TensorType):
-                dims = int_list(op.attributes.get("dimension_map"))
-                if dims:
-                    extents = [source.type.shape[d] for d in dims]
-                    static = [e for e in extents if e is not None]
-                    self.bound(indices, min(static) if len(static) == len(extents) else None)
-        elif n == "linalg.generic" and op.regions:
-            body = op.regions[0].entry
-            operands = [*ins(op), *outs(op)]
-            for arg, v in zip(body.args, operands, strict=False):
-                self.mark(arg, self.of([v]))
-            yielded = self.block(body)
-            for r, y in zip(op.results, yielded, strict=False):
-                self.mark(r, self.of([y]))
+        handler = _HANDLERS.get(n)
+        if handler is not None and handler(self, op):
             return
-        elif n == "flow.dispatch.workgroups" and op.regions:
-            body = op.regions[0].entry
-            for arg, v in zip(body.args, op.operands, strict=False):
-                self.origin[arg] = set(self.of([v]))
-            stored: dict[int, set[int]] = {}
-            for inner in body.ops:
-                if inner.name == "iree_tensor_ext.dispatch.tensor.store" and inner.operands[1] in body.args:
-                    stored.setdefault(body.args.index(inner.operands[1]), set()).update(self.of(inner.operands[:1]))
-                else:
-                    self.op(inner)
-            for i, r in enumerate(op.results):
-                self.mark(r, stored.get(len(op.operands) + i, set()))
-            return
-        elif n == "flow.dispatch.region" and op.regions:
-            returned = self.block(op.regions[0].entry)
-            for r, y in zip(op.results, returned, strict=False):
-                self.mark(r, self.of([y]))
-            return
-        for region in op.regions:  # bodies of any other op: their own uses count too
+        for region in op.regions:
             for b in region.blocks:
                 self.block(b)
+
+    # ------------------------------------------------------------- handlers, by op name
+    @_handles(*_INT_CASTS, *_MOVES)
+    def move(self, op: Operation) -> bool:
+        """Results hold their source's values: the first operand's (a concat's: all of them; an
+        insert_slice's: both tensors')."""
+        n = op.name
+        src = op.operands[:1] if n != "tensor.concat" else op.operands
+        if n == "tensor.insert_slice":
+            src = op.operands[:2]
+        for r in op.results:
+            self.mark(r, self.of(src))
+        return False
+
+    @_handles("hal.tensor.barrier")
+    def barrier(self, op: Operation) -> bool:
+        for r, v in zip(op.results, op.operands, strict=False):
+            self.mark(r, self.of([v]))
+        return False
+
+    @_handles("tensor.extract")
+    def extract(self, op: Operation) -> bool:
+        table = op.operands[0].type
+        if isinstance(table, TensorType):
+            for d, v in enumerate(op.operands[1:]):
+                self.bound(v, table.shape[d])
+        self.mark(op.result, self.of(op.operands[:1]))  # an element of an index tensor is an index
+        return False
+
+    @_handles("iree_linalg_ext.gather")
+    def gather(self, op: Operation) -> bool:
+        """The indices stay below the smallest gathered source dim (unknown if any is dynamic)."""
+        if len(ins(op)) != 2:
+            return False
+        source, indices = ins(op)
+        if isinstance(source.type, TensorType):
+            dims = int_list(op.attributes.get("dimension_map"))
+            if dims:
+                extents = [source.type.shape[d] for d in dims]
+                static = [e for e in extents if e is not None]
+                self.bound(indices, min(static) if len(static) == len(extents) else None)
+        return False
+
+    @_handles("linalg.generic")
+    def generic(self, op: Operation) -> bool:
+        """Into the body through the block arguments, out through what it yields."""
+        if not op.regions:
+            return False
+        body = op.regions[0].entry
+        operands = [*ins(op), *outs(op)]
+        for arg, v in zip(body.args, operands, strict=False):
+            self.mark(arg, self.of([v]))
+        yielded = self.block(body)
+        for r, y in zip(op.results, yielded, strict=False):
+            self.mark(r, self.of([y]))
+        return True
+
+    @_handles("flow.dispatch.workgroups")
+    def workgroups(self, op: Operation) -> bool:
+        """Into the body through the bindings, out through what it stores into the result bindings."""
+        if not op.regions:
+            return False
+        body = op.regions[0].entry
+        for arg, v in zip(body.args, op.operands, strict=False):
+            self.origin[arg] = set(self.of([v]))
+        stored: dict[int, set[int]] = {}
+        for inner in body.ops:
+            if inner.name == "iree_tensor_ext.dispatch.tensor.store" and inner.operands[1] in body.args:
+                stored.setdefault(body.args.index(inner.operands[1]), set()).update(self.of(inner.operands[:1]))
+            else:
+                self.op(inner)
+        for i, r in enumerate(op.results):
+            self.mark(r, stored.get(len(op.operands) + i, set()))
+        return True
+
+    @_handles("flow.dispatch.region")
+    def dispatch_region(self, op: Operation) -> bool:
+        if not op.regions:
+            return False
+        returned = self.block(op.regions[0].entry)
+        for r, y in zip(op.results, returned, strict=False):
+            self.mark(r, self.of([y]))
+        return True
 
 
 def _is_integer(v: Value) -> bool:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from egg_dispatch.cost import LOAD_BOUNDARY_OPS, NodeCost, gated_paid, once_seconds, pair_charges
+from egg_dispatch.cost import LOAD_BOUNDARY_OPS, CostTable, NodeCost, gated_paid, once_seconds, pair_charges
 from egg_dispatch.egraph.data import EGraphData
 
 __all__ = [
@@ -115,7 +115,7 @@ def _totals(
     """(objective, run seconds, memory bytes, load seconds); fsum so the value is order-independent.
     ``contexts``: the plan's ``plan_contexts``, when the caller prices one plan several ways."""
     run, load = contexts if contexts is not None else plan_contexts(g, choice)
-    exclusive: frozenset[str] = getattr(costs, "exclusive", frozenset())
+    exclusive = CostTable.of(costs).exclusive
     uses = _uses(g, choice, run) if exclusive else {}
     pairs = [
         s * (uses.get(g.nodes[p].eclass, 1) if p in exclusive else 1)

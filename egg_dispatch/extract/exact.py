@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from egg_dispatch.cost import NodeCost
+from egg_dispatch.cost import CostTable, NodeCost
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.enumerate import count_plans
 from egg_dispatch.extract.common import ExtractionResult
@@ -79,7 +79,7 @@ def _small(g: EGraphData, costs: Mapping[str, NodeCost]) -> bool:
     """At most ``SMALL_PLAN_SPACE`` plans and no conflicts (which only the ILP relaxes). Counted before
     any is priced, within ``PROBE_STEPS`` steps of the walk: a large e-graph costs the walk of a few
     plans, not their pricing, and an e-graph of many cyclic choices a bounded probe, not their count."""
-    if getattr(costs, "conflicts", ()):
+    if CostTable.of(costs).conflicts:
         return False
     n = count_plans(g, SMALL_PLAN_SPACE + 1, PROBE_STEPS)
     return n is not None and n <= SMALL_PLAN_SPACE

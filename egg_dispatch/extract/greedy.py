@@ -198,7 +198,7 @@ def greedy_dag(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, rounds:
         banned |= new
         priced = CostTable(
             {n: (NodeCost(_BANNED, 0.0, 0.0) if n in banned else c) for n, c in costs.items()},
-            getattr(costs, "exclusive", frozenset()),
+            CostTable.of(costs).exclusive,
         )
         priced.update({n: NodeCost(_BANNED, 0.0, 0.0) for n in banned if n not in priced})
         repaired = _greedy_dag(g, priced, lam, rounds)

@@ -47,6 +47,7 @@ import numpy as np
 
 from egg_dispatch.cost import (
     LOAD_BOUNDARY_OPS,
+    CostTable,
     NodeCost,
     gated_charges,
     once_charges,
@@ -215,7 +216,7 @@ def solve_ilp(
 
     # Conflicts (combinations IREE's codegen rejects) are excluded when greedy found a plan without them;
     # else the e-graph may hold none, and the model's best is returned (explore warns that it keeps them).
-    conflicts = () if violated_conflicts(costs, greedy.choice) else getattr(costs, "conflicts", ())
+    conflicts = () if violated_conflicts(costs, greedy.choice) else CostTable.of(costs).conflicts
 
     def allowed(choice: Mapping[str, str]) -> bool:
         mapped_choice = frozenset({c: p.kept(n) for c, n in choice.items()}.items())
@@ -300,7 +301,7 @@ class _Formulation:
 
     def __init__(self, g: EGraphData, p: PrunedGraph, costs: Mapping[str, NodeCost], lam: float, scale: float):
         self.g, self.p, self.costs, self.lam, self.scale = g, p, costs, lam, scale
-        self.exclusive: frozenset[str] = getattr(costs, "exclusive", frozenset())
+        self.exclusive: frozenset[str] = CostTable.of(costs).exclusive
         self.m = _Model()
         self.cols: dict[tuple[str, str], int] = {}
         self.charges = once_charges(costs)

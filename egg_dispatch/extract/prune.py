@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from egg_dispatch.cost import LOAD_BOUNDARY_OPS, NodeCost, gated_charges, once_charges, pair_charges
+from egg_dispatch.cost import LOAD_BOUNDARY_OPS, CostTable, NodeCost, gated_charges, once_charges, pair_charges
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.extract.common import ZERO_COST, derivable_classes, no_plan_error
 
@@ -52,7 +52,7 @@ def prune(g: EGraphData, costs: Mapping[str, NodeCost]) -> PrunedGraph:
     one of the table's ``conflicts`` never dominates a sibling: it may not be choosable with the rest
     of a plan that its sibling is. A node with a ``once`` charge its sibling does not have never
     dominates it either: that charge is not in its own run_seconds."""
-    protected = {n for c in getattr(costs, "conflicts", ()) for n in c}
+    protected = {n for c in CostTable.of(costs).conflicts for n in c}
     protected |= {n for _, gen, unset in pair_charges(costs) for n in (gen, unset)}  # charges not on the node
     gated, gate = gated_charges(costs)
     if gated:

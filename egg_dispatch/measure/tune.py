@@ -39,7 +39,7 @@ from typing import cast
 import numpy as np
 
 from egg_dispatch.cost import MeasuredTimes
-from egg_dispatch.emit.iree.abi import abi_shell
+from egg_dispatch.emit.iree.abi import AbiShell, abi_shell
 from egg_dispatch.emit.iree.module import emit_iree, runnable_here
 from egg_dispatch.evaluate import evaluate, select_function
 from egg_dispatch.evaluate.check import function_inputs, relative_error
@@ -257,29 +257,9 @@ def tune(
     if shell is not None and shell.wrappers:
         entry = sym_name(shell.wrappers[0])
     notes: list[str] = []
-    cands: list[TuneCandidate] = []
-    by_text: dict[str, TuneCandidate] = {}
-
-    def add(label: str, c: Candidate, choosable: bool) -> None:
-        try:
-            text = emit_iree(c.mlir, tgt, abi=shell)
-        except Exception as e:  # a plan we cannot emit is a result, reported (the others still run)
-            err = f"not emitted: {e}"
-            cands.append(
-                TuneCandidate(label, False, c.metrics.run_seconds, error=err, candidate=c, choosable=choosable)
-            )
-            return
-        if text in by_text:
-            by_text[text].also.append(label)
-            return
-        tc = TuneCandidate(label, False, c.metrics.run_seconds, candidate=c, text=text, choosable=choosable)
-        by_text[text] = tc
-        cands.append(tc)
-
-    for label, c in our_candidates(ex, max_candidates):
-        add(label, c, True)
-    for label, c in extra_plans(ex) if extra_plans is not None else ():
-        add(label, c, False)
+    plans = [(label, c, True) for label, c in our_candidates(ex, max_candidates)]
+    plans += [(label, c, False) for label, c in (extra_plans(ex) if extra_plans is not None else ())]
+    cands = _emitted(plans, tgt, shell)
     predicted, modelled = _iree_prediction(ex, source, tgt, notes)
     iree = TuneCandidate("IREE 3.13 (own plan)", True, predicted)
     cands.insert(0, iree)
@@ -316,16 +296,7 @@ def tune(
     reference = evaluate(ex.module, inputs, function=fname, parameters=parameters)
     files = [(p.scope, str(p.path)) for p in parameters.files] if parameters is not None else []
     for tc in cands:
-        if tc.vmfb is None:
-            continue
-        try:
-            got = run_module(tc.vmfb, entry, inputs, parameters=files)
-        except IreeError as e:
-            tc.error = f"failed to run: {first_error_line(e.stderr) if e.stderr else str(e).splitlines()[0]}"
-            continue
-        tc.max_rel_error = max((relative_error(a, b) for a, b in zip(got, reference, strict=True)), default=0.0)
-        if not tc.max_rel_error <= report.tolerance:
-            tc.error = f"computes other numbers (max relative error {tc.max_rel_error:.1e} > {report.tolerance:g})"
+        _check_numbers(tc, entry, inputs, reference, files, report.tolerance)
     timed = [c for c in cands if c.vmfb is not None and c.error is None]
     with tempfile.TemporaryDirectory(prefix="egg_dispatch_tune_") as tmp:
         paths = []
@@ -361,6 +332,52 @@ def tune(
                 obs = attribute_dispatch_times(tc.candidate, tc.dispatch_seconds)
                 report.cache_records += measured.record(obs, f"tune {where} {tc.label}")
     return report
+
+
+def _emitted(plans: Sequence[tuple[str, Candidate, bool]], tgt: Target, shell: AbiShell | None) -> list[TuneCandidate]:
+    """One ``TuneCandidate`` per distinct emitted module of ``plans`` ((label, plan, choosable) each):
+    plans that emit the same text are one candidate with the others' labels in ``also``; a plan that
+    cannot be emitted is a candidate with its ``error`` (the others still run)."""
+    cands: list[TuneCandidate] = []
+    by_text: dict[str, TuneCandidate] = {}
+    for label, c, choosable in plans:
+        try:
+            text = emit_iree(c.mlir, tgt, abi=shell)
+        except Exception as e:  # a plan we cannot emit is a result, reported
+            err = f"not emitted: {e}"
+            cands.append(
+                TuneCandidate(label, False, c.metrics.run_seconds, error=err, candidate=c, choosable=choosable)
+            )
+            continue
+        if text in by_text:
+            by_text[text].also.append(label)
+            continue
+        tc = TuneCandidate(label, False, c.metrics.run_seconds, candidate=c, text=text, choosable=choosable)
+        by_text[text] = tc
+        cands.append(tc)
+    return cands
+
+
+def _check_numbers(
+    tc: TuneCandidate,
+    entry: str,
+    inputs: Sequence[np.ndarray],
+    reference: Sequence[np.ndarray],
+    files: Sequence[tuple[str | None, str]],
+    tolerance: float,
+) -> None:
+    """Run a compiled candidate once on ``inputs``; a failure to run or numbers other than ``reference``
+    (beyond ``tolerance``) become its ``error``, and it is not timed."""
+    if tc.vmfb is None:
+        return
+    try:
+        got = run_module(tc.vmfb, entry, inputs, parameters=files)
+    except IreeError as e:
+        tc.error = f"failed to run: {first_error_line(e.stderr) if e.stderr else str(e).splitlines()[0]}"
+        return
+    tc.max_rel_error = max((relative_error(a, b) for a, b in zip(got, reference, strict=True)), default=0.0)
+    if not tc.max_rel_error <= tolerance:
+        tc.error = f"computes other numbers (max relative error {tc.max_rel_error:.1e} > {tolerance:g})"
 
 
 def _spread(times: Sequence[float], lower_half: bool = False) -> float:

@@ -105,6 +105,21 @@ class EncodingParser(ParserBase):
         if name is not None and name not in self.unpriced:
             self.unpriced[name] = self.lex.loc(pos)
 
+    def parse_iteration_sizes(self) -> tuple[int | None, ...]:
+        """An encoding's ``iteration_sizes`` list, ``[4, ?, 8]`` (``?``: dynamic, None)."""
+        lex = self.lex
+        lex.expect("[")
+        sizes: list[int | None] = []
+        while not lex.at("]"):
+            if lex.accept("?"):
+                sizes.append(None)
+            else:
+                sizes.append(int_value(lex, lex.expect_kind("int", "an iteration size or '?'")))
+            if not lex.accept(","):
+                break
+        lex.expect("]")
+        return tuple(sizes)
+
     def parse_encoding(self) -> EncodingAttr:
         lex = self.lex
         start = lex.expect("<").pos
@@ -128,17 +143,7 @@ class EncodingParser(ParserBase):
             elif key == "op_type":
                 fields[key] = lex.expect_kind("ident", "an op type (matmul, scaled_matmul, conv)").text
             elif key == "iteration_sizes":
-                lex.expect("[")
-                sizes: list[int | None] = []
-                while not lex.at("]"):
-                    if lex.accept("?"):
-                        sizes.append(None)
-                    else:
-                        sizes.append(int_value(lex, lex.expect_kind("int", "an iteration size or '?'")))
-                    if not lex.accept(","):
-                        break
-                lex.expect("]")
-                fields[key] = tuple(sizes)
+                fields[key] = self.parse_iteration_sizes()
             else:  # element_types, original_element_type, user_indexing_maps
                 fields[key] = self.parse_attribute()
             if not lex.accept(","):

@@ -112,6 +112,24 @@ class FunctionShapes:
         return tuple(Dim.const(d) if d is not None else self._unknown(v, f".d{i}") for i, d in enumerate(t.shape))
 
 
+_Handler = Callable[["_Walker", Operation], None]
+_HANDLERS: dict[str, _Handler] = {}
+"""Op name -> the ``_Walker`` method that sizes its results; filled by ``_handles`` in the class body.
+A handler whose rule does not fit the op passes it on itself (to ``_Walker.other`` or another handler)."""
+
+
+def _handles(*names: str) -> Callable[[_Handler], _Handler]:
+    """Decorator: register a ``_Walker`` method as the handler of the named ops (the pattern of
+    ``evaluate.registry.handles``)."""
+
+    def register(fn: _Handler) -> _Handler:
+        for n in names:
+            _HANDLERS[n] = fn
+        return fn
+
+    return register
+
+
 class _Walker:
     def __init__(self, func: Operation, arg_numbers: dict[Value, int]):
         self.func = func
@@ -153,6 +171,9 @@ class _Walker:
             self.op(op)
 
     def op(self, op: Operation) -> None:
+        """Give ``op``'s results their sizes: an opaque op's are unknown, index arithmetic is seen
+        through (``_SCALAR_OPS``), an op with a handler (``_HANDLERS``) has its own rule, and any other
+        op goes to ``other``."""
         n = op.name
         out = self.out
         rs = op.results
@@ -163,61 +184,25 @@ class _Walker:
                 elif not isinstance(r.type, ScalarType):
                     out.shape(r)
             return
-        handler = _SCALAR_OPS.get(n)
-        if handler is not None and rs and isinstance(rs[0].type, ScalarType) and rs[0].type.is_int:
+        scalar = _SCALAR_OPS.get(n)
+        if scalar is not None and rs and isinstance(rs[0].type, ScalarType) and rs[0].type.is_int:
             try:
-                out.scalars[rs[0]] = handler(self, op)
+                out.scalars[rs[0]] = scalar(self, op)
             except (ZeroDivisionError, ValueError, KeyError, IndexError):
                 out.scalars[rs[0]] = out._unknown(rs[0], "")
             return
-        if n == "util.assume.int":
-            self.assume(op)
-            return
-        if n == "iree_tensor_ext.dispatch.workload.ordinal":
-            out.scalars[rs[0]] = out.scalar(op.operands[0])
-            return
-        if n == "tensor.empty":
-            self.set_shape(rs[0], self.static_or(rs[0], self.dims_of(op.operands)))
-        elif n in ("hal.tensor.import", "flow.tensor.tie_shape", "flow.tensor.transfer"):
-            self.set_shape(rs[0], self.static_or(rs[0], self.dims_of(dim_group(op, 0))))
-        elif n in ("flow.tensor.encode", "flow.tensor.reshape", "flow.tensor.bitcast", "iree_tensor_ext.bitcast"):
-            self.set_shape(rs[0], self.static_or(rs[0], self.dims_of(dim_group(op, 1))))
-        elif n == "iree_encoding.unset_encoding" and dim_group(op, 1) and not _same_pattern(op):
-            self.set_shape(rs[0], self.static_or(rs[0], self.dims_of(dim_group(op, 1))))
-        elif n in _SAME_AS_SOURCE:
-            for r, v in zip(rs, op.operands, strict=False):
-                self.same(r, v)
-        elif n == "tensor.extract_slice":
-            self.slice(op)
-        elif n == "tensor.insert_slice":
-            self.same(rs[0], op.operands[1])
-        elif n == "tensor.collapse_shape":
-            src = out.shape(op.operands[0])
-            groups = [int_list(g) for g in attr(op, "reassociation", ArrayAttr).items]
-            self.set_shape(rs[0], tuple(_product(src[i] for i in g) for g in groups))
-        elif n == "tensor.expand_shape":
-            static = int_list(op.attributes.get("static_output_shape"))
-            dyn = iter(self.dims_of(op.operands[1:]))
-            self.set_shape(rs[0], tuple(next(dyn) if s == DYNAMIC else Dim.const(s) for s in static))
-        elif n == "tensor.pad":
-            self.pad(op)
-        elif n == "tensor.concat":
-            dim = attr(op, "dim", IntAttr).value
-            shapes = [out.shape(v) for v in op.operands]
-            first = list(shapes[0])
-            first[dim] = _sum(s[dim] for s in shapes)
-            self.set_shape(rs[0], tuple(first))
-        elif n == "flow.dispatch.region":
-            self.block(op.regions[0].entry)
-            for r, dims in zip(rs, dim_groups(op) or [[] for _ in rs], strict=True):
-                self.set_shape(r, self.static_or(r, self.dims_of(dims)))
-        elif n == "flow.dispatch.workgroups":
-            self.workgroups(op)
-        elif n == "iree_tensor_ext.dispatch.tensor.load":
-            self.load(op)
-        elif op.regions and n in ("util.initializer", "func.func", "util.func"):
-            return
-        elif n.startswith(("linalg.", "iree_linalg_ext.")) and outs(op) and len(outs(op)) == len(rs):
+        handler = _HANDLERS.get(n)
+        if handler is not None:
+            handler(self, op)
+        else:
+            self.other(op)
+
+    def other(self, op: Operation) -> None:
+        """An op with no handler (or one its handler passes on): a structured op's results have its
+        inits' sizes, an elementwise op on tensors its first tensor operand's, anything else unknown ones."""
+        out = self.out
+        rs = op.results
+        if op.name.startswith(("linalg.", "iree_linalg_ext.")) and outs(op) and len(outs(op)) == len(rs):
             for r, init in zip(rs, outs(op), strict=True):
                 self.same(r, init)
         elif rs and all(isinstance(r.type, TensorType) for r in rs):
@@ -234,6 +219,89 @@ class _Walker:
                 elif not isinstance(r.type, ScalarType):
                     out.shape(r)
 
+    # ------------------------------------------------------------------ handlers, by op name
+    def _sized_by_group(self, op: Operation, k: int) -> None:
+        """The result has its type's static sizes and the ``k``-th ``{%d}`` list for its ``?``s."""
+        r = op.results[0]
+        self.set_shape(r, self.static_or(r, self.dims_of(dim_group(op, k))))
+
+    @_handles("iree_tensor_ext.dispatch.workload.ordinal")
+    def ordinal(self, op: Operation) -> None:
+        self.out.scalars[op.results[0]] = self.out.scalar(op.operands[0])
+
+    @_handles("tensor.empty")
+    def empty(self, op: Operation) -> None:
+        r = op.results[0]
+        self.set_shape(r, self.static_or(r, self.dims_of(op.operands)))
+
+    @_handles("hal.tensor.import", "flow.tensor.tie_shape", "flow.tensor.transfer")
+    def sized_by_first_group(self, op: Operation) -> None:
+        self._sized_by_group(op, 0)
+
+    @_handles("flow.tensor.encode", "flow.tensor.reshape", "flow.tensor.bitcast", "iree_tensor_ext.bitcast")
+    def sized_by_second_group(self, op: Operation) -> None:
+        self._sized_by_group(op, 1)
+
+    @_handles("iree_encoding.unset_encoding")
+    def unset_encoding(self, op: Operation) -> None:
+        """Sized by its ``{%d}`` list, unless it has none or returns the whole source (``_same_pattern``):
+        then it has its source's sizes."""
+        if dim_group(op, 1) and not _same_pattern(op):
+            self._sized_by_group(op, 1)
+        else:
+            self.same_as_source(op)
+
+    @_handles(
+        "hal.tensor.export",
+        "hal.tensor.barrier",
+        "iree_tensor_ext.compute_barrier.start",
+        "iree_tensor_ext.compute_barrier.end",
+        "iree_encoding.set_encoding",
+        "tensor.cast",
+        "tensor.bitcast",
+        "linalg.softmax",
+    )
+    def same_as_source(self, op: Operation) -> None:
+        """Each result has the sizes of the operand in its position."""
+        for r, v in zip(op.results, op.operands, strict=False):
+            self.same(r, v)
+
+    @_handles("tensor.insert_slice")
+    def insert_slice(self, op: Operation) -> None:
+        self.same(op.results[0], op.operands[1])
+
+    @_handles("tensor.collapse_shape")
+    def collapse_shape(self, op: Operation) -> None:
+        src = self.out.shape(op.operands[0])
+        groups = [int_list(g) for g in attr(op, "reassociation", ArrayAttr).items]
+        self.set_shape(op.results[0], tuple(_product(src[i] for i in g) for g in groups))
+
+    @_handles("tensor.expand_shape")
+    def expand_shape(self, op: Operation) -> None:
+        static = int_list(op.attributes.get("static_output_shape"))
+        dyn = iter(self.dims_of(op.operands[1:]))
+        self.set_shape(op.results[0], tuple(next(dyn) if s == DYNAMIC else Dim.const(s) for s in static))
+
+    @_handles("tensor.concat")
+    def concat(self, op: Operation) -> None:
+        dim = attr(op, "dim", IntAttr).value
+        shapes = [self.out.shape(v) for v in op.operands]
+        first = list(shapes[0])
+        first[dim] = _sum(s[dim] for s in shapes)
+        self.set_shape(op.results[0], tuple(first))
+
+    @_handles("flow.dispatch.region")
+    def dispatch_region(self, op: Operation) -> None:
+        self.block(op.regions[0].entry)
+        for r, dims in zip(op.results, dim_groups(op) or [[] for _ in op.results], strict=True):
+            self.set_shape(r, self.static_or(r, self.dims_of(dims)))
+
+    @_handles("util.initializer", "func.func", "util.func")
+    def nested_function(self, op: Operation) -> None:
+        """A function (or initializer) inside this one is not walked into; a declaration goes to ``other``."""
+        if not op.regions:
+            self.other(op)
+
     def _slice_sizes(self, op: Operation) -> list[Dim]:
         """The sizes of a slice-like op (extract_slice, dispatch.tensor.load): static ones, and its
         dynamic size operands, which follow the dynamic offsets."""
@@ -243,6 +311,7 @@ class _Walker:
             next(dyn)
         return [next(dyn) if s == DYNAMIC else Dim.const(s) for s in sizes]
 
+    @_handles("tensor.extract_slice")
     def slice(self, op: Operation) -> None:
         dims = self._slice_sizes(op)
         r = op.results[0]
@@ -255,6 +324,7 @@ class _Walker:
                 i += 1
         self.set_shape(r, tuple(dims))
 
+    @_handles("tensor.pad")
     def pad(self, op: Operation) -> None:
         src = self.out.shape(op.operands[0])
         dyn = iter(self.dims_of(op.operands[1:]))
@@ -262,6 +332,7 @@ class _Walker:
         high = [next(dyn) if s == DYNAMIC else Dim.const(s) for s in int_list(op.attributes.get("static_high"))]
         self.set_shape(op.results[0], tuple(s + lo + hi for s, lo, hi in zip(src, low, high, strict=True)))
 
+    @_handles("iree_tensor_ext.dispatch.tensor.load")
     def load(self, op: Operation) -> None:
         dims = self._slice_sizes(op)
         r = op.results[0]
@@ -269,6 +340,7 @@ class _Walker:
         dims = [d for d in dims if not (len(dims) > rank and d.is_const and d.value == 1)][-rank:] if rank else []
         self.set_shape(r, tuple(dims))
 
+    @_handles("flow.dispatch.workgroups")
     def workgroups(self, op: Operation) -> None:
         body = op.regions[0].entry
         args = workgroups_arguments(op)
@@ -287,6 +359,7 @@ class _Walker:
         for r, dims in zip(op.results, groups[len(args) :], strict=True):
             self.set_shape(r, self.static_or(r, self.dims_of(dims)))
 
+    @_handles("util.assume.int")
     def assume(self, op: Operation) -> None:
         rows_per = attr(op, "assumptions", ArrayAttr).items
         for v, r, per_operand in zip(op.operands, op.results, rows_per, strict=True):
@@ -347,21 +420,6 @@ def _same_pattern(op: Operation) -> bool:
     one in ``{%d}`` (IREE names it by a ``tensor.dim`` of the source, an input by the size argument)."""
     src, res = op.operands[0].type, op.results[0].type
     return isinstance(src, TensorType) and isinstance(res, TensorType) and src.shape == res.shape
-
-
-_SAME_AS_SOURCE = frozenset(
-    {
-        "hal.tensor.export",
-        "hal.tensor.barrier",
-        "iree_tensor_ext.compute_barrier.start",
-        "iree_tensor_ext.compute_barrier.end",
-        "iree_encoding.set_encoding",
-        "iree_encoding.unset_encoding",
-        "tensor.cast",
-        "tensor.bitcast",
-        "linalg.softmax",
-    }
-)
 
 
 def _binary(fn):

@@ -20,6 +20,8 @@ Modelled from docs/iree-data-tiling.md §1.4-1.8 and §7 (and checked against IR
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from egg_dispatch.egraph.data import EGraphData, Node, node_order
 from egg_dispatch.egraph.enumerate import MATERIALIZED_OPS, is_acyclic
 from egg_dispatch.util.deep import allow_deep_recursion
@@ -87,91 +89,151 @@ def _computed(g: EGraphData, c: str) -> bool:
 
 
 def iree_baseline_choice(g: EGraphData) -> dict[str, str]:
+    """IREE's plan in ``g``: class -> node id, picked greedily from the root by IREE's policy."""
     allow_deep_recursion()
-    hoistable = _hoisted_classes(g)
-    owners = _owners(g)
-    choice: dict[str, str] = {}
+    policy = _IreePolicy(g)
+    policy.choose(g.root, "run", frozenset())
+    if not is_acyclic(g, policy.choice):
+        raise BaselineError("IREE's policy picked a cyclic plan")
+    return policy.choice
 
-    def single_use(c: str) -> bool:
-        return len(owners.get(c, ())) <= 1
 
-    def fused_into_producer(n: Node) -> bool:
+_Rank = tuple[float, ...]
+"""A node's rank under IREE's policy: the lowest is the node IREE's passes produce."""
+
+_Ranker = Callable[["_IreePolicy", Node, str], _Rank]
+"""Ranks a node of one op: ``(policy, node, ctx)``, ``ctx`` where it runs (``run``, ``hoisted``, ``load``)."""
+
+_RANKERS: dict[str, _Ranker] = {}
+"""Op name -> its ranker; an op without one ranks ``(1,)``."""
+
+
+def _ranks(*ops: str) -> Callable[[_Ranker], _Ranker]:
+    """Decorator: register a ranker for the named ops."""
+
+    def register(fn: _Ranker) -> _Ranker:
+        for op in ops:
+            _RANKERS[op] = fn
+        return fn
+
+    return register
+
+
+class _IreePolicy:
+    """IREE's greedy choices over one e-graph: the rank of each node (``_RANKERS``) and the walk from the
+    root that takes the best-ranked buildable node of each class into ``choice``."""
+
+    def __init__(self, g: EGraphData) -> None:
+        self.g = g
+        self.hoistable = _hoisted_classes(g)
+        self.owners = _owners(g)
+        self.derivable = _derivable(g)
+        self.choice: dict[str, str] = {}
+
+    def single_use(self, c: str) -> bool:
+        return len(self.owners.get(c, ())) <= 1
+
+    def fused_into_producer(self, n: Node) -> bool:
         """Dispatch(SetEncoding(x)) with x computed in that dispatch, x used only by this encode."""
         if n.op != "Dispatch":
             return False
-        inner = [m for m in g.choices(n.children[0]) if m.op == "SetEncoding"]
-        return any(_computed(g, m.children[0]) and single_use(m.children[0]) for m in inner)
+        inner = [m for m in self.g.choices(n.children[0]) if m.op == "SetEncoding"]
+        return any(_computed(self.g, m.children[0]) and self.single_use(m.children[0]) for m in inner)
 
-    def operand_rank(k: str) -> float:
+    def operand_rank(self, k: str) -> float:
+        """How IREE places an encoded operand: const-evaluated, fused into its producer, hoisted, in place."""
+        g = self.g
         ops = {n.op for n in g.choices(k)}
         if "EncodedSlice" in ops and not ops - {"EncodedSlice"}:
             return 9  # only reachable through propagation: IREE has none
         kinds = [n for n in g.choices(k)]
-        if any(n.op == "ConstEval" and n.children[0] in hoistable for n in kinds):
+        if any(n.op == "ConstEval" and n.children[0] in self.hoistable for n in kinds):
             return 0
-        if any(fused_into_producer(n) for n in kinds):
+        if any(self.fused_into_producer(n) for n in kinds):
             return 0.5  # hoisted, then fused into its producer's dispatch
-        if any(n.op == "Dispatch" and n.children[0] in hoistable for n in kinds):
+        if any(n.op == "Dispatch" and n.children[0] in self.hoistable for n in kinds):
             return 1
         if any(n.op == "ConstEval" for n in kinds):
             return 8  # a global IREE cannot reach: its chain is not hoistable
         return 2
 
-    def rank(node: Node, ctx: str) -> tuple:
-        if node.op in MATERIALIZED_OPS or node.op == "EncodedSlice":
-            return (9,)
-        if node.op == "Dispatch" and (inner := [m for m in g.choices(node.children[0]) if m.op == "SetEncoding"]):
-            # an encode dispatch of its own, or the producer dispatch returning the encoded value: IREE
-            # fuses when the producer's result has no other use, and only then
-            if fused_into_producer(node):
-                return (1, 0)
-            return (1, 2) if any(_computed(g, m.children[0]) for m in inner) else (1, 1)
-        if node.op == "Contract" and _has_op(g, node.eclass, "UnsetEncoding"):
-            return (9,)  # the contraction with its encodings dropped (rules/untile.egg): data tiling is on
-        if node.op == "Contract":
-            return (0, sum(operand_rank(k) for k in node.children[1:3]))
-        if node.op == "UnsetEncoding" and _has_op(g, node.children[0], "Generic"):
-            # an elementwise consumer run on the encoded accumulator (rules/sink_unset.egg): IREE's
-            # SinkUnsetEncodingOp does it when the unset_encoding it sinks has one use
-            plain = [n for n in g.choices(node.eclass) if n.op == "Generic"]
-            unsets = [x for n in plain for x in _list_classes(g, n.children[1]) if _has_op(g, x, "UnsetEncoding")]
-            return (0, -1) if unsets and all(single_use(u) for u in unsets) else (9,)
-        if node.op == "TCons":  # an operand list: its encodes placed as IREE places them
-            return (1, operand_rank(node.children[0]))
-        if node.op == "SetEncoding":
-            src = g.choices(node.children[0])
-            copies = any(n.op == "Dispatch" for n in src)
-            # Hoisted argument slices are copied first; everywhere else the slice is fused.
-            if ctx == "hoisted" and any(_slice_of_arg(g, n) for n in src):
-                return (0, 0 if copies else 1)
-            return (0, 1 if copies else 0)
-        if node.op == "Generic":
-            return (0, sum(1 for k in node.children[1:] for n in g.choices(k) if n.op == "Dispatch"))
-        if node.op == "Contract":
-            return (0,)
-        return (1,)
+    def rank(self, node: Node, ctx: str) -> _Rank:
+        ranker = _RANKERS.get(node.op)
+        return ranker(self, node, ctx) if ranker is not None else (1,)
 
-    derivable = _derivable(g)
-
-    def choose(c: str, ctx: str, path: frozenset[str]) -> None:
-        if c in choice or not g.is_term_class(c):
+    def choose(self, c: str, ctx: str, path: frozenset[str]) -> None:
+        g = self.g
+        if c in self.choice or not g.is_term_class(c):
             return
         # only nodes whose children can be built (legality may have emptied a class: a refused operand list)
-        options = [n for n in g.choices(c) if all(k in derivable or not g.is_term_class(k) for k in n.children)]
+        options = [n for n in g.choices(c) if all(k in self.derivable or not g.is_term_class(k) for k in n.children)]
         if not options:
             raise BaselineError(f"class {c} has no extractable node")
         # never a node that reads a class being chosen above it (e.g. the unset_encoding sink_unset
         # puts in a generic's class, whose set_encoding is that class's encoded twin): a cycle
-        best = min(options, key=lambda n: (bool(path & set(n.children)), rank(n, ctx), node_order(n.id)))
-        choice[c] = best.id
+        best = min(options, key=lambda n: (bool(path & set(n.children)), self.rank(n, ctx), node_order(n.id)))
+        self.choice[c] = best.id
         child_ctx = {"Dispatch": "hoisted", "ConstEval": "load"}.get(best.op, ctx)
         for k in best.children:
-            choose(k, child_ctx, path | {c})
+            self.choose(k, child_ctx, path | {c})
 
-    choose(g.root, "run", frozenset())
-    if not is_acyclic(g, choice):
-        raise BaselineError("IREE's policy picked a cyclic plan")
-    return choice
+
+@_ranks(*MATERIALIZED_OPS, "EncodedSlice")
+def _rank_never(p: _IreePolicy, node: Node, ctx: str) -> _Rank:
+    """Forms IREE's plan never has: a materialized encoding op, an encode propagated through a slice."""
+    return (9,)
+
+
+@_ranks("Dispatch")
+def _rank_dispatch(p: _IreePolicy, node: Node, ctx: str) -> _Rank:
+    inner = [m for m in p.g.choices(node.children[0]) if m.op == "SetEncoding"]
+    if not inner:
+        return (1,)
+    # an encode dispatch of its own, or the producer dispatch returning the encoded value: IREE
+    # fuses when the producer's result has no other use, and only then
+    if p.fused_into_producer(node):
+        return (1, 0)
+    return (1, 2) if any(_computed(p.g, m.children[0]) for m in inner) else (1, 1)
+
+
+@_ranks("Contract")
+def _rank_contract(p: _IreePolicy, node: Node, ctx: str) -> _Rank:
+    if _has_op(p.g, node.eclass, "UnsetEncoding"):
+        return (9,)  # the contraction with its encodings dropped (rules/untile.egg): data tiling is on
+    return (0, sum(p.operand_rank(k) for k in node.children[1:3]))
+
+
+@_ranks("UnsetEncoding")
+def _rank_unset(p: _IreePolicy, node: Node, ctx: str) -> _Rank:
+    g = p.g
+    if not _has_op(g, node.children[0], "Generic"):
+        return (1,)
+    # an elementwise consumer run on the encoded accumulator (rules/sink_unset.egg): IREE's
+    # SinkUnsetEncodingOp does it when the unset_encoding it sinks has one use
+    plain = [n for n in g.choices(node.eclass) if n.op == "Generic"]
+    unsets = [x for n in plain for x in _list_classes(g, n.children[1]) if _has_op(g, x, "UnsetEncoding")]
+    return (0, -1) if unsets and all(p.single_use(u) for u in unsets) else (9,)
+
+
+@_ranks("TCons")
+def _rank_operand_list(p: _IreePolicy, node: Node, ctx: str) -> _Rank:
+    """An operand list: its encodes placed as IREE places them."""
+    return (1, p.operand_rank(node.children[0]))
+
+
+@_ranks("SetEncoding")
+def _rank_set_encoding(p: _IreePolicy, node: Node, ctx: str) -> _Rank:
+    src = p.g.choices(node.children[0])
+    copies = any(n.op == "Dispatch" for n in src)
+    # Hoisted argument slices are copied first; everywhere else the slice is fused.
+    if ctx == "hoisted" and any(_slice_of_arg(p.g, n) for n in src):
+        return (0, 0 if copies else 1)
+    return (0, 1 if copies else 0)
+
+
+@_ranks("Generic")
+def _rank_generic(p: _IreePolicy, node: Node, ctx: str) -> _Rank:
+    return (0, sum(1 for k in node.children[1:] for n in p.g.choices(k) if n.op == "Dispatch"))
 
 
 def _derivable(g: EGraphData) -> set[str]:

@@ -31,7 +31,7 @@ from egg_dispatch.mlir.ir import TensorType, element_nbytes
 from egg_dispatch.plan.graph import PlanMetrics, build_plan
 from egg_dispatch.plan.sized import plan_at_sizes
 from egg_dispatch.result.report import untiled
-from egg_dispatch.target.layout import packed_nbytes
+from egg_dispatch.target.layout import Layout, packed_nbytes
 
 if TYPE_CHECKING:
     from egg_dispatch.result.exploration import Exploration
@@ -205,6 +205,8 @@ def _encodes_computed(g, c: str, choice: dict[str, str]) -> bool:
 
 
 def explain(e: Exploration) -> str:
+    """The ``--explain`` text: per set_encoding its refused and held placements, then the untile and
+    sink_unset choices when those rule families ran."""
     g = e.data
     let_class = {let: c for c, names in g.lets.items() for let in names.split(", ")}
     best = e.best.choice
@@ -228,81 +230,106 @@ def explain(e: Exploration) -> str:
         lines.append(
             f"- {_ROLE[index]} of {op_name} #{number[op_name]}: set_encoding of {_describe(e, src)}; layout {where}"
         )
-        refused: list[str] = []
-        eb = element_nbytes(src_t.element)
-        if facts is not None and not src_t.is_static:
-            refused += _dynamic_refusals(e, facts, src, enc_key, layout)
-        elif layout is not None and not fused_pack_legal(e.target, layout, src_t.static_shape, eb):
-            divides = all(
-                src_t.static_shape[d] % t == 0 for d, t in zip(layout.inner_dims_pos, layout.inner_tiles, strict=True)
-            )
-            refused.append(
-                "fused pack: "
-                + ("2. packed buffer exceeds the stack limit" if divides else "1. inner tiles do not divide the shape")
-            )
-        if facts is None or src_t.is_static:
-            why = _hoist_reason(e, src)
-            if why:
-                refused.append(f"hoist: {why}")
-            why = _const_expr_reason(e, src)
-            if why is None and layout is not None:
-                grow = packed_nbytes(src_t.static_shape, eb, layout) - math.prod(src_t.static_shape) * eb
-                if grow > CONST_EXPR_MAX_SIZE_INCREASE:
-                    why = f"2. the encoded copy grows by {grow} B, over the 1 MiB threshold"
-            if why:
-                refused.append(f"const_eval: {why}")
-        m = _SLICE.match(e.imported.lets[src])
-        if layout is None:
-            refused.append("propagate: 4. identity layout")
-        elif m:
-            whole = e.imported.let_types[m.group(1)]
-            offs, sizes, strides = (tuple(int(x) for x in g_.split()) for g_ in m.groups()[1:])
-            if facts is not None and (why := facts.refusals.get(("tile-aligned", src, enc_key))):
-                refused.append(f"propagate: {why}")
-            elif (
-                isinstance(whole, TensorType)
-                and whole.is_static
-                and min(offs + sizes, default=0) >= 0
-                and not tile_aligned(layout, whole.static_shape, offs, sizes, strides)
-            ):
-                refused.append("propagate: 2./3. offsets or sizes are not multiples of the inner tiles")
-        if layout is not None:
-            refused.append("noop: the target resolves this encoding to tiles, so it is a real pack")
+        refused = _placement_refusals(e, facts, src, enc_key, layout, src_t)
+        refused += _propagate_refusals(e, facts, src, enc_key, layout)
         for r in refused:
             lines.append(f"    refused  {r}")
-        c = let_class.get(contract)
         if unset_class.get(contract) in dropped:
             lines.append("    chosen   none: data tiling dropped for this contraction (see below)")
             continue
-        if c is None or c not in best:
-            continue
-        chosen_node = g.nodes[best[c]]
-        operand_class = chosen_node.children[1 + index] if chosen_node.op == "Contract" else None
-        if operand_class is None:
-            continue
-        lines.append(f"    chosen   {_kind(g, operand_class, best)}: objective {e.best.metrics.objective:.4e}")
-        seen = {_kind(g, operand_class, best)}
-        for alt in g.choices(c):
-            if alt.op != "Contract" or alt.children[2 - index] != chosen_node.children[2 - index]:
-                continue
-            trial = _complete(e, best | {c: alt.id})
-            if not trial or not is_acyclic(g, trial):
-                continue
-            kind = _kind(g, alt.children[1 + index], trial)
-            if kind in seen:
-                continue
-            seen.add(kind)
-            metrics = _metrics(e, trial)
-            delta = metrics.objective - e.best.metrics.objective
-            lines.append(
-                f"    held     {kind}: objective {metrics.objective:.4e} ({delta:+.3e} vs chosen; "
-                f"run {metrics.run_seconds * 1e6:.2f} µs, memory {metrics.memory_bytes} B)"
-            )
+        lines += _chosen_and_held(e, let_class.get(contract), index)
     if "untile" in e.saturation.families:
         lines += _data_tiling(e, let_class, dropped)
     if "sink_unset" in e.saturation.families:
         lines += _sinking(e, let_class)
     return "\n".join(lines)
+
+
+def _placement_refusals(
+    e: Exploration, facts: FactReport | None, src: str, enc_key: str, layout: Layout | None, src_t: TensorType
+) -> list[str]:
+    """Why a set_encoding of ``src`` is not fused as a pack, hoisted or const-evaluated (the conditions
+    that failed; a dynamic source's from ``facts``)."""
+    refused: list[str] = []
+    eb = element_nbytes(src_t.element)
+    if facts is not None and not src_t.is_static:
+        refused += _dynamic_refusals(e, facts, src, enc_key, layout)
+    elif layout is not None and not fused_pack_legal(e.target, layout, src_t.static_shape, eb):
+        divides = all(
+            src_t.static_shape[d] % t == 0 for d, t in zip(layout.inner_dims_pos, layout.inner_tiles, strict=True)
+        )
+        refused.append(
+            "fused pack: "
+            + ("2. packed buffer exceeds the stack limit" if divides else "1. inner tiles do not divide the shape")
+        )
+    if facts is None or src_t.is_static:
+        why = _hoist_reason(e, src)
+        if why:
+            refused.append(f"hoist: {why}")
+        why = _const_expr_reason(e, src)
+        if why is None and layout is not None:
+            grow = packed_nbytes(src_t.static_shape, eb, layout) - math.prod(src_t.static_shape) * eb
+            if grow > CONST_EXPR_MAX_SIZE_INCREASE:
+                why = f"2. the encoded copy grows by {grow} B, over the 1 MiB threshold"
+        if why:
+            refused.append(f"const_eval: {why}")
+    return refused
+
+
+def _propagate_refusals(
+    e: Exploration, facts: FactReport | None, src: str, enc_key: str, layout: Layout | None
+) -> list[str]:
+    """Why the encoding is not propagated through ``src``'s slice, and why it is no no-op."""
+    refused: list[str] = []
+    m = _SLICE.match(e.imported.lets[src])
+    if layout is None:
+        refused.append("propagate: 4. identity layout")
+    elif m:
+        whole = e.imported.let_types[m.group(1)]
+        offs, sizes, strides = (tuple(int(x) for x in g_.split()) for g_ in m.groups()[1:])
+        if facts is not None and (why := facts.refusals.get(("tile-aligned", src, enc_key))):
+            refused.append(f"propagate: {why}")
+        elif (
+            isinstance(whole, TensorType)
+            and whole.is_static
+            and min(offs + sizes, default=0) >= 0
+            and not tile_aligned(layout, whole.static_shape, offs, sizes, strides)
+        ):
+            refused.append("propagate: 2./3. offsets or sizes are not multiples of the inner tiles")
+    if layout is not None:
+        refused.append("noop: the target resolves this encoding to tiles, so it is a real pack")
+    return refused
+
+
+def _chosen_and_held(e: Exploration, c: str | None, index: int) -> list[str]:
+    """The placement the best plan chose for operand ``index`` of the contraction in class ``c``, then
+    each other placement the e-graph held (with the same other operand), with its cost."""
+    g, best = e.data, e.best.choice
+    if c is None or c not in best:
+        return []
+    chosen_node = g.nodes[best[c]]
+    operand_class = chosen_node.children[1 + index] if chosen_node.op == "Contract" else None
+    if operand_class is None:
+        return []
+    lines = [f"    chosen   {_kind(g, operand_class, best)}: objective {e.best.metrics.objective:.4e}"]
+    seen = {_kind(g, operand_class, best)}
+    for alt in g.choices(c):
+        if alt.op != "Contract" or alt.children[2 - index] != chosen_node.children[2 - index]:
+            continue
+        trial = _complete(e, best | {c: alt.id})
+        if not trial or not is_acyclic(g, trial):
+            continue
+        kind = _kind(g, alt.children[1 + index], trial)
+        if kind in seen:
+            continue
+        seen.add(kind)
+        metrics = _metrics(e, trial)
+        delta = metrics.objective - e.best.metrics.objective
+        lines.append(
+            f"    held     {kind}: objective {metrics.objective:.4e} ({delta:+.3e} vs chosen; "
+            f"run {metrics.run_seconds * 1e6:.2f} µs, memory {metrics.memory_bytes} B)"
+        )
+    return lines
 
 
 def _sinking(e: Exploration, let_class: dict[str, str]) -> list[str]:

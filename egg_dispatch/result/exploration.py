@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from egg_dispatch.cost import SizePlan
+from egg_dispatch.cost import CostTable, SizePlan
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.membership import Membership
@@ -89,21 +89,37 @@ class InputInfo:
         return f"{self.form}{done}"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Exploration:
+    """What ``pipeline.explore`` found for one function: the e-graph, the chosen plan, the baseline and
+    how they were obtained. Built by keyword."""
+
     module: Module
+    """The program explored (after IREE's phases the input went through: ``input``)."""
     prepared: Module
+    """``module`` in IREE's data-tiling start state (dispatch regions, cloned producers, set_encodings)."""
     imported: ImportedProgram
+    """The function's egglog terms and what the rest of the pipeline needs to read them back."""
     target: Target
+    """The target the plans are priced for."""
     lam: float
+    """The memory weight of the objective, seconds per byte."""
     saturation: SaturationReport
+    """How saturation went: size, iterations, why it stopped, rule matches."""
     data: EGraphData
-    costs: dict
+    """The saturated e-graph, serialized: what every later stage reads."""
+    costs: CostTable
+    """The per-node prices and charges the extractors optimized."""
     best: Candidate
+    """The model's best plan."""
     baseline: Candidate | None
+    """IREE's plan as modelled in the e-graph (or, once the CLI priced it, IREE's own); None: none."""
     pareto: list[Candidate] = field(default_factory=list)
+    """The time/memory frontier (``explore(pareto=True)``; empty otherwise)."""
     timings: dict[str, float] = field(default_factory=dict)
+    """Wall seconds per stage (not deterministic: reported only with ``--timings``)."""
     warnings: list[str] = field(default_factory=list)
+    """What the report shows under its header: input warnings, plans keeping refused forms."""
     input: InputInfo | None = None
     """How the input was brought to the form explored (None: taken as given, from a parsed module)."""
     top: list[Candidate] = field(default_factory=list)

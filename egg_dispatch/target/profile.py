@@ -13,7 +13,7 @@ import dataclasses
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cache
 from importlib import resources
@@ -147,6 +147,10 @@ def _element_types(spec: ElementTypes | str | Sequence[str]) -> ElementTypes:
     return (parts[0], parts[1], parts[2])
 
 
+_Fail = Callable[[str, str], TargetError]
+"""Builds the error for a bad field: ``fail(field, problem)``."""
+
+
 def target_from_dict(data: Any, source: str = "<dict>") -> Target:
     """Validate a decoded profile and build a :class:`Target`; errors name ``source`` and the field."""
 
@@ -155,53 +159,10 @@ def target_from_dict(data: Any, source: str = "<dict>") -> Target:
 
     if not isinstance(data, dict):
         raise TargetError(f"{source}: a target profile must be a JSON object, got {type(data).__name__}")
-    for key in data:
-        if key not in _REQUIRED and key not in _OPTIONAL:
-            raise fail(key, f"unknown field (expected {sorted([*_REQUIRED, *_OPTIONAL])})")
-    for key, typ in {**_REQUIRED, **_OPTIONAL}.items():
-        if key not in data:
-            if key in _REQUIRED:
-                raise fail(key, "missing")
-            continue
-        value = data[key]
-        if not isinstance(value, typ) or (typ is not bool and isinstance(value, bool)):
-            names = typ.__name__ if isinstance(typ, type) else "number"
-            raise fail(key, f"expected {names}, got {type(value).__name__} {value!r}")
-    for key in (
-        "memory_bandwidth_gbps",
-        "max_stack_allocation_size",
-        "native_vector_size",
-        "max_plain_result_pack_bytes",
-    ):
-        if key not in data:
-            continue
-        if not _is_number(data[key]) or data[key] <= 0:
-            raise fail(key, f"must be a positive number, got {data[key]!r}")
-    if not _is_number(data["dispatch_overhead_us"]) or data["dispatch_overhead_us"] < 0:
-        raise fail("dispatch_overhead_us", f"must be a non-negative number, got {data['dispatch_overhead_us']!r}")
-
-    tiles: dict[ElementTypes, Tile] = {}
-    for key, tile in data["tiles"].items():
-        try:
-            types = _element_types(key)
-        except ValueError as err:
-            raise fail(f"tiles.{key}", str(err)) from None
-        ok = isinstance(tile, list) and len(tile) == 3
-        if not ok or not all(isinstance(t, int) and not isinstance(t, bool) and t > 0 for t in tile):
-            raise fail(f"tiles.{key}", f"expected [M0, N0, K0] of 3 positive integers, got {tile!r}")
-        tiles[types] = (tile[0], tile[1], tile[2])
-    if tiles and not data["encoding_resolver"]:
-        raise fail("tiles", "must be empty when encoding_resolver is false (every encoding is identity)")
-
-    peaks: dict[str, dict[str, float]] = {}
-    for key in ("mmt4d_peak_gflops", "matmul_peak_gflops"):
-        for cls, v in data[key].items():
-            if not _is_number(v) or v <= 0:
-                raise fail(f"{key}.{cls}", f"must be a positive number, got {v!r}")
-        needed = key == "matmul_peak_gflops" or data["encoding_resolver"]
-        if needed and "f32" not in data[key]:
-            raise fail(key, "needs an 'f32' entry (the fallback for element types without their own)")
-        peaks[key] = {cls: float(v) for cls, v in data[key].items()}
+    _check_fields(data, fail)
+    _check_limits(data, fail)
+    tiles = _tiles(data, fail)
+    peaks = _peaks(data, fail)
     notes = data.get("notes", {})
     if not all(isinstance(v, str) for v in notes.values()):
         raise fail("notes", "every note must be a string")
@@ -225,6 +186,69 @@ def target_from_dict(data: Any, source: str = "<dict>") -> Target:
         notes=MappingProxyType(dict(notes)),
         source=source,
     )
+
+
+def _check_fields(data: dict[str, Any], fail: _Fail) -> None:
+    """Every field known, every required one present, each of its JSON type (a bool is no number)."""
+    for key in data:
+        if key not in _REQUIRED and key not in _OPTIONAL:
+            raise fail(key, f"unknown field (expected {sorted([*_REQUIRED, *_OPTIONAL])})")
+    for key, typ in {**_REQUIRED, **_OPTIONAL}.items():
+        if key not in data:
+            if key in _REQUIRED:
+                raise fail(key, "missing")
+            continue
+        value = data[key]
+        if not isinstance(value, typ) or (typ is not bool and isinstance(value, bool)):
+            names = typ.__name__ if isinstance(typ, type) else "number"
+            raise fail(key, f"expected {names}, got {type(value).__name__} {value!r}")
+
+
+def _check_limits(data: dict[str, Any], fail: _Fail) -> None:
+    """Sizes and bandwidth positive and finite, the dispatch overhead non-negative (type-checked fields)."""
+    for key in (
+        "memory_bandwidth_gbps",
+        "max_stack_allocation_size",
+        "native_vector_size",
+        "max_plain_result_pack_bytes",
+    ):
+        if key not in data:
+            continue
+        if not _is_number(data[key]) or data[key] <= 0:
+            raise fail(key, f"must be a positive number, got {data[key]!r}")
+    if not _is_number(data["dispatch_overhead_us"]) or data["dispatch_overhead_us"] < 0:
+        raise fail("dispatch_overhead_us", f"must be a non-negative number, got {data['dispatch_overhead_us']!r}")
+
+
+def _tiles(data: dict[str, Any], fail: _Fail) -> dict[ElementTypes, Tile]:
+    """The ``tiles`` table by element-type triple; only a target with an encoding resolver may have one."""
+    tiles: dict[ElementTypes, Tile] = {}
+    for key, tile in data["tiles"].items():
+        try:
+            types = _element_types(key)
+        except ValueError as err:
+            raise fail(f"tiles.{key}", str(err)) from None
+        ok = isinstance(tile, list) and len(tile) == 3
+        if not ok or not all(isinstance(t, int) and not isinstance(t, bool) and t > 0 for t in tile):
+            raise fail(f"tiles.{key}", f"expected [M0, N0, K0] of 3 positive integers, got {tile!r}")
+        tiles[types] = (tile[0], tile[1], tile[2])
+    if tiles and not data["encoding_resolver"]:
+        raise fail("tiles", "must be empty when encoding_resolver is false (every encoding is identity)")
+    return tiles
+
+
+def _peaks(data: dict[str, Any], fail: _Fail) -> dict[str, dict[str, float]]:
+    """Both peak tables, positive numbers with the ``f32`` fallback where it can be looked up."""
+    peaks: dict[str, dict[str, float]] = {}
+    for key in ("mmt4d_peak_gflops", "matmul_peak_gflops"):
+        for cls, v in data[key].items():
+            if not _is_number(v) or v <= 0:
+                raise fail(f"{key}.{cls}", f"must be a positive number, got {v!r}")
+        needed = key == "matmul_peak_gflops" or data["encoding_resolver"]
+        if needed and "f32" not in data[key]:
+            raise fail(key, "needs an 'f32' entry (the fallback for element types without their own)")
+        peaks[key] = {cls: float(v) for cls, v in data[key].items()}
+    return peaks
 
 
 def _load_text(text: str, source: str) -> Target:

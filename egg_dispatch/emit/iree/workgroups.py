@@ -6,6 +6,7 @@ from egg_dispatch.emit.iree.builder import Builder, EmitIreeError, type_text
 from egg_dispatch.emit.iree.rewrite import fold_constant_slice
 from egg_dispatch.mlir.ir import (
     ArrayAttr,
+    Block,
     DispatchTensorType,
     IntAttr,
     Operation,
@@ -218,27 +219,7 @@ class DispatchConverter:
         terminator = body_ops[-1]
         if terminator.name != "flow.return":
             raise EmitIreeError("a dispatch region must end in flow.return")
-        captured = _captured(body_ops)
-        prelude: list[Operation] = []  # ops from outside cloned into the body, in dependency order
-        operands: list[Value] = []
-        pending = list(captured)
-        while pending:
-            v = pending.pop(0)
-            owner = v.owner
-            if isinstance(owner, Operation) and (
-                owner.name == "tensor.empty"
-                or (owner.name == "arith.constant" and not isinstance(v.type, TensorType))
-                or (owner.name in TENSOR_RESHAPE_OPS and v not in self.boxed and owner not in body_ops)
-            ):
-                if owner not in prelude:
-                    prelude.insert(0, owner)
-                    pending.extend(x for x in owner.operands if x not in pending)
-            elif v in mapping:
-                if v not in operands:
-                    operands.append(v)
-            else:
-                raise EmitIreeError(f"%{v.name} is used in a dispatch but never defined outside it")
-        prelude = _topological(prelude)
+        prelude, operands = self.split_captures(body_ops, mapping)
         result_dims = result_dims or [[] for _ in results]
         if any(isinstance(t, TensorType) and not t.is_static for t in result_types) and not any(result_dims):
             result_dims = [self.dims_of_result(r, mapping, b) for r in results]
@@ -247,14 +228,7 @@ class DispatchConverter:
         # (ConvertDispatchRegionsToWorkgroups); bindings and their loads/stores carry those sizes.
         tensors = [v for v in operands if isinstance(mapping[v].type, TensorType)]
         tensor_dims = {v: self.dims(mapping[v], b) for v in tensors}
-        index_values: list[Value] = []  # values of the new module
-        for v in operands:
-            if not isinstance(mapping[v].type, TensorType) and mapping[v].type == _INDEX:
-                index_values.append(mapping[v])
-        for ds in [*tensor_dims.values(), *result_dims]:
-            for d in ds:
-                if d not in index_values:
-                    index_values.append(d)
+        index_values = _index_values(operands, mapping, [*tensor_dims.values(), *result_dims])
         scalars = [v for v in operands if not isinstance(mapping[v].type, TensorType) and mapping[v].type != _INDEX]
         body = Builder()
         inner: dict[Value, Value] = {}
@@ -311,17 +285,7 @@ class DispatchConverter:
             attrs, dyn = _full_slice_dyn(t, inside)
             body.add("iree_tensor_ext.dispatch.tensor.store", [value, arg, *dyn, *inside], [], attrs)
         body.add("flow.return", [], [])
-        count = Builder()
-        count_args = [Value(f"w{k}", _INDEX, count.block, k) for k in range(len(index_values))]
-        count.block.args.extend(count_args)
-        count_op = count.add("iree_tensor_ext.dispatch.workgroup_count_from_slice", [], [ScalarType("index")] * 3)
-        count_op.opaque_text = "(" + ", ".join(f"%{a.name}" for a in count_args) + ")" if count_args else "()"
-        count_op.operands = list(count_args)
-        self.count_text.append((count_op, count_args))
-        for v, nm in zip(count_op.results, "xyz", strict=True):
-            v.name = nm
-        count.add("flow.return", list(count_op.results), [])
-        regions = [Region([body.block]), Region([count.block])]
+        regions = [Region([body.block]), Region([self.count_block(len(index_values))])]
         attrs = {}
         groups = [tensor_dims[v] for v in tensors] + [[] for _ in scalars] + [[] for _ in index_values] + result_dims
         if index_values:
@@ -330,6 +294,48 @@ class DispatchConverter:
         return b.add(
             "flow.dispatch.workgroups", [*index_values, *args_new, *dims], out_types, attributes=attrs, regions=regions
         )
+
+    def split_captures(
+        self, body_ops: list[Operation], mapping: dict[Value, Value]
+    ) -> tuple[list[Operation], list[Value]]:
+        """The values a dispatch body captures, split into the ops cloned in (``tensor.empty``, scalar
+        constants, reshapes of values computed outside; with what they read, in dependency order) and the
+        dispatch's operands (defined outside, in first-use order)."""
+        prelude: list[Operation] = []  # ops from outside cloned into the body
+        operands: list[Value] = []
+        pending = list(_captured(body_ops))
+        while pending:
+            v = pending.pop(0)
+            owner = v.owner
+            if isinstance(owner, Operation) and (
+                owner.name == "tensor.empty"
+                or (owner.name == "arith.constant" and not isinstance(v.type, TensorType))
+                or (owner.name in TENSOR_RESHAPE_OPS and v not in self.boxed and owner not in body_ops)
+            ):
+                if owner not in prelude:
+                    prelude.insert(0, owner)
+                    pending.extend(x for x in owner.operands if x not in pending)
+            elif v in mapping:
+                if v not in operands:
+                    operands.append(v)
+            else:
+                raise EmitIreeError(f"%{v.name} is used in a dispatch but never defined outside it")
+        return _topological(prelude), operands
+
+    def count_block(self, n: int) -> Block:
+        """The workgroup count region's block: ``n`` workload arguments into
+        ``workgroup_count_from_slice`` (its text set again once values are named: ``finish_reshapes``)."""
+        count = Builder()
+        count_args = [Value(f"w{k}", _INDEX, count.block, k) for k in range(n)]
+        count.block.args.extend(count_args)
+        count_op = count.add("iree_tensor_ext.dispatch.workgroup_count_from_slice", [], [ScalarType("index")] * 3)
+        count_op.opaque_text = "(" + ", ".join(f"%{a.name}" for a in count_args) + ")" if count_args else "()"
+        count_op.operands = list(count_args)
+        self.count_text.append((count_op, count_args))
+        for v, nm in zip(count_op.results, "xyz", strict=True):
+            v.name = nm
+        count.add("flow.return", list(count_op.results), [])
+        return count.block
 
     def dims_of_result(self, r: Value, mapping: dict[Value, Value], b: Builder) -> list[Value]:
         """The sizes of a dynamic result of a computation given a dispatch of its own: its op's."""
@@ -369,6 +375,20 @@ def _captured(body_ops: list[Operation]) -> list[Value]:
                 if v not in inner and v not in out:
                     out.append(v)
     return out
+
+
+def _index_values(operands: list[Value], mapping: dict[Value, Value], dim_lists: list[list[Value]]) -> list[Value]:
+    """The index values (of the new module) a dispatch reads: its captured index operands, then the
+    ``?`` sizes in ``dim_lists``, each once, in that order (its workload)."""
+    index_values: list[Value] = []
+    for v in operands:
+        if not isinstance(mapping[v].type, TensorType) and mapping[v].type == _INDEX:
+            index_values.append(mapping[v])
+    for ds in dim_lists:
+        for d in ds:
+            if d not in index_values:
+                index_values.append(d)
+    return index_values
 
 
 def _topological(ops: list[Operation]) -> list[Operation]:
