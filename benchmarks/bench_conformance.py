@@ -14,18 +14,25 @@ and the table says, per file: the cases IREE runs (a chunk IREE's pass rejects i
 among ours, not among them, refused by our reader or importer (a bug: IREE accepts the input), and
 internal errors; then every case that is not among ours, with the first decision the e-graph lacks.
 
-Run: ``python benchmarks/bench_conformance.py --iree-src DIR [--target x86_64-avx2] [--json FILE]``.
+Run: ``python benchmarks/bench_conformance.py --iree-src DIR [--target x86_64-avx2] [--json FILE]
+[--write-doc [PAGE]]``. ``--write-doc`` writes the table, with the checkout, IREE version, target, CPU and
+date it was made with, into ``docs/conformance.md`` (or PAGE) between its two ``DOC_BEGIN`` / ``DOC_END``
+comments, leaving the rest of the page as it is: the page's table is the last run's, never typed by hand.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import os
 import re
+import subprocess
 import sys
 import time
 import traceback
 from dataclasses import asdict, dataclass
+from importlib import metadata
 from pathlib import Path
 
 from egg_dispatch.egraph.imported import ImportError_
@@ -47,6 +54,10 @@ ORACLE_FILES = {
 }
 """Each lit file's families: those the oracle asks for its pass (``iree.oracle.PASSES``)."""
 READ_FILES = ("set_encoding.mlir", "form_dispatch_regions.mlir")
+DOC = Path(__file__).resolve().parents[1] / "docs" / "conformance.md"
+DOC_BEGIN = "<!-- bench_conformance.py --write-doc: begin -->"
+DOC_END = "<!-- bench_conformance.py --write-doc: end -->"
+"""The comments around the part of ``docs/conformance.md`` that ``--write-doc`` replaces."""
 PIPELINE = re.compile(r'--pass-pipeline="([^"]+)"')
 FUNC = re.compile(r"func(?:\.func)? (?:public |private )?@(\w+)")
 
@@ -117,16 +128,84 @@ def _last_frame(e: Exception) -> str:
     return f"{str(e).splitlines()[0] if str(e) else ''}{where}"
 
 
+def _counts(cases: list[Case], f: str) -> tuple[int, dict[str, int]]:
+    """The cases IREE runs of lit file ``f`` (a chunk its pass rejects is not one), and their count by status."""
+    runs = [c for c in cases if c.file == f and c.status != "iree-rejects"]
+    statuses = ("in", "missing", "unread", "internal", "numbers", "read")
+    return len(runs), {s: sum(c.status == s for c in runs) for s in statuses}
+
+
 def table(cases: list[Case]) -> list[str]:
     rows = []
     for f in [*ORACLE_FILES, *READ_FILES]:
-        mine = [c for c in cases if c.file == f]
-        runs = [c for c in mine if c.status != "iree-rejects"]
-        n = {s: sum(c.status == s for c in runs) for s in ("in", "missing", "unread", "internal", "numbers", "read")}
+        runs, n = _counts(cases, f)
         among = str(n["in"]) if f in ORACLE_FILES else f"{n['read']} read"
-        rows.append((f, str(len(runs)), among, str(n["missing"] + n["numbers"]), str(n["unread"]), str(n["internal"])))
+        rows.append((f, str(runs), among, str(n["missing"] + n["numbers"]), str(n["unread"]), str(n["internal"])))
     head = ("lit file", "cases IREE runs", "IREE's plan among ours", "not among ours", "refused (read)", "internal")
     return table_lines(head, rows)
+
+
+def doc_table(cases: list[Case]) -> list[str]:
+    """``table`` as the Markdown of ``docs/conformance.md``: a lit file by its stem, a file that is only
+    read marked so, with ``-`` for the plans it does not compare."""
+    head = ("lit file", "cases IREE runs", "IREE's plan among ours", "not among ours", "refused by our reader")
+    out = ["| " + " | ".join((*head, "internal errors")) + " |", "|---|---|---|---|---|---|"]
+    for f in [*ORACLE_FILES, *READ_FILES]:
+        runs, n = _counts(cases, f)
+        stem = f.removesuffix(".mlir")
+        cells: tuple[object, ...]
+        if f in ORACLE_FILES:
+            cells = (stem, runs, n["in"], n["missing"] + n["numbers"], n["unread"], n["internal"])
+        else:
+            cells = (f"{stem} (read)", runs, f"{n['read']} read", "-", n["unread"], n["internal"])
+        out.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return out
+
+
+def checkout(iree_src: Path) -> str:
+    """``iree_src``'s commit and its date, as git gives them, or what it is when git cannot say."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(iree_src), "log", "-1", "--format=%h (%cs)"], capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return f"{iree_src.name} (not a git checkout)"
+    return done.stdout.strip()
+
+
+def doc_block(cases: list[Case], provenance: str) -> str:
+    """What ``--write-doc`` puts between ``DOC_BEGIN`` and ``DOC_END``: what the run was made with
+    (``made_with``), then the table; no timings (a run's times are the benchmark's output, not the page's)."""
+    return "\n".join([DOC_BEGIN, provenance, "", *doc_table(cases), DOC_END])
+
+
+def made_with(iree_src: Path, target: Target, today: datetime.date | None = None) -> str:
+    """The sentence above the page's table: the checkout, IREE version, target, CPU and date of the run."""
+    try:
+        iree = f"IREE {metadata.version('iree-base-compiler')}'s `iree-opt`"
+    except metadata.PackageNotFoundError:  # pragma: no cover - the benchmark needs IREE
+        iree = "`iree-opt`"
+    when = (today or datetime.date.today()).isoformat()
+    return (
+        f"Written by `--write-doc`: an IREE checkout at {checkout(iree_src)}, {iree}, target {target.name}, "
+        f"on {host_cpu()[0]} ({os.cpu_count()} cores), {when}."
+    )
+
+
+def write_doc(page: Path, block: str) -> None:
+    """Replace the part of ``page`` from ``DOC_BEGIN`` to ``DOC_END`` (both kept) with ``block``; the
+    rest of the page stays byte for byte. A page without exactly one such part is an error."""
+    text = page.read_text()
+    check_doc(page, text)
+    start, end = text.index(DOC_BEGIN), text.index(DOC_END) + len(DOC_END)
+    page.write_text(text[:start] + block + text[end:])
+
+
+def check_doc(page: Path, text: str | None = None) -> None:
+    """SystemExit unless ``page`` has ``DOC_BEGIN`` once, then ``DOC_END`` once."""
+    text = page.read_text() if text is None else text
+    if text.count(DOC_BEGIN) != 1 or text.count(DOC_END) != 1 or text.index(DOC_BEGIN) > text.index(DOC_END):
+        raise SystemExit(f"{page}: needs one {DOC_BEGIN!r} and, after it, one {DOC_END!r}")
 
 
 def main() -> int:
@@ -134,10 +213,20 @@ def main() -> int:
     ap.add_argument("--iree-src", type=Path, required=True, help="an IREE source checkout")
     ap.add_argument("--target", default="x86_64-avx2")
     ap.add_argument("--json", type=Path, help="also write every case's result here")
+    ap.add_argument(
+        "--write-doc",
+        type=Path,
+        nargs="?",
+        const=DOC,
+        metavar="PAGE",
+        help="write the table into PAGE (default docs/conformance.md) between its two marker comments",
+    )
     args = ap.parse_args()
     folder = args.iree_src / TESTS
     if not folder.is_dir():
         raise SystemExit(f"{folder}: not a directory (--iree-src names an IREE checkout)")
+    if args.write_doc:
+        check_doc(args.write_doc)  # before the run, not after it
     target = load_target(args.target)
     start = time.perf_counter()
     cases: list[Case] = []
@@ -154,6 +243,9 @@ def main() -> int:
             print(f"{c.file} #{c.index} @{c.name}: {c.status}: {c.detail}")
     if args.json:
         args.json.write_text(json.dumps([asdict(c) for c in cases], indent=1) + "\n")
+    if args.write_doc:
+        write_doc(args.write_doc, doc_block(cases, made_with(args.iree_src, target)))
+        print(f"\nwrote the table into {args.write_doc}")
     return 0
 
 

@@ -117,9 +117,10 @@ def consumer_pairs(
 ) -> tuple[tuple[float, str, str], ...]:
     """(seconds, generic node, unset node): an elementwise generic reading the result of an
     ``unset_encoding`` (or unpack) inside its dispatch pays ``KernelCosts.consumer_after_unpack`` per
-    element of its result when a plan chooses both (on the Xeon a bias + ReLU after the unpack of a
-    32 x 96 contraction cost 1.6 µs more than the contraction with the unpack alone; the same generic on
-    the encoded accumulator, ``rules/sink_unset.egg``, pays nothing extra). Empty without that fit."""
+    element of its result when a plan chooses both: the generic after the unpack in the contraction's
+    dispatch measured slower than the unpack alone, while the same generic on the encoded accumulator
+    (``rules/sink_unset.egg``) costs nothing extra, so it pays nothing (docs/measurements.md §3). Empty
+    without that fit."""
     k = target.kernels
     if k is None or not k.consumer_after_unpack.measured:
         return ()
@@ -148,9 +149,9 @@ def throttle_charges(
 ) -> tuple[tuple[tuple[float, str], ...], frozenset[str]]:
     """(``gated`` charges, ``gate``) of ``KernelCosts.throttle``: every plain contraction node pays that
     fraction of its time (``seconds``, by node id) more when the plan also runs a data-tiled one whose
-    time reaches ``throttle_us`` (the gate). On the Xeon two plain 64 x 768 x 768 matmuls ran 11-14%
-    slower in a module whose third projection was data-tiled (a 580 µs mmt4d), which a model that
-    priced each kernel as measured alone ranked as fast as three plain ones. Empty without the fit."""
+    time reaches ``throttle_us`` (the gate): plain contractions measured slower in a module that also ran
+    a long data-tiled one, which a model pricing each kernel as measured alone cannot see
+    (docs/measurements.md §3). Empty without the fit."""
     k = target.kernels
     if k is None or k.throttle <= 0:
         return (), frozenset()

@@ -131,19 +131,20 @@ def plan_programs(quick: bool, target: Target) -> Plan:
                     throttle_shapes=((64, 16, 768), (64, 64, 768)), encode_after_shapes=((32, 128, 32),))  # fmt: skip
     grid = tuple((m, n, n + n // 2) for m in (1, 8, 32, 128, 512) for n in (64, 256, 1024))
     # a transformer block's small projections (K of 32, N of 48 or 96: heads, MLP width) and a few
-    # tiny ones, which the square-ish grid does not reach: there the fits extrapolated (plain matmuls
-    # in a block ran 1.6x faster than the grid's fit said; a tiny mmt4d's fixed cost was a guess)
+    # tiny ones, which the square-ish grid does not reach: there the fits extrapolated, and missed what
+    # a block's matmuls measured (docs/measurements.md §3)
     grid += ((16, 48, 32), (16, 96, 32), (16, 32, 96), (64, 128, 32), (64, 32, 128), (4, 64, 32))
     grid += ((8, 16, 32), (2, 32, 16), (8, 32, 16))
-    # matvecs of both aspect ratios: three M = 1 shapes of one aspect left the :m1 fits exact through
-    # their points and 3x off for a [768, 3072] weight
+    # matvecs of both aspect ratios: M = 1 shapes of one aspect left the :m1 fits exact through their
+    # points and far off for a weight of the other aspect (docs/measurements.md §3)
     grid += ((1, 2048, 512), (1, 512, 2048))
     # RHS sizes either side of the L2 (1.5 and 3 MB f32): where a plain contraction's RHS stops staying
     # in the cache, and whether all of it or the part beyond is read again (``with_reread``); the grid's
     # RHS sizes jump from 0.4 MB to 6 MB
     grid += ((64, 512, 768), (64, 1024, 768))
-    # and an RHS of exactly 2 MiB (f16 [512, 2048], f32 [512, 1024]): at the L2's own size a plain f16
-    # [K, N] matmul ran at 55 GFLOP/s, and without a sample there the re-read knee fell at 2 MiB
+    # and an RHS of exactly 2 MiB (f16 [512, 2048], f32 [512, 1024]): at the L2's own size a plain
+    # [K, N] matmul already slows, and without a sample there the re-read knee fell at 2 MiB
+    # (docs/measurements.md §3)
     grid += ((128, 2048, 512), (64, 512, 1024))
     small: tuple[tuple[int, int, int], ...] = (
         (1, 32, 48), (4, 64, 32), (16, 64, 32), (16, 32, 64), (32, 48, 64), (8, 64, 48), (32, 64, 48)
@@ -155,34 +156,33 @@ def plan_programs(quick: bool, target: Target) -> Plan:
               (96, 32, 64), (128, 32, 48), (8, 256, 32), (16, 256, 48), (1, 256, 96))  # fmt: skip
     gen = ((1, 64), (8, 64), (1, 512), (16, 256), (4, 1024), (64, 1024), (256, 4096))
     slices = ((16, 256), (64, 256), (64, 768), (128, 768), (256, 768), (768, 768), (1536, 768))
-    # the softmax and attention of transformer blocks: opaque to the model, priced by a formula they
-    # missed 4-15x (a [128, 16] softmax of the BERT block ran 3.3 µs, 0.2 predicted); heads x tokens rows
-    # of keys-long softmaxes, and (B, M, K1, K2, N) attentions of the exported blocks and of GPT-2 small
+    # the softmax and attention of transformer blocks: opaque to the model, which a flops formula priced
+    # several times too fast (docs/measurements.md §3); heads x tokens rows of keys-long softmaxes, and
+    # (B, M, K1, K2, N) attentions of the exported blocks and of GPT-2 small
     softmax = ((128, 16), (512, 16), (64, 64), (256, 64), (1024, 128), (768, 512))
     attention = ((4, 16, 8, 16, 8), (8, 16, 8, 16, 8), (4, 32, 16, 32, 16), (8, 64, 32, 64, 32),
                  (12, 64, 64, 64, 64), (8, 128, 64, 128, 64))  # fmt: skip
-    # buffers a plan allocates on every call, 4 KiB to 16 MiB: a per-call packed [768, 768] f32 weight
-    # (2.4 MB) cost ~80 µs beyond its kernels on the Xeon, which a model without it priced at 0
+    # buffers a plan allocates on every call, 4 KiB to 16 MiB: their cost comes beyond the kernels, where
+    # no kernel time shows it, and a model without it priced it at 0 (docs/measurements.md §3)
     buffers = (4096, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24)
     # an elementwise producer (a bias, an activation, a norm's scale, a cast) and the pack of its result:
-    # IREE fuses them into one dispatch, which ran 2-4x the two apart on the Xeon at the sizes of the
+    # IREE fuses them into one dispatch, which can run several times the two apart at the sizes of the
     # exported blocks; the [B, S, K] forms are a linear layer of a PyTorch export reading its tokens
-    # through a collapse. One shape per program: next to other cases a [64, 768] f32 generic and encode
-    # ran 37 and 51 µs, alone 6 and 5 (their buffers' first touch, ``alloc``, swamped the difference)
-    # The fused form's extra changes sign between 1 K elements (fused faster) and 48 K (slower): the
-    # [32, 128] and [64, 256] ones between (a GPT-2 block's MLP activations) were an interpolation's
-    # guess, and its fused packs measured 0.1 µs where the guess priced 0.5
+    # through a collapse. One shape per program: next to other cases their buffers' first touch
+    # (``alloc``) swamped the difference. The fused form's extra changes sign with the size (fused is
+    # faster on small tensors, slower on large ones), so the sizes between, a GPT-2 block's MLP
+    # activations, are measured rather than interpolated (docs/measurements.md §3)
     producers: tuple[tuple[str, tuple[tuple[int, int, int], ...]], ...]
     producers = (("f32", ((0, 16, 64), (0, 32, 128), (0, 64, 256), (0, 64, 768))),
                  ("f32", ((2, 8, 64), (2, 16, 128), (1, 64, 768))))  # fmt: skip
     if "f16,f16,f32" in types:
         producers += (("f16", ((2, 8, 64), (2, 16, 128), (1, 128, 768))),)
-    # mmt4d kernels of ~13, 27, 52 and 140 µs next to plain matmuls: on the Xeon those ran 11-17% slower
-    # next to one of 27 µs or more and not measurably slower next to one of 15 µs or less
+    # mmt4d kernels of several lengths next to plain matmuls, on both sides of the length from which the
+    # plain ones run slower (docs/measurements.md §3)
     throttles = ((64, 16, 768), (64, 32, 768), (64, 64, 768), (64, 192, 768))
     # a contraction's dispatch ending with the encode of its result for the next contraction (IREE's own
-    # plans of transformer blocks): there the encode added 0.10-0.14 µs to a 32 x 96 x 32 or 32 x 128 x 32
-    # contraction on the Xeon against 0.26-0.33 µs for its own dispatch apart, which the model charged
+    # plans of transformer blocks): there the encode costs less than the dispatch of its own that the
+    # model charged (docs/measurements.md §3)
     encode_after = ((16, 64, 64), (32, 96, 32), (32, 128, 32), (64, 256, 64), (128, 512, 128))
     return Plan(types, grid, small, gen, (1, 2, 4, 16, 48), 3, 0.1, fans=(2, 8), slice_shapes=slices,
                 softmax_shapes=softmax, attention_shapes=attention, buffer_bytes=buffers,
@@ -223,9 +223,9 @@ def size_classes(shapes: Sequence[tuple[int, int, int]]) -> list[list[tuple[int,
     """Shapes grouped by the size of their largest operand, within a factor 4 of each other.
 
     One program runs all its cases in a loop, so a small case sharing a program with a [1024, 1536]
-    one is measured with its caches flushed by its neighbour: a 6 K-element pack took 1.7 µs there and
-    0.24 µs for 3 K elements among small neighbours. Each size class is a program of its own, so every
-    case is measured as it runs among dispatches of its own size."""
+    one is measured with its caches flushed by its neighbour, several times slower than among small
+    neighbours (docs/measurements.md §3). Each size class is a program of its own, so every case is
+    measured as it runs among dispatches of its own size."""
     by_class: dict[int, list[tuple[int, int, int]]] = {}
     for m, n, k in shapes:
         largest = max(m * k, n * k, m * n)
@@ -281,8 +281,8 @@ def micro_programs(plan: Plan, target: Target) -> list[MicroProgram]:
 
 def _generic_programs(plan: Plan) -> list[MicroProgram]:
     """Elementwise and reduction generics, one program per size class (as ``size_classes`` does for
-    contractions): among a [256, 4096] neighbour, a [16, 256] add measured 1.7 µs, alone 0.38 µs, and
-    the small generics of a model block run as fast as the latter (profiled in tune)."""
+    contractions): a small generic next to a large one measured several times its time alone, and the
+    small generics of a model block run as fast as alone (docs/measurements.md §3)."""
     by_class: dict[int, list[tuple[int, int]]] = {}
     for r, n in plan.generic_shapes:
         by_class.setdefault(int(math.log(max(r * n, 1), 4)), []).append((r, n))
@@ -344,7 +344,8 @@ def calibrate(
     """Measure the micro-programs for ``target``'s CPU and fit its kernel costs (see module doc).
     ``deadline`` (on ``clock``, default ``time.monotonic``) stops measuring early; what was measured
     is fitted, and ``Calibration.stopped`` says why it stopped. ``jobs`` programs compile at a time
-    (compiling took half of a full run on one core); timing is always one at a time."""
+    (compiling is about half of a full run on one core: docs/measurements.md §3); timing is always one
+    at a time."""
     import time
     from concurrent.futures import ThreadPoolExecutor
 

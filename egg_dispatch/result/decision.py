@@ -1,17 +1,11 @@
 """Which plan ``explore`` recommends: ours, or IREE's own when the model cannot tell them apart.
 
-The model's prediction of how much faster one plan is than another has an error of its own:
-``benchmarks/bench_fidelity.py`` measured the median |log(predicted ratio / measured ratio)| between
-a plan of ours and IREE's own plan at 5.2% over 124 plans of 25 programs (Intel Xeon with AVX-512,
-calibrated host profile, IREE 3.13, December 2026; 8.5% before the transient step was priced). The
-runs with the bias after the unpack priced as well had 2.8% and 3.6%, and the runs with the memory
-knee, the matvec fits and the slice copies 3.5-4.6% (``notebooks/data/fidelity.json`` holds the last):
-the default stays at the more conservative 5% it was set from. In two of those runs, before clones
-were priced per dispatch, a GPT-2 plan that computes a contraction in two dispatches was priced 0.5 µs
-too low, predicted 5.2% faster than IREE's plan and measured 1.04-1.05x: 5% is a floor, not a margin. A
-plan predicted faster than IREE's by less than that is not known to be faster: on the PyTorch
-blocks such predicted ties measured 4-23% slower than IREE's plan. So explore keeps IREE's own plan
-unless ours is predicted faster by at least ``MIN_GAIN``; ``tune`` measures instead of guessing.
+The model's prediction of how much faster one plan is than another has an error of its own, which
+``benchmarks/bench_fidelity.py`` measures between plans of ours and IREE's own plan: a median of about
+3-5% of the ratio on a calibrated profile (docs/measurements.md §2.5). A plan predicted faster than IREE's
+by less than that is not known to be faster, and such predicted ties have measured slower than IREE's
+plan; 5% is a floor, not a margin. So explore keeps IREE's own plan unless ours is predicted faster by at
+least ``MIN_GAIN``; ``tune`` measures instead of guessing.
 """
 
 from __future__ import annotations
