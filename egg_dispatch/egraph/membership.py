@@ -1,13 +1,18 @@
 """Whether a plan imported on its own (IREE's own plan, read back from what IREE printed) is one of
-the plans an e-graph holds, and if not, the first of its decisions the e-graph lacks.
+the plans an e-graph holds, and if not, the decisions of it the e-graph lacks.
 
 Both are terms of one language, so membership is hash-consing, with no rule run and no plan
 enumerated: walk the plan bottom-up and find each of its nodes among the e-graph's e-nodes (the same
 constructor, its children in the classes the plan's own children were found in). The plan is in the
-e-graph when its root is found in the root's class and every class is chosen one way (a plan picks one
-node per class). A plan that uses a node legality refuses is in the e-graph all the same, but no
-extractor returns it: ``refused`` says which (IREE's own plan can be one IREE's codegen then fails on,
-the bug this project was born from).
+e-graph when its root is found in the root's class: every node of it is an e-node whose operands lie
+in the e-classes of its own operands. Redundant work is allowed: IREE's plan may compute one e-class
+two ways (encode one tensor into two layouts that turn out physically identical, unset a result and
+set the same layout again), which the e-graph rightly merges; such a plan is in, and ``redundant``
+says where (IREE's plan is still costed as IREE runs it). Where the plan is not in, every decision the
+e-graph lacks is listed (``all_missing``: each node not found whose operands were all found, so one
+miss does not hide the next, and what is above a miss is not counted again). A plan that uses a node
+legality refuses is in the e-graph all the same, but no extractor returns it: ``refused`` says which
+(IREE's own plan can be one IREE's codegen then fails on, the bug this project was born from).
 
 Leaves are compared by what they stand for, not by how two imports spelled them:
 
@@ -86,6 +91,10 @@ class Membership:
     undecided: str | None = None
     """Why there is no answer (the test reached its budget); ``in_egraph`` is then False and
     ``missing`` says the same, so that a reader who only looks there is not told the plan is out."""
+    all_missing: tuple[str, ...] = ()
+    """Every decision of the plan the e-graph lacks, in program order (``missing`` is the first)."""
+    redundant: tuple[str, ...] = ()
+    """The plan's nodes that compute an e-class it also computes another way (redundant work)."""
 
 
 def plan_membership(
@@ -265,13 +274,19 @@ class _Matcher:
     def run(self, deadline: Deadline | None = None) -> Membership:
         """Bottom-up, every e-class each plan class can be (two leaves that look alike, e.g. equal
         constants, leave more than one), then top-down from the root one node per class."""
+        missing: list[str] = []
+        lost: set[str] = set()  # plan classes not found, or above one that was not
         for c in self._post_order():
             if deadline is not None and deadline.expired():
                 why = f"not decided: the membership test reached its budget ({deadline.seconds:g} s)"
                 return Membership(False, why, undecided=why)
             node = self.plan.nodes[self.plan_choice[c]]
+            children = self._children(node)
+            if any(k in lost for k in children):
+                lost.add(c)  # a consequence of a miss below, not a decision of its own
+                continue
             slots: list[list[object]] = []
-            for k in self._children(node):
+            for k in children:
                 if self.plan.is_term_class(k):
                     slots.append(list(self.found[k]))
                 else:
@@ -285,15 +300,22 @@ class _Matcher:
                 for entry in usable or candidates:
                     found.setdefault(entry[0].eclass, (entry, kids))
             if not found:
-                return Membership(False, f"no e-node {self._describe(c)}{self._context(c)}")
+                missing.append(f"no e-node {self._describe(c)}{self._context(c)}")
+                lost.add(c)
+                continue
             self.found[c] = found
+        if missing:
+            return Membership(False, missing[0], all_missing=tuple(missing))
         if self.g.root not in self.found.get(self.plan.root, {}):
-            return Membership(False, "the plan's results are not the e-graph's root")
+            why = "the plan's results are not the e-graph's root"
+            return Membership(False, why, all_missing=(why,))
         return self._chosen()
 
     def _chosen(self) -> Membership:
-        """The plan as one choice of the e-graph, from the root down (``run`` found every class)."""
+        """The plan as a choice of the e-graph, from the root down (``run`` found every class); an
+        e-class the plan computes a second way is redundant work, kept as its first choice."""
         refused: str | None = None
+        redundant: list[str] = []
         todo = [(self.plan.root, self.g.root)]
         seen: set[tuple[str, str]] = set()
         while todo:
@@ -303,16 +325,14 @@ class _Matcher:
             seen.add((c, ours))
             (node, below), kids = self.found[c][ours]
             for n in (node, *below):
-                if self.choice.get(n.eclass, n.id) != n.id:
-                    why = "the plan chooses its e-class two ways"
-                    return Membership(False, f"{self._describe(c)}{self._context(c)}: {why}")
-                self.choice[n.eclass] = n.id
+                if self.choice.setdefault(n.eclass, n.id) != n.id:
+                    redundant.append(f"{self._describe(c)}{self._context(c)}")
                 if n.subsumed and refused is None:
                     refused = self._describe(c)
             plan_kids = [k for k in self._children(self.plan.nodes[self.plan_choice[c]]) if self.plan.is_term_class(k)]
             term_kids = [k for k in kids if isinstance(k, str)]
             todo.extend(zip(plan_kids, term_kids, strict=True))
-        return Membership(True, None, refused, dict(self.choice))
+        return Membership(True, None, refused, dict(self.choice), redundant=tuple(redundant))
 
     def _folded(self) -> dict[_Key, list[_Entry]]:
         """Static slices of constants in the e-graph, keyed as the ``Const`` of their values (built

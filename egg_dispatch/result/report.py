@@ -6,7 +6,7 @@ asked for)::
     {schema, file, function, target, lambda,
      input: {form, explored_form, steps: [str], notes: [str]} | null,
      egraph: {enodes, eclasses, iterations, stop_reason, rule_matches: {rule: n}},
-     best: PLAN, baseline: PLAN & {in_egraph, missing, refused} | null, pareto: [PLAN],
+     best: PLAN, baseline: PLAN & {in_egraph, missing, missing_all?, refused, redundant?} | null, pareto: [PLAN],
      warnings: [str], stops?: [{stage, seconds, handed_on}] (stages that reached their budget,
      util.deadline), decision?: {keep_iree, reason}}  (the CLI's recommendation, ``result.decision``)
     PLAN = {label, signature, objective, run_seconds, load_seconds, persistent_bytes,
@@ -216,27 +216,35 @@ def to_json(e: Exploration, with_timings: bool = False) -> dict:
 
 def _baseline_json(e: Exploration, with_timings: bool) -> dict | None:
     """The baseline's plan, and whether it is one of the e-graph's plans (``in_egraph``; where not,
-    ``missing``: the first of its decisions the e-graph lacks; ``refused``: a node of it legality
-    refuses, so that no extractor returns it)."""
+    ``missing``: the first of its decisions the e-graph lacks, and ``missing_all`` every one;
+    ``refused``: a node of it legality refuses, so that no extractor returns it; ``redundant``, when
+    the plan computes an e-class two ways: where)."""
     if e.baseline is None:
         return None
     out = plan_json(e.baseline, with_timings)
     m = e.baseline_membership
     if m is not None:
         out.update(in_egraph=m.in_egraph, missing=m.missing, refused=m.refused)
+        if m.all_missing:
+            out["missing_all"] = list(m.all_missing)
+        if m.redundant:
+            out["redundant"] = list(m.redundant)
     return out
 
 
 def membership_line(e: Exploration) -> str | None:
-    """The report's line on whether the baseline is a plan of the e-graph."""
+    """The report's lines on whether the baseline is a plan of the e-graph: the first decision it
+    lacks, then each other one (``Membership.all_missing``) on a line of its own."""
     m = e.baseline_membership
     if e.baseline is None or m is None:
         return None
     if not m.in_egraph:
-        return f"  in our e-graph: no (first decision it lacks: {m.missing})"
+        more = [f"    also lacks: {d}" for d in m.all_missing[1:]]
+        return "\n".join([f"  in our e-graph: no (first decision it lacks: {m.missing})", *more])
+    extra = f" (with redundant work: {len(m.redundant)} e-class(es) computed twice)" if m.redundant else ""
     if m.refused:
-        return f"  in our e-graph: yes, but legality refuses {m.refused}"
-    return "  in our e-graph: yes"
+        return f"  in our e-graph: yes{extra}, but legality refuses {m.refused}"
+    return f"  in our e-graph: yes{extra}"
 
 
 def _us(seconds: float) -> str:
