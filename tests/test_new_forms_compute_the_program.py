@@ -2,10 +2,12 @@
 fused into its producer's dispatch through a reshape (``rules/fuse_encode.egg``), an accumulator's
 set_encoding hoisted (``rules/hoist.egg``), a consumer with a scalar argument run on the encoded
 accumulator (``rules/sink_unset.egg``), a set_encoding bubbled above a dequantization, a transpose
-or a broadcast (``rules/propagate_bubble.egg``), a fill, a dequantization or an empty cloned into the dispatch
-that reads it (``rules/clone.egg``). Each lit case shows the form is among the plans; here
-every plan ``opt`` prints for the case is evaluated with the target's packed layouts against the
-program evaluated as written, plain.
+or a broadcast (``rules/propagate_bubble.egg``), a fill, a dequantization or an empty cloned into the
+dispatch that reads it (``rules/clone.egg``), a reshape and its inverse folded to their source
+(``rules/noop_reshape.egg``), a dispatch of a const-expr generic evaluated at load
+(``rules/const_eval.egg``). Each lit case shows the form is among the plans; here every plan ``opt``
+prints for the case is evaluated with the target's packed layouts against the program evaluated as
+written, plain.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ CASES = {
     ("sink_unset/sink_encoded_argument_dynamic.mlir", 0, "sink_unset"): (
         "dispatch{linalg.generic, iree_encoding.unset_encoding}"
     ),
+    ("noop/fold_reshape_round_trip.mlir", 0, "noop"): ": dispatch{linalg.generic}",  # the pair folded away
+    ("noop/fold_reshape_round_trip.mlir", 4, "noop"): ": dispatch{linalg.generic}",
+    ("const_eval/const_eval_dispatch.mlir", 0, "const_eval"): ": init{linalg.generic} dispatch{linalg.generic}",
 }
 IDENTITY_CASE = ("fuse/fuse_encode_through_reshape_identity_layout.mlir", 0, "fuse,noop")
 """On target none every layout is the identity: ``noop`` folds the encode fused through the reshape, and

@@ -362,7 +362,8 @@ def _fused_pack_refusal(
 
 
 def _op_facts(imported: ImportedProgram) -> list[str]:
-    """``(elementwise key)`` and ``(bit-extend key)`` of generics, ``(view-op key)`` of reshapes."""
+    """``(elementwise key)``, ``(bit-extend key)`` and ``(hoistable-size key)`` of generics,
+    ``(view-op key)`` of reshapes."""
     lines: list[str] = []
     for key, op in imported.ops.items():
         if op.name == "linalg.generic":
@@ -372,9 +373,22 @@ def _op_facts(imported: ImportedProgram) -> list[str]:
                 lines.append(f"(elementwise {quote(key)})")
             if is_bit_extend(op):
                 lines.append(f"(bit-extend {quote(key)})")
+            if _global_bytes(op.results[0].type if len(op.results) == 1 else None) <= CONST_EXPR_MAX_SIZE_INCREASE:
+                lines.append(f"(hoistable-size {quote(key)})")
         elif op.name in RESHAPE_OPS:
             lines.append(f"(view-op {quote(key)})")
     return lines
+
+
+def _global_bytes(t: object) -> float:
+    """Bytes of a global holding a value of type ``t``; infinite when not a static tensor (a dynamic
+    value is never hoisted: its size is not known at load)."""
+    if not isinstance(t, TensorType) or t.encoding is not None:
+        return math.inf
+    dims = [d for d in t.shape if d is not None and d >= 0]
+    if len(dims) != len(t.shape):
+        return math.inf
+    return math.prod(dims) * element_nbytes(t.element)
 
 
 def _sunk_operand_sources(imported: ImportedProgram, sites: list[SinkSite]) -> set[tuple[tuple[int, ...], str, str]]:

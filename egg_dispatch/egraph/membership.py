@@ -34,11 +34,12 @@ Leaves are compared by what they stand for, not by how two imports spelled them:
   const-eval evaluates what the e-graph's const-eval keeps as ``Slice(Const …)``);
 - everything else (encodings, sizes, argument numbers) by value.
 
-Two differences of form are normalized, on both sides: IREE's initializers encode with
-``flow.tensor.encode``, read as ``Dispatch(SetEncoding …)``, where the e-graph's const-eval holds
-``ConstEval(SetEncoding …)`` (a load-time computation is not a run-time dispatch); and a reshape between
-dispatches, read from IREE's ``flow.tensor.reshape`` as ``Dispatch(Op reshape …)``, is the reshape
-itself (a view, no dispatch).
+Three differences of form are normalized: IREE's initializers encode with ``flow.tensor.encode``, read
+as ``Dispatch(SetEncoding …)``, where the e-graph's const-eval holds ``ConstEval(SetEncoding …)`` (a
+load-time computation is not a run-time dispatch); a reshape between dispatches, read from IREE's
+``flow.tensor.reshape`` as ``Dispatch(Op reshape …)``, is the reshape itself (a view, no dispatch); and
+a chain of two or three reshapes in the e-graph is the one reshape to its last type IREE folds it into
+(``reshape-chains``; a reshape is compared by its result type, so the chain's last op stands for it).
 """
 
 from __future__ import annotations
@@ -61,7 +62,14 @@ from egg_dispatch.util.deadline import Deadline
 __all__ = ["NORMALIZATIONS", "Membership", "choice_membership", "plan_membership"]
 
 NORMALIZATIONS = frozenset(
-    {"structured-bodies", "reshapes-alike", "folded-constants", "initializer-encodes", "reshape-views"}
+    {
+        "structured-bodies",
+        "reshapes-alike",
+        "folded-constants",
+        "initializer-encodes",
+        "reshape-views",
+        "reshape-chains",
+    }
 )
 """The differences of form ``plan_membership`` looks through (module docstring), each by name, so
 that a caller (a test) can ask without one and see what it is for."""
@@ -243,6 +251,9 @@ class _Matcher:
                     for d in self._views(k) if "reshape-views" in normalize else ():
                         kids = (*node.children[:i], d.children[0], *node.children[i + 1 :])
                         self.index.setdefault(self._key(node.op, kids), []).append((node, (d,)))
+                if "reshape-chains" in normalize and _is_reshape(g, node, imported):
+                    for kids, below in self._chained(node):
+                        self.index.setdefault(self._key(node.op, kids), []).append((node, below))
                 if node.op == "ConstEval" and "initializer-encodes" in normalize:
                     for d in (g.nodes[m] for m in g.classes[node.children[0]]):
                         if d.op == "Dispatch":
@@ -251,6 +262,30 @@ class _Matcher:
         self.parents: dict[str, str] = {}
         self.found: dict[str, dict[str, tuple[_Entry, tuple[object, ...]]]] = {}  # plan class -> its classes in g
         self.choice: dict[str, str] = {}  # class of g -> the node the plan chose there
+
+    def _chained(self, node: Node) -> list[tuple[tuple[str, ...], tuple[Node, ...]]]:
+        """``node`` (a reshape) read as one reshape of what a reshape under it reshapes: its children
+        with the operand list of the reshape below, and the nodes looked through (the operand list and
+        that reshape), two and three reshapes deep. IREE folds a chain of reshapes into the one
+        ``flow.tensor.reshape`` to the last type (its reshape folders); the e-graph keeps the chain."""
+        out: list[tuple[tuple[str, ...], tuple[Node, ...]]] = []
+        frontier: list[tuple[str, tuple[Node, ...]]] = [(node.children[1], ())]
+        for _ in range(2):
+            deeper: list[tuple[str, tuple[Node, ...]]] = []
+            for lst, below in frontier:
+                for cons in (self.g.nodes[n] for n in self.g.classes.get(lst, ())):
+                    if cons.op != "TCons" or len(cons.children) != 2:
+                        continue
+                    nil = self.g.classes.get(cons.children[1], ())
+                    if not any(self.g.nodes[n].op == "TNil" for n in nil):
+                        continue
+                    for inner in (self.g.nodes[n] for n in self.g.classes.get(cons.children[0], ())):
+                        if _is_reshape(self.g, inner, self.ours.imported):
+                            step = (*below, cons, inner)
+                            out.append(((node.children[0], inner.children[1], *node.children[2:]), step))
+                            deeper.append((inner.children[1], step))
+            frontier = deeper
+        return out
 
     def _views(self, c: str) -> list[Node]:
         """The ``Dispatch(reshape)`` nodes of class ``c`` of the e-graph."""

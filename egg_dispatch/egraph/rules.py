@@ -52,6 +52,7 @@ FAMILIES = ("clone", "hoist", "const_eval", "propagate", "noop", "untile", "sink
 FAMILY_FILES: dict[str, tuple[str, ...]] = {
     "propagate": ("propagate_slice", "propagate_bubble", "propagate_cast"),
     "fuse": ("fuse_pack", "fuse_elementwise", "fuse_encode"),
+    "noop": ("noop", "noop_reshape"),
 }
 """The rule files of a family that mirrors several IREE behaviours, in load order (the first declares
 the ruleset); every other family (and ``analysis``) is the one file of its name."""

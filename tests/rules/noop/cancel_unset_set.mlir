@@ -18,7 +18,7 @@ func.func @cancel_unset_then_set_encoding(%a: tensor<8x8xf32>, %b: tensor<8x8xf3
 
 // -----
 
-// Condition 3: the first dispatch unsets only 8 of its 16 result rows. Both layouts are 8x8 on the
+// noop.egg condition 3: the first dispatch unsets only 8 of its 16 result rows. Both layouts are 8x8 on the
 // M dim, but the set_encoding of those 8 rows is not the packed 16-row result: the pair does not
 // cancel (with all 16 rows it does, by the rule across the dispatch boundary).
 // CHECK-LABEL: plans for @dont_cancel_partial_unset_encoding: 1; {{.*}} rule matches: none

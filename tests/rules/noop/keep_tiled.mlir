@@ -1,6 +1,6 @@
 // RUN: egg-dispatch opt --split-input-file --rules noop --target x86_64-avx2 %s | filecheck %s
 
-// Condition 1: AVX2 resolves the encodings to 8x1 / 8x8 tiles, not the identity: the set_encodings
+// noop.egg condition 1: AVX2 resolves the encodings to 8x1 / 8x8 tiles, not the identity: the set_encodings
 // are real packs and stay.
 // CHECK-LABEL: plans for @dont_fold_tiled_set_encoding: {{[1-9]}}
 // CHECK:       iree_encoding.set_encoding
@@ -16,7 +16,7 @@ func.func @dont_fold_tiled_set_encoding(%rhs: tensor<8x8xf32>) -> tensor<8x8xf32
 
 // -----
 
-// Condition 2: unset_encoding of a matmul result (8x8 tiles on M,N) followed by set_encoding as the
+// noop.egg condition 2: unset_encoding of a matmul result (8x8 tiles on M,N) followed by set_encoding as the
 // next matmul's LHS (8x1 tiles on M,K): the layouts differ, so the pair does not cancel.
 // CHECK-LABEL: plans for @dont_cancel_mismatched_layouts: {{[1-9]}}
 // CHECK:       iree_encoding.unset_encoding
