@@ -260,6 +260,15 @@ MISSED = {
     # the second residual as the down projection's accumulator (the first one is in: noop_reshape)
     "models/llama_block/torch": "no e-node SetEncoding(Dispatch(UnsetEncoding), encoding(operand 2))",
     "models/tiny_lm/torch": "no e-node Const(constant tensor<128x32xf32>)",
+    # transformers' own classes (issue 51, point 5): a concatenation (RoPE's rotate_half, the KV cache) as a
+    # copy dispatch of its own; the split of a fused projection as slices of a result; position ids
+    "models/hf_llama/torch": "no e-node Dispatch(InsertSlice(Dispatch, Empty, 0x0x0, 1x16x8, 1x1x1))",
+    "models/hf_qwen2/torch": "no e-node Dispatch(InsertSlice(Dispatch, Empty, 0x0x0, 1x16x8, 1x1x1))",
+    "models/hf_gpt2/torch": "no e-node Slice(Op(flow.tensor.reshape, TCons, 0), 0x0x0, 1x16x64, 1x1x1)",
+    "models/hf_bert/torch": "no e-node Slice(Const(constant tensor<1x64xi64>), 0x0, 1x16, 1x1)",
+    "models/hf_phi3/torch": "no e-node Slice(Dispatch(UnsetEncoding), 0x0x0, 1x16x64, 1x1x1)",
+    "models/hf_gemma2/torch": "no e-node Dispatch(InsertSlice(Dispatch, Empty, 0x0x0, 1x16x8, 1x1x1))",
+    "models/llama_decode/torch": "no e-node Dispatch(InsertSlice(Op, Empty, 0x0x0x0, 1x2x127x32, 1x1x1x1))",
 }
 
 

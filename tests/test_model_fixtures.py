@@ -42,6 +42,8 @@ STATIC = ("gpt2_block", "bert_block", "llama_block", "tiny_lm", "int8_mlp", "f16
 DYNAMIC = ("attention_dyn", "mlp_dyn")
 SYMBOLIC = {"mlp_sym": ((1, 8), (3, 16), (2, 24))}
 """Models exported with symbolic shape expressions (util.assume.int in input.mlir): name -> recorded sizes."""
+HF = ("hf_llama", "hf_qwen2", "hf_gpt2", "hf_bert", "hf_phi3", "hf_gemma2")
+"""Prefills of transformers' own model classes (scripts/export_transformers_fixtures.py)."""
 DECODE = ("llama_decode",)
 """Decode steps against a KV cache (scripts/export_decode_fixture.py)."""
 DECODE_FILES = (
@@ -110,12 +112,25 @@ def ext_tolerance(name: str) -> float:
 
 def test_model_list_matches_folders():
     on_disk = {p.name for p in MODELS.iterdir() if p.is_dir()}
-    assert on_disk == set(STATIC) | set(DYNAMIC) | set(SYMBOLIC) | set(DECODE)
+    assert on_disk == set(STATIC) | set(DYNAMIC) | set(SYMBOLIC) | set(DECODE) | set(HF)
     readme = (MODELS / "README.md").read_text()
     for name in (*STATIC, *DYNAMIC, *SYMBOLIC):
         assert f"| `{name}` |" in readme
-    for name in DECODE:  # written by their own script, with a README of their own
-        assert f"`{name}/`" in readme and (MODELS / name / "README.md").is_file()
+    for name in (*DECODE, *HF):  # written by their own scripts, with a README of their own
+        assert f"`{name}" in readme and (MODELS / name / "README.md").is_file()
+
+
+@pytest.mark.parametrize("name", HF)
+def test_transformers_prefill_files_and_recorded_outputs(name: str):
+    """Each transformers prefill: the files its script writes, IREE's recorded logits agree with torch's
+    (1e-4 relative, as the f32 models above), and its parameters are external (named in torch.mlir)."""
+    folder = MODELS / name
+    assert {p.name for p in folder.iterdir()} == set(DECODE_FILES)
+    torch_out, iree_out = load_npz(folder / "expected_torch.npz"), load_npz(folder / "expected_iree.npz")
+    assert [o.shape for o in torch_out] == [(1, 16, 512)]
+    for t, i in zip(torch_out, iree_out, strict=True):
+        assert np.abs(t - i).max() <= 1e-4 * np.abs(t).max()
+    assert f'#flow.parameter.named<"{SCOPE}"::' in (folder / "torch.mlir").read_text()
 
 
 def test_decode_files_and_recorded_outputs():
