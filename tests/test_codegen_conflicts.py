@@ -25,7 +25,6 @@ import egg_dispatch.pipeline as pipeline
 from egg_dispatch.cost import Facts
 from egg_dispatch.cost.classes import contraction_node_mnk
 from egg_dispatch.cost.conflicts import (
-    codegen_conflicts,
     is_result_layout,
     plain_result_pack_conflicts,
     plain_result_pack_over,
@@ -378,19 +377,15 @@ def test_recorded_plain_result_pack_outcomes_still_hold(m: int, n: int, k: int) 
 
 
 @needs_iree
-def test_gpt2_best_plan_compiles_and_needed_the_conflict(
-    monkeypatch: pytest.MonkeyPatch, gpt2_zen5: Exploration
-) -> None:
-    """Under the Zen 5 profile explore's best GPT-2 plan compiles for AVX-512; with the plain-result
-    condition switched off the best plan is one IREE rejects ('large vector sizes'), so the test can
-    fail and the conflict is what keeps the plan out."""
-    target = load_target(str(ZEN5))
+def test_gpt2_best_plan_compiles_under_the_zen5_profile(gpt2_zen5: Exploration) -> None:
+    """Under the Zen 5 profile explore's best GPT-2 plan compiles for AVX-512. Until the sink reached the
+    second residual add (the accumulator of the contraction in its own dispatch) and the q/k/v split was
+    copied before its reshape, the best plan with the plain-result condition switched off was one IREE
+    rejects ('large vector sizes'); the e-graph now holds cheaper plans that compile, so that end-to-end
+    demonstration is gone (checked: with the condition off the best plan, and the twelve best, hold no
+    conflict), and what the condition refuses rests on IREE's own answers to the probe
+    (``test_recorded_plain_result_pack_outcomes_still_hold``)."""
     assert _compiles(gpt2_zen5.best.mlir, str(ZEN5)) == "ok"
-    monkeypatch.setattr(
-        cost_model, "codegen_conflicts", lambda g, limit, info, *a, **k: codegen_conflicts(g, limit, info)
-    )
-    ex_off = explore(GPT2, target, baseline=False)
-    assert "large vector sizes" in _compiles(ex_off.best.mlir, str(ZEN5))
 
 
 XEON = FIXTURES / "profiles" / "xeon-avx512-calibrated-2026-12-03.json"

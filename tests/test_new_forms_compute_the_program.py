@@ -1,13 +1,14 @@
 """Every plan the rules hold for a form they newly derive computes the program's numbers: an encode
 fused into its producer's dispatch through a reshape (``rules/fuse_encode.egg``), an accumulator's
 set_encoding hoisted (``rules/hoist.egg``), a consumer with a scalar argument run on the encoded
-accumulator (``rules/sink_unset.egg``), a set_encoding bubbled above a dequantization, a transpose
-or a broadcast (``rules/propagate_bubble.egg``), a fill, a dequantization or an empty cloned into the
-dispatch that reads it (``rules/clone.egg``), a reshape and its inverse folded to their source
-(``rules/noop_reshape.egg``), a dispatch of a const-expr generic evaluated at load
-(``rules/const_eval.egg``). Each lit case shows the form is among the plans; here every plan ``opt``
-prints for the case is evaluated with the target's packed layouts against the program evaluated as
-written, plain.
+accumulator, on whichever input reads it, or writing it transposed (``rules/sink_unset.egg``), a
+set_encoding bubbled above a dequantization, a transpose or a broadcast (``rules/propagate_bubble.egg``),
+a fill, a dequantization or an empty cloned into the dispatch that reads it, or a slice between
+dispatches copied by a dispatch of its own for the reshape that reads it (``rules/clone.egg``), a
+reshape and its inverse folded to their source (``rules/noop_reshape.egg``), a dispatch of a const-expr
+generic evaluated at load (``rules/const_eval.egg``). Each lit case shows the form is among the plans;
+here every plan ``opt`` prints for the case is evaluated with the target's packed layouts against the
+program evaluated as written, plain.
 """
 
 from __future__ import annotations
@@ -36,6 +37,14 @@ CASES = {
     ("clone/clone_producers.mlir", 0, "clone,hoist"): "dispatch{linalg.fill, linalg.matmul}",
     ("clone/clone_producers.mlir", 1, "clone,hoist,fuse"): "dispatch{linalg.generic, linalg.fill, linalg.matmul}",
     ("clone/clone_producers.mlir", 4, "clone"): "dispatch{linalg.fill, linalg.generic} dispatch{linalg.fill}",
+    ("clone/clone_slice_before_reshape.mlir", 0, "clone"): (  # q/k/v copied, each reshaped in the consumer
+        "dispatch{tensor.expand_shape, tensor.extract_slice} dispatch{tensor.expand_shape, tensor.extract_slice} "
+        "dispatch{tensor.expand_shape, tensor.extract_slice} "
+        "dispatch{tensor.expand_shape, tensor.expand_shape, tensor.expand_shape, linalg.generic}"
+    ),
+    ("clone/clone_slice_before_reshape.mlir", 1, "clone"): (
+        "dispatch{tensor.extract_slice} dispatch{tensor.expand_shape, linalg.generic}"
+    ),
     ("propagate/bubble_through_elementwise.mlir", 1, "propagate,hoist"): (
         "dispatch{iree_encoding.set_encoding, iree_encoding.set_encoding, linalg.generic, linalg.fill"
     ),
@@ -47,6 +56,13 @@ CASES = {
     ),
     ("sink_unset/sink_encoded_argument_dynamic.mlir", 0, "sink_unset"): (
         "dispatch{linalg.generic, iree_encoding.unset_encoding}"
+    ),
+    ("sink_unset/sink_elementwise.mlir", 5, "sink_unset,fuse"): (  # the second residual on its own accumulator
+        "dispatch{iree_encoding.set_encoding, iree_encoding.set_encoding, iree_encoding.set_encoding, linalg.fill, "
+        "linalg.matmul, iree_encoding.set_encoding, linalg.generic, iree_encoding.unset_encoding}"
+    ),
+    ("sink_unset/sink_elementwise.mlir", 6, "sink_unset"): (  # a transposing consumer on the accumulator
+        "linalg.matmul, linalg.generic, iree_encoding.unset_encoding}"
     ),
     ("noop/fold_reshape_round_trip.mlir", 0, "noop"): ": dispatch{linalg.generic}",  # the pair folded away
     ("noop/fold_reshape_round_trip.mlir", 4, "noop"): ": dispatch{linalg.generic}",

@@ -396,8 +396,9 @@ def _sunk_operand_sources(imported: ImportedProgram, sites: list[SinkSite]) -> s
     generic it runs on an encoded accumulator (a bias): their const-eval and layout facts."""
     return {
         source
-        for site in sites
-        if site.refusal is None
+        for first in sites
+        if first.refusal is None
+        for site in first.sites()  # every encoded input's (sink_facts.py: a site's ``also``)
         for source in _operand_sources(imported, site.let, site.operands)
     }
 

@@ -16,12 +16,21 @@ on the start state's generics, because they read indexing maps (the terms only n
 3. the encoded value is an input, not the init;
 4. its map is the identity (IREE: a permutation; PR #24171: never a broadcast *of* the encoded
    tensor) -- a transposing map is IREE's, not modelled here;
-5. the output map is the identity (IREE appends the inverse of the operand's permutation to the result's
-   encoding; with the identity the result is encoded exactly as the accumulator), one init, one result;
+5. the output map is a permutation, one init, one result: the init, and the result, get the
+   accumulator's encoding with the output map appended (``createNewEncoding`` on the init: a transpose
+   of the encoded result, ``(d0, d1, d2) -> (d1, d0, d2)``, is the accumulator's tiles on the permuted
+   dims); with the identity it is the accumulator's encoding itself;
 6. the body reads no ``linalg.index`` (IREE rewrites it to ``outer * tile + inner``; not modelled);
 7. the encoded value is the whole of a value in a matmul accumulator's encoding (an
    ``unset_encoding`` of a contraction's result or of an encoded argument), or of a generic this
    family sinks through already (a chain of elementwise ops).
+
+Every input that reads such a value is a site of its own (IREE's ``SinkUnsetEncodingOp`` is rooted
+at the unset_encoding, whichever operand of the consumer it is): a residual add reading the result of
+an earlier sunk generic (another dispatch's) and the unset_encoding of its own dispatch's contraction
+runs on either accumulator, the other input encoded to match. IREE's own, the unset_encoding in the
+generic's dispatch, is the first site (``SinkSite``; the others are its ``also``), and its result's
+encoding is what a chain continues with.
 
 The tiled-layout condition is the rule's own (``layout-of``). IREE's "the unset_encoding has one use" is
 no condition of the e-graph (a plan that also needs the plain result keeps the unset for that use, and
@@ -63,6 +72,16 @@ class SinkSite:
     """The first numbered condition (module docstring) it fails; None when legal."""
     scalars: tuple[int, ...] = ()
     """Input positions that are scalars (a function's f32 argument, a constant): read as they are."""
+    init: int = -1
+    """The init's operand position (the number of inputs)."""
+    result: str | None = None
+    """The encoding key the init, and the result, get (condition 5)."""
+    also: tuple[SinkSite, ...] = ()
+    """The legal sites of the same generic on its other encoded inputs (module docstring)."""
+
+    def sites(self) -> tuple[SinkSite, ...]:
+        """This site and its ``also``."""
+        return (self, *self.also)
 
 
 def sunk_encoding(e: EncodingAttr, operand_map: AffineMapAttr) -> EncodingAttr:
@@ -72,19 +91,29 @@ def sunk_encoding(e: EncodingAttr, operand_map: AffineMapAttr) -> EncodingAttr:
     return e if operand_map.is_identity else e.with_operand_map(operand_map)
 
 
-def _source_encoding(imported: ImportedProgram, let: str, sunk: dict[str, str]) -> tuple[str | None, str | None]:
-    """(encoding key of the encoded value an input reads, refusal): an unset_encoding of an encoded
-    contraction (condition 7), or a generic the family already sinks through; a dispatch result of one
-    counts too (the fuse family fuses the consumer into that dispatch)."""
+@dataclasses.dataclass(frozen=True)
+class _Source:
+    """What an input of a generic reads, when it is an encoded value (condition 7)."""
+
+    encoding: str | None
+    refusal: str | None
+    placed: bool
+    """A dispatch result (not IREE's: an unset_encoding in another dispatch than the generic)."""
+
+
+def _source_encoding(imported: ImportedProgram, let: str, sunk: dict[str, str]) -> _Source | None:
+    """The encoded value an input reads: an unset_encoding of an encoded contraction (condition 7), or a
+    generic the family already sinks through; a dispatch result of one counts too (the fuse family
+    fuses the consumer into that dispatch). None when the input reads no encoded value."""
     term = imported.lets.get(let, "")
     placed = _DISPATCH.match(term)
     if placed:
         let, term = placed.group(1), imported.lets.get(placed.group(1), "")
     if let in sunk:
-        return sunk[let], None
+        return _Source(sunk[let], None, bool(placed))
     m = _UNSET.match(term)
     if not m:
-        return None, None
+        return None
     src_t = imported.let_types.get(m.group(1))
     enc = src_t.encoding if isinstance(src_t, TensorType) else None
     if (
@@ -93,13 +122,66 @@ def _source_encoding(imported: ImportedProgram, let: str, sunk: dict[str, str]) 
         or enc.op_type != "matmul"
         or enc.operand_index != 2
     ):
-        return None, "7. the unset_encoding's source is not a matmul-encoded contraction result"
+        return _Source(None, "7. the unset_encoding's source is not a matmul-encoded contraction result", bool(placed))
     out_t = imported.let_types.get(let)
     if not isinstance(out_t, TensorType) or out_t.shape != src_t.shape:
-        return None, "7. the unset_encoding does not return the whole result"
+        return _Source(None, "7. the unset_encoding does not return the whole result", bool(placed))
     key = encoding_key(enc)
     imported.encodings.setdefault(key, enc)  # an encoded function argument's: no set_encoding named it
-    return key, None
+    return _Source(key, None, bool(placed))
+
+
+def _maps(op: Operation) -> list[AffineMapAttr]:
+    return [mp for mp in getattr(op.attributes.get("indexing_maps"), "items", ()) if isinstance(mp, AffineMapAttr)]
+
+
+def _generic_refusal(op: Operation, n_init: int) -> str | None:
+    """The first of conditions 1, 2, 5 and 6 (those of the generic, whichever input is encoded) it fails."""
+    its = [getattr(a, "value", "") for a in getattr(op.attributes.get("iterator_types"), "items", ())]
+    maps = _maps(op)
+    if not its or any(i != "parallel" for i in its):
+        return "1. the generic has a reduction loop"
+    if len(maps) != len(op.operands) or not all(mp.num_symbols == 0 and mp.dim_positions() is not None for mp in maps):
+        return "2. an indexing map is not a projected permutation"
+    out = maps[-1].dim_positions() or ()
+    if len(op.results) != 1 or n_init != 1 or sorted(out) != list(range(maps[-1].num_dims)):
+        return "5. the output map is not a permutation (or not one init)"
+    body = op.regions[0].entry.ops if op.regions else []
+    if any(o.name == "linalg.index" for inner in body for o in inner.walk()):
+        return "6. the body reads linalg.index (not modelled)"
+    return None
+
+
+def _position_refusal(op: Operation, position: int, n_in: int) -> str | None:
+    """Conditions 3 and 4: those of the encoded input itself."""
+    if position >= n_in:
+        return "3. the encoded value is the generic's init, not an input"
+    mp = _maps(op)[position]
+    if not mp.is_identity:
+        how = "a broadcast of the encoded tensor" if len(mp.results) < mp.num_dims else "a transpose"
+        return f"4. the encoded input's map is not the identity ({how})"
+    return None
+
+
+def _legal_site(imported: ImportedProgram, op: Operation, site: SinkSite) -> SinkSite | None:
+    """``site`` with the encodings of its other operands (``generateSinkingEncodings``), registered in
+    ``imported.encodings``; None when the accumulator's encoding is unknown."""
+    enc = imported.encodings.get(site.encoding) if site.encoding else None
+    if enc is None:
+        return None
+    maps = _maps(op)
+    types = [v.type for v in ins(op)]
+    keys: dict[int, str] = {}
+    scalars = tuple(i for i, t in enumerate(types) if i != site.position and not isinstance(t, TensorType))
+    tensors = [i for i, t in enumerate(types) if i != site.position and isinstance(t, TensorType)]
+    for i in [*tensors, len(types)]:  # the other tensor inputs, then the init (the result's encoding)
+        e_i = sunk_encoding(enc, maps[i])
+        keys[i] = encoding_key(e_i)
+        imported.encodings.setdefault(keys[i], e_i)
+        if site.encoding in imported.encoding_dims:  # the same iteration sizes: the same encoding_dims
+            imported.encoding_dims.setdefault(keys[i], imported.encoding_dims[site.encoding])
+    result = keys.pop(len(types))
+    return dataclasses.replace(site, operands=keys, scalars=scalars, init=len(types), result=result)
 
 
 def _site(imported: ImportedProgram, let: str, sunk: dict[str, str]) -> SinkSite | None:
@@ -112,56 +194,27 @@ def _site(imported: ImportedProgram, let: str, sunk: dict[str, str]) -> SinkSite
         return None
     n_in = len(ins(op))
     names = _LET.findall(m.group(2))
-    inputs, inits = names[:n_in], names[n_in:]
-    found = [(i, *_source_encoding(imported, x, sunk)) for i, x in enumerate(inputs)]
-    found += [(n_in + j, *_source_encoding(imported, x, sunk)) for j, x in enumerate(inits)]
-    candidates = [(i, e, why) for i, e, why in found if e is not None or why is not None]
+    found = [(i, _source_encoding(imported, x, sunk)) for i, x in enumerate(names)]
+    # IREE's own first: an unset_encoding in the generic's dispatch, then a dispatch result (ours)
+    candidates = sorted(((i, s) for i, s in found if s is not None), key=lambda c: (c[1].placed, c[0]))
     if not candidates:
         return None
-    position, enc_key, why = candidates[0]
-    site = SinkSite(let, key, position, enc_key, {})
-    if why is not None:
-        return dataclasses.replace(site, refusal=why)
-    its = [getattr(a, "value", "") for a in getattr(op.attributes.get("iterator_types"), "items", ())]
-    maps = list(getattr(op.attributes.get("indexing_maps"), "items", ()))
-    if not its or any(i != "parallel" for i in its):
-        return dataclasses.replace(site, refusal="1. the generic has a reduction loop")
-    if len(maps) != len(op.operands) or not all(
-        isinstance(mp, AffineMapAttr) and mp.num_symbols == 0 and mp.dim_positions() is not None for mp in maps
-    ):
-        return dataclasses.replace(site, refusal="2. an indexing map is not a projected permutation")
-    if position >= n_in:
-        return dataclasses.replace(site, refusal="3. the encoded value is the generic's init, not an input")
-    if not maps[position].is_identity:
-        broadcast = len(maps[position].results) < maps[position].num_dims
-        how = "a broadcast of the encoded tensor" if broadcast else "a transpose"
-        return dataclasses.replace(site, refusal=f"4. the encoded input's map is not the identity ({how})")
-    if len(op.results) != 1 or len(inits) != 1 or not maps[-1].is_identity:
-        return dataclasses.replace(site, refusal="5. the output map is not the identity (or not one init)")
-    enc = imported.encodings.get(enc_key) if enc_key else None
-    if enc is None:
-        return None
-    types = [v.type for v in ins(op)]
-    body = op.regions[0].entry.ops if op.regions else []
-    if any(o.name == "linalg.index" for inner in body for o in inner.walk()):
-        return dataclasses.replace(site, refusal="6. the body reads linalg.index (not modelled)")
-    operands: dict[int, str] = {}
-    scalars = tuple(i for i, t in enumerate(types) if i != position and not isinstance(t, TensorType))
-    for i, t in enumerate(types):
-        if i == position or not isinstance(t, TensorType):
-            continue  # the encoded input itself, or a scalar (read as it is)
-        e_i = sunk_encoding(enc, maps[i])
-        operands[i] = encoding_key(e_i)
-        imported.encodings.setdefault(operands[i], e_i)
-        if enc_key in imported.encoding_dims:  # the same iteration sizes: the same encoding_dims
-            imported.encoding_dims.setdefault(operands[i], imported.encoding_dims[enc_key])
-    return dataclasses.replace(site, operands=operands, scalars=scalars)
+    sites = [SinkSite(let, key, i, s.encoding, {}, s.refusal) for i, s in candidates]
+    why = _generic_refusal(op, len(names) - n_in)
+    if why is not None:  # condition 7 of the first input first, then the generic's own
+        return sites[0] if sites[0].refusal else dataclasses.replace(sites[0], refusal=why)
+    sites = [s if s.refusal else dataclasses.replace(s, refusal=_position_refusal(op, s.position, n_in)) for s in sites]
+    legal = [x for x in (_legal_site(imported, op, s) for s in sites if s.refusal is None) if x is not None]
+    if not legal:
+        return sites[0] if sites[0].refusal is not None else None
+    return dataclasses.replace(legal[0], also=tuple(legal[1:]))
 
 
 def sink_sites(imported: ImportedProgram) -> list[SinkSite]:
     """Every generic of the start state reading an encoded contraction's result (directly or through
-    generics the family sinks through), with its operands' encodings or the condition it fails.
-    Registers the operands' encodings in ``imported.encodings`` (the emitter prints them)."""
+    generics the family sinks through), with its operands' encodings or the condition it fails; one
+    per generic, its other legal sites in ``also``. Registers the operands' encodings in
+    ``imported.encodings`` (the emitter prints them)."""
     sunk: dict[str, str] = {}
     out: list[SinkSite] = []
     for let, term in imported.lets.items():
@@ -171,24 +224,26 @@ def sink_sites(imported: ImportedProgram) -> list[SinkSite]:
         if site is None:
             continue
         out.append(site)
-        if site.refusal is None and site.encoding is not None:
-            sunk[let] = site.encoding  # identity output map: the result is encoded as the accumulator
+        if site.refusal is None and site.result is not None:
+            sunk[let] = site.result  # the result is encoded as the init (condition 5)
     return out
 
 
 def sink_facts(sites: list[SinkSite]) -> tuple[list[str], dict[tuple[str, ...], str]]:
-    """egglog facts ``(sink-target key position enc)``, ``(sink-encoding key enc i enc_i)`` and
-    ``(sink-scalar key i)`` for every legal site of ``sites`` (:func:`sink_sites`), and the refusals of
-    the others (keyed ``("sink", generic let)``, for ``--explain``)."""
+    """egglog facts ``(sink-target key position enc)``, ``(sink-encoding key enc i enc_i)`` (the init's
+    too: i = the number of inputs) and ``(sink-scalar key i)`` for every legal site of ``sites``
+    (:func:`sink_sites`) and its ``also``, and the refusals of the others (keyed ``("sink", generic
+    let)``, for ``--explain``)."""
     lines: list[str] = []
     refusals: dict[tuple[str, ...], str] = {}
-    for site in sites:
-        if site.refusal is not None or site.encoding is None:
-            refusals[("sink", site.let)] = site.refusal or ""
+    for first in sites:
+        if first.refusal is not None or first.encoding is None:
+            refusals[("sink", first.let)] = first.refusal or ""
             continue
-        k = quote(site.key)
-        lines.append(f"(sink-target {k} {site.position} {site.encoding})")
-        for i, e_i in sorted(site.operands.items()):
-            lines.append(f"(sink-encoding {k} {site.encoding} {i} {e_i})")
-        lines += [f"(sink-scalar {k} {i})" for i in site.scalars]
+        for site in first.sites():
+            k = quote(site.key)
+            lines.append(f"(sink-target {k} {site.position} {site.encoding})")
+            for i, e_i in sorted({**site.operands, site.init: site.result}.items()):
+                lines.append(f"(sink-encoding {k} {site.encoding} {i} {e_i})")
+            lines += [f"(sink-scalar {k} {i})" for i in site.scalars]
     return sorted(set(lines)), refusals

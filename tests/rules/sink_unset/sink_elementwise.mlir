@@ -130,3 +130,69 @@ func.func @sink_with_a_rank0_operand(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>
   } -> tensor<8x32xf32>
   return %y : tensor<8x32xf32>
 }
+
+// -----
+
+// Condition 7, every encoded input a site: the second residual add reads the first one's result (its
+// generic sunk onto the first matmul's accumulator, in that matmul's dispatch) and, in its own
+// dispatch, the unset_encoding of the second matmul. IREE's SinkUnsetEncodingOp is rooted at that
+// unset_encoding: the add runs on the second accumulator (K = 32), the first residual set to it and the
+// bias to it with (d0, d1) -> (d1) appended (issue 51: gpt2's and llama's second residual).
+// CHECK-LABEL: plans for @sink_second_residual_on_its_own_accumulator: 4; {{.*}}sink-unset-through-elementwise 2
+// CHECK:       plan 2 of @sink_second_residual_on_its_own_accumulator: dispatch{{.*}}linalg.generic} dispatch{{.*}}linalg.matmul, iree_encoding.set_encoding, linalg.generic, iree_encoding.unset_encoding}
+// CHECK-DAG:   #[[ACC2:encoding[0-9]*]] = #iree_encoding.encoding<operand_index = 2 : index, {{.*}}user_indexing_maps = [#map, #map1, #map2], iteration_sizes = [8, 32, 32]>
+// CHECK-DAG:   #[[BIAS2:encoding[0-9]*]] = #iree_encoding.encoding<operand_index = 2 : index, {{.*}}user_indexing_maps = [#map, #map1, [#map2, #map{{[0-9]+}}]], iteration_sizes = [8, 32, 32]>
+// CHECK:         %[[H:.+]] = iree_encoding.set_encoding %0 : tensor<8x32xf32> -> tensor<8x32xf32, #[[ACC2]]>
+// CHECK:         %[[MM:.+]] = linalg.matmul {{.*}} -> tensor<8x32xf32, #[[ACC2]]>
+// CHECK-NEXT:    %[[B:.+]] = iree_encoding.set_encoding %arg4 : tensor<32xf32> -> tensor<32xf32, #[[BIAS2]]>
+// CHECK-NEXT:    linalg.generic {{.*}} ins(%[[H]], %[[MM]], %[[B]] : tensor<8x32xf32, #[[ACC2]]>, tensor<8x32xf32, #[[ACC2]]>, tensor<32xf32, #[[BIAS2]]>)
+func.func @sink_second_residual_on_its_own_accumulator(%x: tensor<8x16xf32>, %w1: tensor<16x32xf32>, %res: tensor<8x32xf32>, %w2: tensor<32x32xf32>, %bias: tensor<32xf32>) -> tensor<8x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %r1 = linalg.matmul ins(%x, %w1 : tensor<8x16xf32>, tensor<16x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %h = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%r1, %res : tensor<8x32xf32>, tensor<8x32xf32>) outs(%e : tensor<8x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<8x32xf32>
+  %r2 = linalg.matmul ins(%h, %w2 : tensor<8x32xf32>, tensor<32x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%h, %r2, %bias : tensor<8x32xf32>, tensor<8x32xf32>, tensor<32xf32>) outs(%e : tensor<8x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32, %o: f32):
+    %s = arith.addf %b, %c : f32
+    %t = arith.addf %a, %s : f32
+    linalg.yield %t : f32
+  } -> tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
+}
+
+// -----
+
+// Condition 5 with a transposing output map: the ReLU writes the encoded result transposed
+// ((d0, d1) -> (d1, d0)). The init, and the result, get the accumulator's encoding with the output map
+// appended (generateSinkingEncodings' createNewEncoding on the init): the accumulator's tiles on the
+// swapped dims; the unset_encoding after the generic returns the transposed [32, 8] (issue 51:
+// gemma2's attention output, transposed from [heads, seq, dim] to [seq, heads, dim]).
+// CHECK-LABEL: plans for @sink_transposed_output: 2; {{.*}}sink-unset-through-elementwise 1
+// CHECK:       plan 1 of @sink_transposed_output: dispatch{{.*}}linalg.matmul, linalg.generic, iree_encoding.unset_encoding}
+// CHECK-DAG:   #[[T:map[0-9]*]] = affine_map<(d0, d1) -> (d1, d0)>
+// CHECK-DAG:   #[[ACC:encoding[0-9]*]] = #iree_encoding.encoding<operand_index = 2 : index, {{.*}}user_indexing_maps = [#map, #map1, #map2], iteration_sizes = [8, 32, 16]>
+// CHECK-DAG:   #[[OUT:encoding[0-9]*]] = #iree_encoding.encoding<operand_index = 2 : index, {{.*}}user_indexing_maps = [#map, #map1, [#map2, #[[T]]]], iteration_sizes = [8, 32, 16]>
+// CHECK:         %[[MM:.+]] = linalg.matmul {{.*}} -> tensor<8x32xf32, #[[ACC]]>
+// CHECK-NEXT:    %[[E:.+]] = tensor.empty() : tensor<32x8xf32, #[[OUT]]>
+// CHECK-NEXT:    %[[G:.+]] = linalg.generic {{.*}} ins(%[[MM]] : tensor<8x32xf32, #[[ACC]]>) outs(%[[E]] : tensor<32x8xf32, #[[OUT]]>)
+// CHECK:         } -> tensor<32x8xf32, #[[OUT]]>
+// CHECK-NEXT:    iree_encoding.unset_encoding %[[G]] : tensor<32x8xf32, #[[OUT]]> -> tensor<32x8xf32>
+func.func @sink_transposed_output(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>) -> tensor<32x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %acc_e = tensor.empty() : tensor<8x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%acc_e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %e = tensor.empty() : tensor<32x8xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1, d0)>], iterator_types = ["parallel", "parallel"]} ins(%r : tensor<8x32xf32>) outs(%e : tensor<32x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %t = arith.maximumf %x, %zero : f32
+    linalg.yield %t : f32
+  } -> tensor<32x8xf32>
+  return %y : tensor<32x8xf32>
+}
