@@ -66,6 +66,7 @@ from egg_dispatch.mlir.ops import (
 )
 from egg_dispatch.mlir.printer import Printer
 from egg_dispatch.mlir.shapes import function_shapes
+from egg_dispatch.util.registry import OpTable
 
 __all__ = ["encoding_key", "import_function", "maps_key"]
 
@@ -91,21 +92,10 @@ _CARRIERS = {*_IDENTITY_OPS, *_PLACED} - {"flow.tensor.encode", "arith.constant"
 """Ops that only pass tensors on: an encoding the cost model does not price does not make them opaque."""
 
 _OpHandler = Callable[["_Importer", Operation], bool]
-_OP_HANDLERS: dict[str, _OpHandler] = {}
+_OP_HANDLERS: OpTable[_OpHandler] = OpTable("importer handlers", unique=True)
 """Op name -> the ``_Importer`` method that imports it (filled by ``_handles``): True when it did, False
 when the op is imported as an opaque ``(Op ...)`` after all."""
-
-
-def _handles(*names: str) -> Callable[[_OpHandler], _OpHandler]:
-    """Decorator: register an ``_Importer`` method as the handler of the named ops (one handler an op)."""
-
-    def register(fn: _OpHandler) -> _OpHandler:
-        for n in names:
-            assert n not in _OP_HANDLERS, f"two importer handlers for {n}"
-            _OP_HANDLERS[n] = fn
-        return fn
-
-    return register
+_handles = _OP_HANDLERS.handles
 
 
 class _Importer:

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from egg_dispatch.evaluate.core import data_arguments
 from egg_dispatch.mlir.ir import Block, Operation, TensorType, Value
 from egg_dispatch.mlir.ops import DYNAMIC, ins, int_list, outs, static_slice
+from egg_dispatch.util.registry import OpTable
 
 __all__ = ["index_bounds"]
 
@@ -62,22 +63,11 @@ _MOVES = frozenset(
 
 
 _Handler = Callable[["_Flow", Operation], bool]
-_HANDLERS: dict[str, _Handler] = {}
+_HANDLERS: OpTable[_Handler] = OpTable("index-range handlers")
 """Op name -> the ``_Flow`` method that carries origins through it and records its bounds; filled by
 ``_handles`` in the class body. It returns whether it walked the op's bodies itself (if not, ``op``
 walks them)."""
-
-
-def _handles(*names: str) -> Callable[[_Handler], _Handler]:
-    """Decorator: register a ``_Flow`` method as the handler of the named ops (the pattern of
-    ``evaluate.registry.handles``)."""
-
-    def register(fn: _Handler) -> _Handler:
-        for n in names:
-            _HANDLERS[n] = fn
-        return fn
-
-    return register
+_handles = _HANDLERS.handles
 
 
 class _Flow:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from egg_dispatch.evaluate.loop_space import LoopSpace
 from egg_dispatch.evaluate.values import EvaluationError
 from egg_dispatch.mlir.ir import Operation, Value
+from egg_dispatch.util.registry import OpTable
 
 if TYPE_CHECKING:
     from egg_dispatch.evaluate.core import Interpreter
@@ -55,16 +56,7 @@ class Frame:
 
 
 Handler = Callable[["Interpreter", Operation, Frame], list[object]]
-HANDLERS: dict[str, Handler] = {}
+HANDLERS: OpTable[Handler] = OpTable("evaluator handlers")
 """Op name -> handler; filled by the handler modules, which the package ``__init__`` imports."""
-
-
-def handles(*names: str) -> Callable[[Handler], Handler]:
-    """Decorator: register a handler for the named ops."""
-
-    def register(fn: Handler) -> Handler:
-        for n in names:
-            HANDLERS[n] = fn
-        return fn
-
-    return register
+handles = HANDLERS.handles
+"""Decorator: register a handler for the named ops."""

@@ -57,6 +57,7 @@ from egg_dispatch.mlir.ops import (
     workload,
 )
 from egg_dispatch.mlir.symbolic import Dim, Domain, arg_symbol
+from egg_dispatch.util.registry import OpTable
 
 __all__ = ["FunctionShapes", "Shape", "function_shapes"]
 
@@ -113,21 +114,10 @@ class FunctionShapes:
 
 
 _Handler = Callable[["_Walker", Operation], None]
-_HANDLERS: dict[str, _Handler] = {}
+_HANDLERS: OpTable[_Handler] = OpTable("shape handlers")
 """Op name -> the ``_Walker`` method that sizes its results; filled by ``_handles`` in the class body.
 A handler whose rule does not fit the op passes it on itself (to ``_Walker.other`` or another handler)."""
-
-
-def _handles(*names: str) -> Callable[[_Handler], _Handler]:
-    """Decorator: register a ``_Walker`` method as the handler of the named ops (the pattern of
-    ``evaluate.registry.handles``)."""
-
-    def register(fn: _Handler) -> _Handler:
-        for n in names:
-            _HANDLERS[n] = fn
-        return fn
-
-    return register
+_handles = _HANDLERS.handles
 
 
 class _Walker:

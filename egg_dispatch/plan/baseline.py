@@ -25,6 +25,7 @@ from collections.abc import Callable
 from egg_dispatch.egraph.data import EGraphData, Node, node_order
 from egg_dispatch.egraph.enumerate import MATERIALIZED_OPS, is_acyclic
 from egg_dispatch.util.deep import allow_deep_recursion
+from egg_dispatch.util.registry import OpTable
 
 __all__ = ["BaselineError", "iree_baseline_choice"]
 
@@ -104,19 +105,9 @@ _Rank = tuple[float, ...]
 _Ranker = Callable[["_IreePolicy", Node, str], _Rank]
 """Ranks a node of one op: ``(policy, node, ctx)``, ``ctx`` where it runs (``run``, ``hoisted``, ``load``)."""
 
-_RANKERS: dict[str, _Ranker] = {}
+_RANKERS: OpTable[_Ranker] = OpTable("rankers")
 """Op name -> its ranker; an op without one ranks ``(1,)``."""
-
-
-def _ranks(*ops: str) -> Callable[[_Ranker], _Ranker]:
-    """Decorator: register a ranker for the named ops."""
-
-    def register(fn: _Ranker) -> _Ranker:
-        for op in ops:
-            _RANKERS[op] = fn
-        return fn
-
-    return register
+_ranks = _RANKERS.handles
 
 
 class _IreePolicy:

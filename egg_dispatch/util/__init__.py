@@ -1,1 +1,2 @@
-"""Helpers every stage may use: deep-recursion headroom (``deep``) and fixed-width tables (``table``)."""
+"""Helpers every stage may use: deep-recursion headroom (``deep``), fixed-width tables (``table``), a
+stage's share of the budget (``deadline``) and handlers by op name (``registry``)."""
