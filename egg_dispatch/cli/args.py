@@ -36,6 +36,7 @@ __all__ = [
     "budget_spec",
     "builtin_example_text",
     "existing_file",
+    "explore_options",
     "function_name",
     "input_path",
     "input_source",
@@ -456,6 +457,19 @@ def budget_from_args(args: argparse.Namespace) -> Budget:
         return Budget(int(spec["iterations"]), int(spec["enodes"]), float(spec["seconds"]))
     except ValueError as e:
         raise InputError(f"error: {e}") from None
+
+
+def explore_options(args: argparse.Namespace) -> dict[str, object]:
+    """``pipeline.explore``'s keyword arguments from the flags of a command that explores before it
+    measures (bench, tune): rule families, budget, extractor and its time limit, start, function."""
+    return {
+        "families": parse_families(args.rules),
+        "budget": budget_from_args(args),
+        "extractor": args.extractor,
+        "time_limit": args.time_limit,
+        "start": args.start,
+        "function": args.function,
+    }
 
 
 def add_extractor_arguments(p: argparse.ArgumentParser) -> None:

@@ -29,7 +29,7 @@ from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.egraph.rules import saturate
 from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.dims import UnknownSize
-from egg_dispatch.emit.emitter import Emitter
+from egg_dispatch.emit.emitter import Emitter, class_shapes
 from egg_dispatch.emit.signature import plan_signature
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.ops import sym_name
@@ -93,7 +93,7 @@ def plans_for_function(module: Module, function: str, args: argparse.Namespace, 
     seen: set[str] = set()
     for choice in enumerate_plans(data, 50 * args.max_plans):
         term = build_term(data, normalize_choice(data, choice, materialized))
-        plan = Emitter(imported, function).emit(term)
+        plan = Emitter(imported, function, class_shapes(data)).emit(term)
         text = print_mlir(plan)
         if text in seen:  # choices that differ only in spelling emit the same IR
             continue
