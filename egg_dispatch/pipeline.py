@@ -46,7 +46,7 @@ from egg_dispatch.egraph.membership import NORMALIZATIONS, Membership, choice_me
 from egg_dispatch.egraph.rules import FAMILIES, Budget, SaturationReport, saturate
 from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.dims import UnknownSize
-from egg_dispatch.emit.emitter import Emitter
+from egg_dispatch.emit.emitter import Emitter, class_shapes
 from egg_dispatch.extract import ExtractionResult, exact_ilp, exact_ilp_many, greedy_dag, k_best
 from egg_dispatch.iree.dispatch_creation import (
     IREE_PLAN,
@@ -326,7 +326,7 @@ def explore(
     def _candidate(label: str, choice: dict[str, str], result: ExtractionResult | None = None) -> Candidate:
         spelled = normalize_choice(data, choice, False)  # report and emit at the encoding level
         plan = plan_at_sizes(data, imported, sizes, lambda g: build_plan(g, spelled, imported, tgt, lam, measured))
-        emitter = Emitter(imported)
+        emitter = Emitter(imported, shapes=class_shapes(data))
         try:
             mlir = emitter.emit(build_term(data, spelled))
         except UnknownSize as e:

@@ -67,6 +67,13 @@ CASES = {
     ("noop/fold_reshape_round_trip.mlir", 0, "noop"): ": dispatch{linalg.generic}",  # the pair folded away
     ("noop/fold_reshape_round_trip.mlir", 4, "noop"): ": dispatch{linalg.generic}",
     ("const_eval/const_eval_dispatch.mlir", 0, "const_eval"): ": init{linalg.generic} dispatch{linalg.generic}",
+    ("clone/clone_rank_reducing_slice.mlir", 0, "clone"): (  # rank-reducing q/k copied, reshaped in the consumer
+        "dispatch{tensor.expand_shape, tensor.extract_slice} dispatch{tensor.expand_shape, tensor.extract_slice} "
+        "dispatch{tensor.expand_shape, tensor.expand_shape, linalg.generic}"
+    ),
+    ("clone/clone_rank_reducing_slice.mlir", 1, "clone"): (
+        "dispatch{tensor.extract_slice} dispatch{tensor.expand_shape, linalg.generic}"
+    ),
 }
 IDENTITY_CASE = ("fuse/fuse_encode_through_reshape_identity_layout.mlir", 0, "fuse,noop")
 """On target none every layout is the identity: ``noop`` folds the encode fused through the reshape, and

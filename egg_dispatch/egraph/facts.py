@@ -216,6 +216,7 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
     lines += _pair_facts(imported, target, layouts)
     lines += _bubble_facts(imported, bubbles, layouts, refusals)
     lines += _op_facts(imported)
+    lines += _rank_reducing_slice_facts(imported)
     return FactReport("\n".join(lines), layouts, refusals)
 
 
@@ -590,3 +591,27 @@ def _scalar(name: str):  # small helper: element names come from parsed types
     from egg_dispatch.mlir.ir import ScalarType
 
     return ScalarType(name)
+
+
+# --- rank-reducing slices between dispatches (rules/clone.egg condition 7) --------------------------------
+
+
+def _rank_reducing_slice_facts(imported: ImportedProgram) -> list[str]:
+    """``(rank-reducing-slice key offsets sizes strides)`` of every rank-reducing ``tensor.extract_slice``
+    with static offsets, sizes and strides: the importer keeps it opaque (``Op``), since its result has
+    fewer dims than its sizes; ``rules/clone.egg`` reads it as the ``Slice`` IREE's copy dispatch loads
+    (sizes with the unit dims it drops kept, the class without them)."""
+    from egg_dispatch.mlir.ops import DYNAMIC, static_slice
+
+    lines: list[str] = []
+    for key, op in imported.ops.items():
+        if op.name != "tensor.extract_slice" or len(op.operands) != 1 or len(op.results) != 1:
+            continue
+        offs, sizes, strides = static_slice(op)
+        result = op.results[0].type
+        if not isinstance(result, TensorType) or result.rank >= len(sizes):
+            continue
+        if any(v == DYNAMIC for v in (*offs, *sizes, *strides)) or any(v <= 0 for v in strides):
+            continue
+        lines.append(f"(rank-reducing-slice {quote(key)} {ivec(offs)} {ivec(sizes)} {ivec(strides)})")
+    return lines

@@ -9,10 +9,11 @@ it; ``ConstEval(t)`` becomes a ``util.global`` filled by a ``util.initializer``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
-from egg_dispatch.egraph.data import Term
+from egg_dispatch.egraph.data import EGraphData, Term
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
 from egg_dispatch.egraph.terms import COMPUTING, PLACEMENTS, STORED
 from egg_dispatch.egraph.terms import enc as enc_text
@@ -44,7 +45,7 @@ from egg_dispatch.mlir.ops import DYNAMIC, RESHAPE_OPS, attr, make_int_list, set
 from egg_dispatch.target.layout import Layout
 from egg_dispatch.util.deep import allow_deep_recursion
 
-__all__ = ["EmitError", "Emitter"]
+__all__ = ["EmitError", "Emitter", "class_shapes"]
 
 
 @dataclass
@@ -58,9 +59,14 @@ class _Ctx:
 class Emitter:
     """Builds one ``func.func`` computing the root term's results."""
 
-    def __init__(self, imported: ImportedProgram, name: str | None = None):
+    def __init__(
+        self, imported: ImportedProgram, name: str | None = None, shapes: Mapping[str, tuple[int, ...]] | None = None
+    ):
         self.imp = imported
         self.name = name or imported.function
+        self.shapes: Mapping[str, tuple[int, ...]] = shapes or {}
+        """e-class -> its shape (term vector), the analysis' ``shape`` (``class_shapes``): what types a
+        rank-reducing ``Slice``, whose sizes keep the unit dims its class drops (``_slice_shape``)."""
         self.module = Module()
         self.arg_types: dict[int, Type] = {}
         self.arg_dims: dict[int, tuple[int, ...]] = {}
@@ -101,7 +107,7 @@ class Emitter:
         if op in ("Fill",):
             return self.type_of(a[1])
         if op == "Slice":
-            return dynamic_type(a[2], self.elem(a[0]))
+            return dynamic_type(self._slice_shape(t), self.elem(a[0]))
         if op == "InsertSlice":
             return self.type_of(a[1])
         if op in ("Contract", "Mmt4d"):
@@ -130,13 +136,23 @@ class Emitter:
             return self.type_of(a[0])
         raise EmitError(f"cannot type term {op}")
 
+    def _slice_shape(self, t: Term) -> tuple[int, ...]:
+        """A ``Slice``'s result shape: its sizes, or its class's shape where that has fewer dims (a
+        rank-reducing ``tensor.extract_slice``, as IREE's copy of a fused projection's third loads it,
+        rules/clone.egg condition 7)."""
+        sizes = tuple(t.args[2])
+        shape = self.shapes.get(t.eclass)
+        if isinstance(shape, tuple) and len(shape) < len(sizes):
+            return shape
+        return sizes
+
     def shape_of(self, t: Term) -> tuple[int, ...]:
         """``t``'s shape as a term vector (static sizes, size codes for ``?``)."""
         op, a = t.op, t.args
         if op in ("Empty",):
             return tuple(a[0])
         if op == "Slice":
-            return tuple(a[2])
+            return self._slice_shape(t)
         if op in ("UnsetEncoding", "Unpack"):
             return tuple(a[1])
         if op == "Arg":
@@ -564,3 +580,8 @@ def _type_tag(t: Type) -> str:
     if isinstance(t, TensorType):
         return "tensor_" + "x".join(map(str, t.shape)) + "x" + t.element.name + ("__encoded" if t.encoding else "")
     return str(t)
+
+
+def class_shapes(data: EGraphData) -> dict[str, tuple[int, ...]]:
+    """Every e-class's ``shape`` analysis fact (``Emitter(shapes=...)``)."""
+    return {c: s for c, f in data.facts.items() if isinstance(s := f.get("shape"), tuple)}
