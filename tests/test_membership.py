@@ -248,6 +248,9 @@ IN = [
     "attention_explicit",  # sink_unset through a transposing output map
     "models/gpt2_block/torch",  # the q/k/v split copied before its reshape (clone); the bias sunk (sink_unset)
     "models/llama_block/torch",  # both residuals as accumulators (noop_reshape, sink_unset); a mask at load
+    # transformers' own classes (issue 51, point 5): the RoPE tables' concatenation copied (flow_copies),
+    # the fused projection's split copied (clone), tables computed from constants at load (const_eval)
+    "models/hf_llama/torch", "models/hf_qwen2/torch", "models/hf_gpt2/torch", "models/hf_gemma2/torch",
 ]  # fmt: skip
 MISSED = {
     # the first decision of IREE's plan the e-graph lacks, as the report names it (issue 29, point 2:
@@ -259,15 +262,13 @@ MISSED = {
     ),
     "transformer_block": "no e-node Const(constant tensor<2x8xf32>)",  # folded from more than a slice
     "models/tiny_lm/torch": "no e-node Const(constant tensor<128x32xf32>)",
-    # transformers' own classes (issue 51, point 5): a concatenation (RoPE's rotate_half, the KV cache) as a
-    # copy dispatch of its own; the split of a fused projection as slices of a result; position ids
-    "models/hf_llama/torch": "no e-node Dispatch(InsertSlice(Dispatch, Empty, 0x0x0, 1x16x8, 1x1x1))",
-    "models/hf_qwen2/torch": "no e-node Dispatch(InsertSlice(Dispatch, Empty, 0x0x0, 1x16x8, 1x1x1))",
-    "models/hf_gpt2/torch": "no e-node Slice(Op(flow.tensor.reshape, TCons, 0), 0x0x0, 1x16x64, 1x1x1)",
+    # transformers' own classes (issue 51, point 5): position ids sliced from a constant IREE folds; the
+    # partial rotary's 4-d slice of a reshaped result; attention reading the copied KV cache
     "models/hf_bert/torch": "no e-node Slice(Const(constant tensor<1x64xi64>), 0x0, 1x16, 1x1)",
-    "models/hf_phi3/torch": "no e-node Slice(Dispatch(UnsetEncoding), 0x0x0, 1x16x64, 1x1x1)",
-    "models/hf_gemma2/torch": "no e-node Dispatch(InsertSlice(Dispatch, Empty, 0x0x0, 1x16x8, 1x1x1))",
-    "models/llama_decode/torch": "no e-node Dispatch(InsertSlice(Op, Empty, 0x0x0x0, 1x2x127x32, 1x1x1x1))",
+    "models/hf_phi3/torch": "no e-node Slice(Op(flow.tensor.reshape, TCons, 0), 0x0x0x12, 1x4x16x4, 1x1x1x1)",
+    "models/llama_decode/torch": (
+        "no e-node TCons(Op(iree_linalg_ext.attention, TCons, 0), TNil), the operands of Op(tensor.expand_shape"
+    ),
 }
 
 

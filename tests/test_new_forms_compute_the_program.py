@@ -67,12 +67,19 @@ CASES = {
     ("noop/fold_reshape_round_trip.mlir", 0, "noop"): ": dispatch{linalg.generic}",  # the pair folded away
     ("noop/fold_reshape_round_trip.mlir", 4, "noop"): ": dispatch{linalg.generic}",
     ("const_eval/const_eval_dispatch.mlir", 0, "const_eval"): ": init{linalg.generic} dispatch{linalg.generic}",
+    ("const_eval/const_eval_dispatch.mlir", 3, "const_eval"): ": init{tensor.collapse_shape, linalg.generic}",
     ("clone/clone_rank_reducing_slice.mlir", 0, "clone"): (  # rank-reducing q/k copied, reshaped in the consumer
         "dispatch{tensor.expand_shape, tensor.extract_slice} dispatch{tensor.expand_shape, tensor.extract_slice} "
         "dispatch{tensor.expand_shape, tensor.expand_shape, linalg.generic}"
     ),
     ("clone/clone_rank_reducing_slice.mlir", 1, "clone"): (
         "dispatch{tensor.extract_slice} dispatch{tensor.expand_shape, linalg.generic}"
+    ),
+    ("clone/flow_copies.mlir", 0, "clone"): (  # a concatenation: each insert copied, into the previous copy
+        "dispatch{tensor.insert_slice} dispatch{tensor.insert_slice}"
+    ),
+    ("clone/flow_copies.mlir", 1, "clone"): (  # a KV cache: the same, the reshape a view of the copy
+        "dispatch{tensor.insert_slice} dispatch{tensor.insert_slice} tensor.collapse_shape"
     ),
 }
 IDENTITY_CASE = ("fuse/fuse_encode_through_reshape_identity_layout.mlir", 0, "fuse,noop")

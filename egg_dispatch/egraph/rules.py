@@ -50,6 +50,7 @@ FAMILIES = ("clone", "hoist", "const_eval", "propagate", "noop", "untile", "sink
 
 
 FAMILY_FILES: dict[str, tuple[str, ...]] = {
+    "clone": ("clone", "flow_copies"),
     "propagate": ("propagate_slice", "propagate_bubble", "propagate_cast"),
     "fuse": ("fuse_pack", "fuse_elementwise", "fuse_encode"),
     "noop": ("noop", "noop_reshape"),

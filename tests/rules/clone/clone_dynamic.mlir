@@ -29,7 +29,7 @@ func.func @dynamic_slice_in_own_dispatch_once(%x: tensor<?x8xf32>, %w: tensor<8x
 
 // -----
 
-// Condition 2 has nothing to hold on: the slice's offset is read out of a tensor (data, not a size), so
+// clone.egg condition 2 has nothing to hold on: the slice's offset is read out of a tensor (data, not a size), so
 // the slice is not a term the clone family can see through; it stays an opaque op in its dispatch.
 // CHECK-LABEL: plans for @dont_copy_data_dependent_slice: 1; {{.*}} rule matches: none
 func.func @dont_copy_data_dependent_slice(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>, %ids: tensor<1xindex>) -> tensor<8x8xf32> {

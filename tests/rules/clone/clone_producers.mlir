@@ -1,6 +1,6 @@
 // RUN: egg-dispatch opt --split-input-file --rules clone --target x86_64-avx2 %s | filecheck %s
 
-// Condition 3: a linalg.fill computed outside the matmul's dispatch is cloned into it
+// clone.egg condition 3: a linalg.fill computed outside the matmul's dispatch is cloned into it
 // (isCloneableIntoDispatchOp: FillOp), so the dispatch builds its own zero accumulator; the input's
 // form, the fill in a dispatch of its own that the matmul reads, stays a plan.
 // CHECK-LABEL: plans for @fill_cloned_into_matmul: 2; {{.*}} rule matches: clone-producer-init 1
@@ -21,7 +21,7 @@ util.func public @fill_cloned_into_matmul(%a: tensor<4x8xf32>, %b: tensor<8x16xf
 
 // -----
 
-// Condition 3 (bit-extend key): a dequantization, an i8 weight sign-extended and scaled by a per-column
+// clone.egg condition 3 (bit-extend key): a dequantization, an i8 weight sign-extended and scaled by a per-column
 // f32 scale, is a bit extend (isBitExtendOp compares only the widest input of the highest rank, the
 // i8 weight, with the f32 result): cloned into the matmul's dispatch as its rhs.
 // CHECK-LABEL: plans for @dequant_cloned_into_matmul: 2; {{.*}} rule matches: {{.*}}clone-producer-rhs 1
@@ -55,7 +55,7 @@ util.func public @dequant_cloned_into_matmul(%a: tensor<4x8xf32>, %w: tensor<8x1
 
 // -----
 
-// Condition 3 fails: a negation keeps its element type (f32 to f32), so it is no bit extend and stays in
+// clone.egg condition 3 fails: a negation keeps its element type (f32 to f32), so it is no bit extend and stays in
 // its own dispatch (one plan: the input's).
 // CHECK-LABEL: plans for @f32_exp_not_cloned: 1;
 // CHECK-NOT:   clone-producer-lhs
@@ -83,7 +83,7 @@ util.func public @f32_exp_not_cloned(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) 
 
 // -----
 
-// Condition 3 fails: a widening extf followed by a math.exp is no bit extend (isBitExtendOrTruncateOp
+// clone.egg condition 3 fails: a widening extf followed by a math.exp is no bit extend (isBitExtendOrTruncateOp
 // refuses a body with a math op: cloned ops must stay cheap).
 // CHECK-LABEL: plans for @extend_with_math_not_cloned: 1;
 // CHECK-NOT:   clone-producer-lhs
@@ -112,7 +112,7 @@ util.func public @extend_with_math_not_cloned(%a: tensor<4x8xf16>, %b: tensor<8x
 
 // -----
 
-// Condition 4: the fill's dispatch is both a function result and the generic's second input. The clone
+// clone.egg condition 4: the fill's dispatch is both a function result and the generic's second input. The clone
 // goes into the generic's input list only: the function still returns the fill's own dispatch in every
 // plan (a function result is no dispatch to clone into).
 // CHECK-LABEL: plans for @fill_returned_and_read: 2; {{.*}}clone-producer-into-generic 1

@@ -4,7 +4,7 @@
 // reshaped into heads for the dispatch that reads them (GPT-2's c_attn, Phi-3's qkv_proj). The importer
 // keeps a rank-reducing slice an opaque op; IREE's plan copies each part in a dispatch of its own
 // (ConvertTensorToFlowPass convertExtractSliceOps), a Slice whose sizes keep the unit dim, typed by its
-// class (16x32), and the consumer reshapes the copy. Condition 7, the slice's source a reshape of a
+// class (16x32), and the consumer reshapes the copy. clone.egg condition 7, the slice's source a reshape of a
 // dispatch (condition 6): each of the two operands has both spellings.
 // CHECK-LABEL: plans for @rank_reducing_slices_before_reshapes: 4;
 // CHECK-SAME:  rank-reducing-slice-of-view-in-own-dispatch-before-reshape 2
@@ -64,7 +64,7 @@ func.func @rank_reducing_slice_of_argument(%a: tensor<1x16x192xf32>) -> tensor<1
 
 // -----
 
-// Condition 7: the rank-reducing slice's offset is dynamic (no static offsets, sizes and strides): it
+// clone.egg condition 7: the rank-reducing slice's offset is dynamic (no static offsets, sizes and strides): it
 // stays the opaque op computed between the dispatches (@rank_reducing_slice_of_argument, static, has two
 // plans).
 // CHECK-LABEL: plans for @dont_copy_rank_reducing_slice_dynamic_offset: 1;
@@ -88,7 +88,7 @@ func.func @dont_copy_rank_reducing_slice_dynamic_offset(%a: tensor<1x16x192xf32>
 
 // -----
 
-// Condition 7: a rank-reducing slice of a computed value the model does not see into (condition 6 fails
+// clone.egg condition 7: a rank-reducing slice of a computed value the model does not see into (condition 6 fails
 // with it): a dispatch of the slice would compute that op, not copy a slice.
 // CHECK-LABEL: plans for @dont_copy_rank_reducing_slice_of_computed_value: 1;
 // CHECK-NOT:   rank-reducing-slice-in-own-dispatch-before-reshape
@@ -112,7 +112,7 @@ func.func @dont_copy_rank_reducing_slice_of_computed_value(%a: tensor<1x16x192xf
 
 // -----
 
-// Condition 5 for a rank-reducing slice: the slice and the reshape are in the dispatch that reads them:
+// clone.egg condition 5 for a rank-reducing slice: the slice and the reshape are in the dispatch that reads them:
 // no reshape between dispatches, so no copy.
 // CHECK-LABEL: plans for @dont_copy_rank_reducing_slice_reshaped_in_dispatch: 1;
 // CHECK-NOT:   dispatch{tensor.extract_slice}

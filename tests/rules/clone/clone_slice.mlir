@@ -18,7 +18,7 @@ func.func @slice_in_own_dispatch_once(%w: tensor<16x8xf32>, %rhs: tensor<8x8xf32
 
 // -----
 
-// Condition 2: the slice's source is computed inside the dispatch by an opaque op, so the slice
+// clone.egg condition 2: the slice's source is computed inside the dispatch by an opaque op, so the slice
 // cannot run before the dispatch: no plan puts it in a dispatch of its own.
 // CHECK-LABEL: plans for @dont_slice_in_own_dispatch_of_in_dispatch_value: 1;
 func.func @dont_slice_in_own_dispatch_of_in_dispatch_value(%a: tensor<16x8xf32>, %rhs: tensor<8x8xf32>) -> tensor<8x8xf32> {
@@ -36,7 +36,7 @@ func.func @dont_slice_in_own_dispatch_of_in_dispatch_value(%a: tensor<16x8xf32>,
 
 // -----
 
-// Condition 1: an insert_slice is not an extract_slice: IREE gives it a dispatch of its own and never
+// clone.egg condition 1: an insert_slice is not an extract_slice: IREE gives it a dispatch of its own and never
 // clones it into the matmul's (it is not cloneable); no rule offers another placement. (The same
 // program with an extract_slice has two plans.)
 // CHECK-LABEL: plans for @dont_clone_insert_slice: 1; {{.*}} rule matches: none

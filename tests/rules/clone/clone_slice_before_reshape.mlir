@@ -64,7 +64,7 @@ func.func @slice_of_argument_before_reshape(%a: tensor<2x16x96xf32>) -> tensor<2
 
 // -----
 
-// Condition 5: the slice and the reshape are in the dispatch that reads them: no reshape between
+// clone.egg condition 5: the slice and the reshape are in the dispatch that reads them: no reshape between
 // dispatches, so no copy (@slice_of_argument_before_reshape, with them between dispatches, has two plans).
 // CHECK-LABEL: plans for @dont_copy_slice_reshaped_in_dispatch: 1;
 // CHECK-NOT:   dispatch{tensor.extract_slice}
@@ -86,7 +86,7 @@ func.func @dont_copy_slice_reshaped_in_dispatch(%a: tensor<2x16x96xf32>) -> tens
 
 // -----
 
-// Condition 6: the slice's source is computed between the dispatches by an op the model does not see
+// clone.egg condition 6: the slice's source is computed between the dispatches by an op the model does not see
 // into, not read from a buffer: a dispatch of the slice would compute that op, not copy a slice.
 // CHECK-LABEL: plans for @dont_copy_slice_of_computed_value: 1;
 // CHECK-NOT:   dispatch{tensor.extract_slice}

@@ -103,3 +103,38 @@ func.func @dont_const_eval_a_dispatch_over_the_threshold(%x: tensor<1024x512xf32
   }
   return %y : tensor<1024x512xf32>
 }
+
+// -----
+
+// const_eval.egg condition 1 through a reshape: the table a dispatch broadcasts over the heads is a
+// collapse_shape of a constant, and a reshape of a const-expr is a const-expr (IREE's ConstExprAnalysis;
+// rules/analysis.egg const-expr-reshape), so the dispatch is evaluated at load (the RoPE tables of
+// transformers' Llama and Qwen2: a collapsed cos table broadcast to 4 heads).
+// CHECK-LABEL: plans for @const_eval_a_dispatch_of_a_reshaped_constant: 2;
+// CHECK-SAME:  const-eval-dispatch-of-generic 1
+// CHECK:       plan 0 of {{.*}}: init{tensor.collapse_shape, linalg.generic} dispatch{linalg.generic}{{$}}
+#bcast = affine_map<(d0, d1) -> (d1)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @const_eval_a_dispatch_of_a_reshaped_constant(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %cst = arith.constant dense<[[0.0, 0.5, 1.0, 1.5], [2.0, 2.5, 3.0, 3.5], [4.0, 4.5, 5.0, 5.5], [6.0, 6.5, 7.0, 7.5]]> : tensor<4x4xf32>
+  %flat = tensor.collapse_shape %cst [[0, 1]] : tensor<4x4xf32> into tensor<16xf32>
+  %table = flow.dispatch.region -> (tensor<4x16xf32>) {
+    %e = tensor.empty() : tensor<4x16xf32>
+    %b = linalg.generic {indexing_maps = [#bcast, #id2], iterator_types = ["parallel", "parallel"]} ins(%flat : tensor<16xf32>) outs(%e : tensor<4x16xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %c = math.cos %a : f32
+      linalg.yield %c : f32
+    } -> tensor<4x16xf32>
+    flow.return %b : tensor<4x16xf32>
+  }
+  %y = flow.dispatch.region -> (tensor<4x16xf32>) {
+    %init = tensor.empty() : tensor<4x16xf32>
+    %r = linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %table : tensor<4x16xf32>, tensor<4x16xf32>) outs(%init : tensor<4x16xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %s = arith.mulf %a, %b : f32
+      linalg.yield %s : f32
+    } -> tensor<4x16xf32>
+    flow.return %r : tensor<4x16xf32>
+  }
+  return %y : tensor<4x16xf32>
+}
