@@ -27,13 +27,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
 
 import torch
 import torch.nn as nn
-from export_fixtures import HOST, OUT, SCOPE, _irpa_items, iree_compile, max_rel, run_iree, save_npz
+from export_fixtures import OUT, SCOPE, _irpa_items, export_external
 from iree.turbine import aot
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
 
@@ -169,21 +168,7 @@ def main() -> None:
     args = inputs()
     with torch.no_grad():
         expected = [t.detach().numpy() for t in step(*args)]
-    aot.externalize_module_parameters(step, external_scope=SCOPE)
-    aot.export(step, args=args).save_mlir(str(folder / "torch.mlir"))
-    aot.save_module_parameters(folder / "params.irpa", step)
-    np_inputs = [a.numpy() for a in args]
-    save_npz(folder / "inputs.npz", {f"arg{i}": a for i, a in enumerate(np_inputs)})
-    save_npz(folder / "expected_torch.npz", {f"out{i}": o for i, o in enumerate(expected)})
-    iree_compile("torch.mlir", "input.mlir", ["--compile-to=input"], folder)
-    with tempfile.TemporaryDirectory() as tmp:
-        vmfb = Path(tmp) / "m.vmfb"
-        iree_compile("torch.mlir", str(vmfb), HOST, folder)
-        got = run_iree(vmfb, np_inputs, folder / "params.irpa")
-    save_npz(folder / "expected_iree.npz", {f"out{i}": o for i, o in enumerate(got)})
-    rel = max_rel(got, expected)
-    if rel > 1e-4:
-        raise SystemExit(f"{NAME}: IREE vs torch {rel:.2e}")
+    np_inputs, rel = export_external(step, args, expected, folder, NAME, 1e-4)
     meta = {
         "name": NAME,
         "kind": "decode",

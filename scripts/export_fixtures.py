@@ -557,6 +557,32 @@ def op_names(path: Path) -> list[str]:
     return sorted({m.group(1) for line in text.splitlines() if (m := _OP.match(line))})
 
 
+def export_external(
+    step: nn.Module, args: tuple[torch.Tensor, ...], expected: list[np.ndarray], folder: Path, name: str, tol: float
+) -> tuple[list[np.ndarray], float]:
+    """Write a model with external parameters into ``folder``: ``torch.mlir`` (iree-turbine's export after
+    ``externalize_module_parameters``), ``params.irpa``, ``inputs.npz``, ``expected_torch.npz`` (``expected``),
+    ``input.mlir`` and ``expected_iree.npz`` (compiled for the host, run with the parameters); exits when
+    IREE's outputs differ from torch's by more than ``tol`` (max relative). Returns the inputs and that
+    difference (the decode and transformers fixtures' scripts share it)."""
+    aot.externalize_module_parameters(step, external_scope=SCOPE)
+    aot.export(step, args=args).save_mlir(str(folder / "torch.mlir"))
+    aot.save_module_parameters(folder / "params.irpa", step)
+    np_inputs = [a.numpy() for a in args]
+    save_npz(folder / "inputs.npz", {f"arg{i}": a for i, a in enumerate(np_inputs)})
+    save_npz(folder / "expected_torch.npz", {f"out{i}": o for i, o in enumerate(expected)})
+    iree_compile("torch.mlir", "input.mlir", ["--compile-to=input"], folder)
+    with tempfile.TemporaryDirectory() as tmp:
+        vmfb = Path(tmp) / "m.vmfb"
+        iree_compile("torch.mlir", str(vmfb), HOST, folder)
+        got = run_iree(vmfb, np_inputs, folder / "params.irpa")
+    save_npz(folder / "expected_iree.npz", {f"out{i}": o for i, o in enumerate(got)})
+    rel = max_rel(got, expected)
+    if rel > tol:
+        raise SystemExit(f"{name}: IREE vs torch {rel:.2e}")
+    return np_inputs, rel
+
+
 def _describe(t: np.ndarray) -> str:
     return f"{'x'.join(map(str, t.shape))}x{t.dtype}"
 

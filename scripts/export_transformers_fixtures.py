@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import textwrap
 from dataclasses import dataclass
 from importlib import metadata
@@ -44,8 +43,7 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 import transformers
-from export_fixtures import HOST, OUT, SCOPE, _irpa_items, iree_compile, max_rel, run_iree, save_npz
-from iree.turbine import aot
+from export_fixtures import OUT, _irpa_items, export_external
 
 SEQ = 16
 VOCAB = 512
@@ -321,21 +319,7 @@ def export(fam: Family) -> dict:
     with torch.no_grad():
         out = step(*args)
     expected = [out.detach().numpy()]
-    aot.externalize_module_parameters(step, external_scope=SCOPE)
-    aot.export(step, args=args).save_mlir(str(folder / "torch.mlir"))
-    aot.save_module_parameters(folder / "params.irpa", step)
-    np_inputs = [a.numpy() for a in args]
-    save_npz(folder / "inputs.npz", {f"arg{i}": a for i, a in enumerate(np_inputs)})
-    save_npz(folder / "expected_torch.npz", {f"out{i}": o for i, o in enumerate(expected)})
-    iree_compile("torch.mlir", "input.mlir", ["--compile-to=input"], folder)
-    with tempfile.TemporaryDirectory() as tmp:
-        vmfb = Path(tmp) / "m.vmfb"
-        iree_compile("torch.mlir", str(vmfb), HOST, folder)
-        got = run_iree(vmfb, np_inputs, folder / "params.irpa")
-    save_npz(folder / "expected_iree.npz", {f"out{i}": o for i, o in enumerate(got)})
-    rel = max_rel(got, expected)
-    if rel > TOL:
-        raise SystemExit(f"hf_{fam.name}: IREE vs torch {rel:.2e}")
+    np_inputs, rel = export_external(step, args, expected, folder, f"hf_{fam.name}", TOL)
     meta = {
         "name": f"hf_{fam.name}",
         "kind": "prefill",
