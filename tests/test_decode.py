@@ -118,6 +118,19 @@ def test_the_probe_is_bounded_by_steps_and_hands_large_spaces_to_highs() -> None
     assert set(r.choice.values()) == {"r", *(f"a{i}" for i in range(12))}
 
 
+def test_plan_enumeration_stops_at_its_deadline() -> None:
+    """``opt``'s enumeration is a stage of its own: at its deadline the walk ends (looked at every 4,096
+    steps) with ``EnumerationBudget``, which ``opt`` reports as the plans found so far."""
+    g = free_chain(30)
+    expired = Deadline(1.0, clock=iter([0.0, *[5.0] * 100]).__next__)
+    found = 0
+    with pytest.raises(EnumerationBudget, match="reached its budget"):
+        for _ in enumerate_plans(g, 10**9, deadline=expired):
+            found += 1
+    assert 0 < found < 4096  # some plans came out before the first look at the clock
+    assert sum(1 for _ in enumerate_plans(g, 5000, deadline=Deadline(60.0))) == 5000
+
+
 def test_extraction_stages_stop_at_their_deadline_with_a_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     """An expired deadline: the frontier's solves are given no time (HiGHS then returns the best plan it
     has, its warm start at worst), and the k best stop after the first."""

@@ -23,7 +23,7 @@ from egg_dispatch.cli.args import (
 from egg_dispatch.cli.assume import add_assume_argument
 from egg_dispatch.cost import AssumeError, size_plan
 from egg_dispatch.egraph.data import EGraphData, build_term
-from egg_dispatch.egraph.enumerate import enumerate_plans
+from egg_dispatch.egraph.enumerate import EnumerationBudget, enumerate_plans
 from egg_dispatch.egraph.imported import ImportError_
 from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.egraph.rules import saturate
@@ -35,6 +35,7 @@ from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.ops import sym_name
 from egg_dispatch.mlir.printer import print_mlir
 from egg_dispatch.target.profile import load_target
+from egg_dispatch.util.deadline import Deadline
 
 __all__ = ["plans_for_function", "register", "run"]
 
@@ -81,7 +82,8 @@ def plans_for_function(module: Module, function: str, args: argparse.Namespace, 
     target = load_target(args.target)
     imported = import_function(module, function)
     size_plan(imported, getattr(args, "assume", None) or None)  # --assume: the sizes the facts must hold for
-    graph, report = saturate(imported, target, families, budget_from_args(args))
+    budget = budget_from_args(args)
+    graph, report = saturate(imported, target, families, budget)
     # Saturated, a class legality emptied means "no legal plan" (what rule tests check); stopped early by
     # the budget, the start state's own forms stand in until an alternative is derived.
     data = EGraphData.from_serialized(graph.serialized(), keep_refused=not report.saturated)
@@ -91,16 +93,20 @@ def plans_for_function(module: Module, function: str, args: argparse.Namespace, 
     materialized = args.materialize or "materialize" in families
     plans: list[Module] = []
     seen: set[str] = set()
-    for choice in enumerate_plans(data, 50 * args.max_plans):
-        term = build_term(data, normalize_choice(data, choice, materialized))
-        plan = Emitter(imported, function, class_shapes(data)).emit(term)
-        text = print_mlir(plan)
-        if text in seen:  # choices that differ only in spelling emit the same IR
-            continue
-        seen.add(text)
-        plans.append(plan)
-        if len(plans) >= args.max_plans:
-            break
+    clock = Deadline(budget.seconds)  # the enumeration is a stage of its own (util.deadline)
+    try:
+        for choice in enumerate_plans(data, 50 * args.max_plans, deadline=clock):
+            term = build_term(data, normalize_choice(data, choice, materialized))
+            plan = Emitter(imported, function, class_shapes(data)).emit(term)
+            text = print_mlir(plan)
+            if text in seen:  # choices that differ only in spelling emit the same IR
+                continue
+            seen.add(text)
+            plans.append(plan)
+            if len(plans) >= args.max_plans:
+                break
+    except EnumerationBudget as e:
+        report.stop_reason += f"; {e}: the plans found so far"
     return plans, report
 
 

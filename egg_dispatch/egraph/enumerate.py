@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from egg_dispatch.egraph.data import EGraphData
+from egg_dispatch.util.deadline import Deadline
 
 __all__ = ["MATERIALIZED_OPS", "EnumerationBudget", "count_plans", "enumerate_plans", "is_acyclic"]
 
@@ -55,9 +56,12 @@ def is_acyclic(g: EGraphData, choice: dict[str, str]) -> bool:
     return True
 
 
-def enumerate_plans(g: EGraphData, limit: int = 1000, *, max_steps: int | None = None) -> Iterator[dict[str, str]]:
+def enumerate_plans(
+    g: EGraphData, limit: int = 1000, *, max_steps: int | None = None, deadline: Deadline | None = None
+) -> Iterator[dict[str, str]]:
     """Yield acyclic choices (class -> node id), depth-first in a deterministic order, at most
-    ``limit`` of them. Raises ``EnumerationBudget`` after ``max_steps`` steps (None: unbounded)."""
+    ``limit`` of them. Raises ``EnumerationBudget`` after ``max_steps`` steps or at ``deadline``
+    (looked at every 4,096 steps; None: unbounded)."""
     count = 0
     steps = 0
 
@@ -89,6 +93,8 @@ def enumerate_plans(g: EGraphData, limit: int = 1000, *, max_steps: int | None =
             steps += 1
             if max_steps is not None and steps > max_steps:
                 raise EnumerationBudget(f"plan enumeration stopped after {max_steps} steps")
+            if deadline is not None and steps % 4096 == 0 and deadline.expired():
+                raise EnumerationBudget(f"plan enumeration reached its budget ({deadline.seconds:g} s)")
             if closes_cycle(c, nid, choice):
                 continue
             new = dict(choice)
