@@ -225,3 +225,13 @@ def test_decode_step_explores_checks_and_compiles_with_default_flags(
         want = expected[f"out{i}"]
         assert g.shape == want.shape
         assert np.abs(g - want).max() <= 1e-5 * np.abs(want).max(), i
+
+
+def test_opt_on_a_model_explores_the_function_its_abi_wrapper_calls(capsys: pytest.CaptureFixture[str]) -> None:
+    """IREE's input form has a synchronous ``@main`` that only calls ``@main$async``: ``opt`` without
+    ``--function`` gives the plans of ``@main$async`` and skips the wrapper, which has no tensors of its
+    own (it used to fail on it: '%arg0 is used before it is defined')."""
+    code = main(["opt", str(DECODE / "input.mlir"), "--target", "x86_64-avx2", "--max-plans", "1"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "// ===== plans for @main$async: 1;" in out and "plans for @main:" not in out and "error" not in err

@@ -110,6 +110,16 @@ def plans_for_function(module: Module, function: str, args: argparse.Namespace, 
     return plans, report
 
 
+def _explored_functions(module: Module) -> list[str]:
+    """Every function of ``module`` but the ABI wrappers that only call another one (IREE's synchronous
+    ``@main`` around ``@main$async``: explore explores the function it calls)."""
+    from egg_dispatch.emit.iree.abi import abi_shell
+
+    names = [sym_name(f) for f in module.defined_functions()]
+    wrappers = {sym_name(w) for n in names if (shell := abi_shell(module, n)) is not None for w in shell.wrappers}
+    return [n for n in names if n not in wrappers]
+
+
 def _chunks(args: argparse.Namespace) -> list[Module]:
     if not args.split_input_file or args.file in (None, "-"):
         return [load_input(args.file)]
@@ -140,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     for index, module in enumerate(_chunks(args)):
         if index:
             out.write("// -----\n")
-        names = [args.function] if args.function else [sym_name(f) for f in module.defined_functions()]
+        names = [args.function] if args.function else _explored_functions(module)
         for name in names:
             try:
                 prepared = prepare(module, name, not args.no_initial_plan)
