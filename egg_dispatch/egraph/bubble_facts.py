@@ -33,7 +33,7 @@ import re
 from egg_dispatch.egraph.import_util import encoding_key
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, Operation, TensorType
-from egg_dispatch.mlir.ops import ins, iterator_types, outs
+from egg_dispatch.mlir.ops import indexing_maps, ins, iterator_types, outs
 from egg_dispatch.start.clone import is_bit_extend
 
 __all__ = ["BubbleSite", "bubble_sites", "is_broadcasting"]
@@ -66,15 +66,10 @@ def is_broadcasting(op: Operation) -> bool:
         return False
     if not all(t == "parallel" for t in iterator_types(op)):
         return False
-    maps = _maps(op)
+    maps = indexing_maps(op)
     if len(maps) != 2 or maps[0].dim_positions() is None or not maps[1].is_identity:
         return False
     return len(maps[0].results) < len(maps[1].results) and len(op.regions[0].entry.ops) == 1
-
-
-def _maps(op: Operation) -> list[AffineMapAttr]:
-    items = getattr(op.attributes.get("indexing_maps"), "items", ())
-    return [m for m in items if isinstance(m, AffineMapAttr)]
 
 
 def _in_output_space(operand_map: AffineMapAttr, output_map: AffineMapAttr) -> AffineMapAttr:
@@ -130,7 +125,7 @@ def _site(imported: ImportedProgram, set_let: str, generic: str, enc_key: str) -
     why = _refusal(imported, op, enc, _LET.findall(g.group(2))[len(ins(op)) :])
     if why is not None:
         return dataclasses.replace(site, refusal=why)
-    maps = _maps(op)
+    maps = indexing_maps(op)
     operands: dict[int, str] = {}
     for i, v in enumerate(ins(op)):
         if not isinstance(v.type, TensorType):
@@ -154,7 +149,7 @@ def _refusal(imported: ImportedProgram, op: Operation, enc: EncodingAttr, inits:
         or not imported.lets.get(inits[0], "").startswith("(Empty ")
     ):
         return "2. not all-parallel with one tensor.empty init and one result"
-    maps = _maps(op)
+    maps = indexing_maps(op)
     last = _last_map(enc)
     out_dims = maps[-1].dim_positions() if maps else None
     if (

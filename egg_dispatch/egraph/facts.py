@@ -384,12 +384,9 @@ def _op_facts(imported: ImportedProgram) -> list[str]:
 def _global_bytes(t: object) -> float:
     """Bytes of a global holding a value of type ``t``; infinite when not a static tensor (a dynamic
     value is never hoisted: its size is not known at load)."""
-    if not isinstance(t, TensorType) or t.encoding is not None:
+    if not isinstance(t, TensorType) or t.encoding is not None or None in t.shape:
         return math.inf
-    dims = [d for d in t.shape if d is not None and d >= 0]
-    if len(dims) != len(t.shape):
-        return math.inf
-    return math.prod(dims) * element_nbytes(t.element)
+    return t.nbytes
 
 
 def _sunk_operand_sources(imported: ImportedProgram, sites: list[SinkSite]) -> set[tuple[tuple[int, ...], str, str]]:

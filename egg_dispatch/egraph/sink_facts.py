@@ -46,7 +46,7 @@ from egg_dispatch.egraph.import_util import encoding_key
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.terms import quote
 from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, Operation, TensorType
-from egg_dispatch.mlir.ops import ins
+from egg_dispatch.mlir.ops import indexing_maps, ins, iterator_types
 
 __all__ = ["SinkSite", "sink_facts", "sink_sites", "sunk_encoding"]
 
@@ -131,14 +131,10 @@ def _source_encoding(imported: ImportedProgram, let: str, sunk: dict[str, str]) 
     return _Source(key, None, bool(placed))
 
 
-def _maps(op: Operation) -> list[AffineMapAttr]:
-    return [mp for mp in getattr(op.attributes.get("indexing_maps"), "items", ()) if isinstance(mp, AffineMapAttr)]
-
-
 def _generic_refusal(op: Operation, n_init: int) -> str | None:
     """The first of conditions 1, 2, 5 and 6 (those of the generic, whichever input is encoded) it fails."""
-    its = [getattr(a, "value", "") for a in getattr(op.attributes.get("iterator_types"), "items", ())]
-    maps = _maps(op)
+    its = iterator_types(op)
+    maps = indexing_maps(op)
     if not its or any(i != "parallel" for i in its):
         return "1. the generic has a reduction loop"
     if len(maps) != len(op.operands) or not all(mp.num_symbols == 0 and mp.dim_positions() is not None for mp in maps):
@@ -156,7 +152,7 @@ def _position_refusal(op: Operation, position: int, n_in: int) -> str | None:
     """Conditions 3 and 4: those of the encoded input itself."""
     if position >= n_in:
         return "3. the encoded value is the generic's init, not an input"
-    mp = _maps(op)[position]
+    mp = indexing_maps(op)[position]
     if not mp.is_identity:
         how = "a broadcast of the encoded tensor" if len(mp.results) < mp.num_dims else "a transpose"
         return f"4. the encoded input's map is not the identity ({how})"
@@ -169,7 +165,7 @@ def _legal_site(imported: ImportedProgram, op: Operation, site: SinkSite) -> Sin
     enc = imported.encodings.get(site.encoding) if site.encoding else None
     if enc is None:
         return None
-    maps = _maps(op)
+    maps = indexing_maps(op)
     types = [v.type for v in ins(op)]
     keys: dict[int, str] = {}
     scalars = tuple(i for i, t in enumerate(types) if i != site.position and not isinstance(t, TensorType))

@@ -87,6 +87,7 @@ names next to these.
 from __future__ import annotations
 
 from egg_dispatch.mlir.ir import (
+    AffineMapAttr,
     ArrayAttr,
     Attr,
     FunctionType,
@@ -115,8 +116,10 @@ __all__ = [
     "dim_group",
     "dim_groups",
     "function_type",
+    "indexing_maps",
     "ins",
     "int_list",
+    "iterator_types",
     "outs",
     "result_bindings",
     "set_dims",
@@ -316,6 +319,12 @@ def tensor_type(v: Value) -> TensorType:
 
 def is_opaque(op: Operation) -> bool:
     return op.opaque_text is not None
+
+
+def indexing_maps(op: Operation) -> list[AffineMapAttr]:
+    """The op's ``indexing_maps`` attribute as affine maps (empty when it has none)."""
+    items = getattr(op.attributes.get("indexing_maps"), "items", ())
+    return [m for m in items if isinstance(m, AffineMapAttr)]
 
 
 def iterator_types(op: Operation) -> tuple[str, ...]:
