@@ -9,6 +9,7 @@ import pytest
 
 from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.egraph.program import ProgramGraph
+from egg_dispatch.egraph.terms import Contract
 from egg_dispatch.mlir.parser import parse_file, parse_mlir
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -51,9 +52,9 @@ def test_reported_spelling_matches_iree313_structure() -> None:
     """matmul_transpose_b (retired upstream) is read as IREE 3.13's linalg.matmul with its maps: the
     same contraction kind as the 3.13 spelling, so the same rules match."""
     imp = import_function(parse_file(Path("egg_dispatch/examples/seed_reproducer.mlir")))
-    kinds = {t.split('"')[1] for t in imp.lets.values() if t.startswith("(Contract")}
+    kinds = {t.kind for t in imp.lets.values() if isinstance(t, Contract)}
     theirs = import_function(parse_file(FIXTURES / "seed_iree313.mlir"))
-    assert kinds == {t.split('"')[1] for t in theirs.lets.values() if t.startswith("(Contract")}
+    assert kinds == {t.kind for t in theirs.lets.values() if isinstance(t, Contract)}
     assert kinds == {"linalg.matmul:(d0,d2);(d1,d2);(d0,d1)"}
 
 

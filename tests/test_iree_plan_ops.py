@@ -19,8 +19,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from egg_dispatch.egraph import terms as terms_
 from egg_dispatch.egraph.facts import encoding_layout as fact_layout
 from egg_dispatch.egraph.importer import import_function
+from egg_dispatch.egraph.terms import render
 from egg_dispatch.evaluate import EvaluationError, evaluate
 from egg_dispatch.iree.dispatch_creation import IREE_PLAN, iree_output_warnings
 from egg_dispatch.mlir.ir import EncodingAttr, ScalarType, TensorType
@@ -291,14 +293,14 @@ def test_flow_slice_is_imported_as_a_copy_and_reshape_as_a_view() -> None:
     """The slice becomes the term the clone family builds for a slice materialized on its own; the
     reshape, which only exists between dispatches, a dispatch input that is a view."""
     imp = import_function(parse_mlir(FLOW))
-    terms = list(imp.lets.values())
-    arg = next(k for k, t in imp.lets.items() if t == "(Arg 0)")
-    slices = [k for k, t in imp.lets.items() if t == f"(Slice {arg} (vec-of 32 0) (vec-of 16 16) (vec-of 1 1))"]
+    terms = [render(t) for t in imp.lets.values()]
+    arg = next(k for k, t in imp.lets.items() if t == terms_.Arg(0))
+    slices = [k for k, t in imp.lets.items() if t == terms_.Slice(arg, (32, 0), (16, 16), (1, 1))]
     assert len(slices) == 1
     slice_let = slices[0]
     assert f"(Dispatch {slice_let})" in terms
     assert not any("flow.tensor.slice" in t for t in terms)  # not an opaque Op
-    reshape = next(k for k, t in imp.lets.items() if t.startswith('(Op "flow.tensor.reshape'))
+    reshape = next(k for k, t in zip(imp.lets, terms, strict=True) if t.startswith('(Op "flow.tensor.reshape'))
     assert f"(Dispatch {reshape})" in terms
 
 

@@ -59,3 +59,45 @@ def test_the_checker_finds_a_spelled_set() -> None:
     assert spelled_sets('if op in ("Dispatch", "ConstEval"):\n    pass\n', PLACEMENTS) == [1]
     assert spelled_sets('x = {"Dispatch": 1, "ConstEval": 2}\n', PLACEMENTS) == []
     assert spelled_sets('x = {"Arg", "Dispatch", "ConstEval"}\n', PLACEMENTS) == []
+
+
+# -- terms are typed: egglog text is written and read in egraph/terms.py only ------------------------------
+_RE_CALLS = {"compile", "match", "search", "findall", "fullmatch", "sub", "finditer", "split"}
+_TERM_TEXT = re.compile(r"\\?\$v|\\?\((?:" + "|".join(CONSTRUCTORS) + r"|Enc|TCons|TNil|Results|vec-of)\b")
+"""What a pattern over term text spells: a let name (``$v12``) or an opening constructor (``(Slice``)."""
+
+
+def term_text_reads(source: str) -> list[int]:
+    """Lines that read term text: a regular expression over it (``re.compile(r"^\\(Slice ...")``) or a
+    ``.startswith("(Slice ")``-style test of it."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) or not node.args:
+            continue
+        first = node.args[0]
+        if not isinstance(first, ast.Constant) or not isinstance(first.value, str):
+            continue
+        regex = isinstance(node.func.value, ast.Name) and node.func.value.id == "re" and node.func.attr in _RE_CALLS
+        prefix = node.func.attr in ("startswith", "endswith")
+        if (regex or prefix) and _TERM_TEXT.search(first.value):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_module_reads_term_text_outside_the_boundary() -> None:
+    """The importer builds typed terms (``egraph/terms.py``) and every later stage reads their
+    attributes; ``egraph/terms.py`` renders them as egglog text, the one boundary (issue 50)."""
+    offenders = {
+        str(path.relative_to(PACKAGE)): lines
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.relative_to(PACKAGE).as_posix() != "egraph/terms.py"
+        and (lines := term_text_reads(path.read_text()))
+    }
+    assert offenders == {}
+
+
+def test_the_term_text_checker_finds_a_read() -> None:
+    assert term_text_reads('import re\n_S = re.compile(r"^\\(Slice (\\$v[0-9]+) ")\n') == [2]
+    assert term_text_reads('ok = term.startswith("(Arg ")\n') == [1]
+    assert term_text_reads('x = re.findall(r"\\$v[0-9]+", text)\n') == [1]
+    assert term_text_reads('m = re.match(r"%[\\w]+", mlir)\nok = name.startswith("flow.")\n') == []

@@ -28,8 +28,8 @@ result keeps the generic for that use, and the cost model charges both.
 from __future__ import annotations
 
 import dataclasses
-import re
 
+from egg_dispatch.egraph import terms as T
 from egg_dispatch.egraph.import_util import encoding_key
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, Operation, TensorType
@@ -37,11 +37,6 @@ from egg_dispatch.mlir.ops import indexing_maps, ins, iterator_types, outs
 from egg_dispatch.start.clone import is_bit_extend
 
 __all__ = ["BubbleSite", "bubble_sites", "is_broadcasting"]
-
-_SET_ENCODING = re.compile(r"^\(SetEncoding (\$v[0-9]+) (\(Enc .*\))\)$")
-_GENERIC = re.compile(r'^\(Generic "([^"]+)" (.*)\)$')
-_LET = re.compile(r"\$v[0-9]+")
-
 
 @dataclasses.dataclass(frozen=True)
 class BubbleSite:
@@ -94,9 +89,8 @@ def bubble_sites(imported: ImportedProgram) -> list[BubbleSite]:
     them)."""
     work: list[tuple[str, str, str]] = []  # (set_encoding let or "", generic let, encoding key)
     for let, term in imported.lets.items():
-        m = _SET_ENCODING.match(term)
-        if m and _GENERIC.match(imported.lets.get(m.group(1), "")):
-            work.append((let, m.group(1), m.group(2)))
+        if isinstance(term, T.SetEncoding) and isinstance(imported.lets.get(term.source), T.Generic):
+            work.append((let, term.source, term.encoding))
     out: list[BubbleSite] = []
     seen: set[tuple[str, str]] = set()
     while work:
@@ -108,21 +102,21 @@ def bubble_sites(imported: ImportedProgram) -> list[BubbleSite]:
         if site is None:
             continue
         out.append(site)
-        names = _LET.findall(imported.lets[generic])
+        names = imported.lets[generic].operands()
         for i, e_i in site.operands.items():
-            if _GENERIC.match(imported.lets.get(names[i], "")):
+            if isinstance(imported.lets.get(names[i]), T.Generic):
                 work.append(("", names[i], e_i))
     return out
 
 
 def _site(imported: ImportedProgram, set_let: str, generic: str, enc_key: str) -> BubbleSite | None:
-    g = _GENERIC.match(imported.lets[generic])
-    op = imported.ops.get(g.group(1)) if g else None
+    g = imported.lets[generic]
+    op = imported.ops.get(g.key) if isinstance(g, T.Generic) else None
     enc = imported.encodings.get(enc_key)
-    if g is None or not isinstance(op, Operation) or not isinstance(enc, EncodingAttr):
+    if not isinstance(g, T.Generic) or not isinstance(op, Operation) or not isinstance(enc, EncodingAttr):
         return None
-    site = BubbleSite(set_let, generic, g.group(1), enc_key, {})
-    why = _refusal(imported, op, enc, _LET.findall(g.group(2))[len(ins(op)) :])
+    site = BubbleSite(set_let, generic, g.key, enc_key, {})
+    why = _refusal(imported, op, enc, list(g.outs))
     if why is not None:
         return dataclasses.replace(site, refusal=why)
     maps = indexing_maps(op)
@@ -146,7 +140,7 @@ def _refusal(imported: ImportedProgram, op: Operation, enc: EncodingAttr, inits:
         not all(t == "parallel" for t in iterator_types(op))
         or len(inits) != 1
         or len(op.results) != 1
-        or not imported.lets.get(inits[0], "").startswith("(Empty ")
+        or not isinstance(imported.lets.get(inits[0]), T.Empty)
     ):
         return "2. not all-parallel with one tensor.empty init and one result"
     maps = indexing_maps(op)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from egg_dispatch.egraph import terms as T
 from egg_dispatch.egraph.bubble_facts import BubbleSite, bubble_sites
 from egg_dispatch.egraph.import_util import encoding_key
 from egg_dispatch.egraph.imported import ImportedProgram
@@ -59,8 +59,6 @@ __all__ = [
 CONST_EXPR_MAX_SIZE_INCREASE = 1 << 20
 """``--iree-opt-const-expr-max-size-increase-threshold`` default (1 MiB, docs/iree-data-tiling.md §0.1 and §1.8)."""
 
-_SET_ENCODING = re.compile(r"^\(SetEncoding (\$v[0-9]+) (\(Enc .*\))\)$")
-_SLICE = re.compile(r"^\(Slice (\$v[0-9]+) \(vec-of ([-0-9 ]*)\) \(vec-of ([-0-9 ]*)\) \(vec-of ([-0-9 ]*)\)\)$")
 
 
 def encoding_maps(e: EncodingAttr) -> tuple[tuple[int, ...], ...] | None:
@@ -260,32 +258,29 @@ def _slice_facts(
     sources: set[_Source] = set()
     sym = imported.shape
     for name, term in imported.lets.items():
-        if term.startswith("(Slice "):
-            m = _SLICE.match(term)
-            src_dims = _dims(imported, m.group(1)) if m else None
-            if m and src_dims is not None:
-                offs, sizes, strides = (tuple(int(x) for x in g.split()) for g in m.groups()[1:])
-                if mappable(sym(src_dims), sym(offs), sym(sizes), sym(strides)):
-                    lines.append(f"(mappable-slice {name})")
-        m = _SET_ENCODING.match(term)
-        if not m:
+        if isinstance(term, T.Slice):
+            src_dims = _dims(imported, term.source)
+            if src_dims is not None and mappable(
+                sym(src_dims), sym(term.offsets), sym(term.sizes), sym(term.strides)
+            ):
+                lines.append(f"(mappable-slice {name})")
+        if not isinstance(term, T.SetEncoding):
             continue
-        src, enc_key = m.group(1), m.group(2)
+        src, enc_key = term.source, term.encoding
         src_t, src_dims = imported.let_types.get(src), _dims(imported, src)
         if not isinstance(src_t, TensorType) or src_dims is None:
             continue
         sources.add((src_dims, src_t.element.name, enc_key))
-        src_term = imported.lets.get(src, "")
-        sm = _SLICE.match(src_term)
-        whole_t = imported.let_types.get(sm.group(1)) if sm else None
-        whole_dims = _dims(imported, sm.group(1)) if sm else None
+        src_term = imported.lets.get(src)
+        sl = src_term if isinstance(src_term, T.Slice) else None
+        whole_t = imported.let_types.get(sl.source) if sl else None
+        whole_dims = _dims(imported, sl.source) if sl else None
         layout = layouts.get(enc_key)
-        if sm and isinstance(whole_t, TensorType) and whole_dims is not None:
+        if sl and isinstance(whole_t, TensorType) and whole_dims is not None:
             sources.add((whole_dims, whole_t.element.name, enc_key))
-            offs, sizes, strides = (tuple(int(x) for x in g.split()) for g in sm.groups()[1:])
             if layout is not None:
                 why = tile_alignment_refusal(
-                    layout, sym(whole_dims), sym(offs), sym(sizes), sym(strides), imported.domains
+                    layout, sym(whole_dims), sym(sl.offsets), sym(sl.sizes), sym(sl.strides), imported.domains
                 )
                 if why is None:
                     lines.append(f"(tile-aligned {src} {enc_key})")
@@ -406,7 +401,7 @@ def _operand_sources(
 ) -> list[tuple[tuple[int, ...], str, str]]:
     """(shape, element type, encoding) of the inputs ``operands`` gives encodings (input position ->
     encoding key) of the generic ``generic`` (a let)."""
-    names = re.findall(r"\$v[0-9]+", imported.lets[generic])
+    names = imported.lets[generic].operands()
     out = []
     for i, enc_key in operands.items():
         t, dims = imported.let_types.get(names[i]), _dims(imported, names[i])
@@ -420,7 +415,7 @@ def _encoded_arguments(imported: ImportedProgram) -> list[str]:
     (sink_unset runs a generic on it)."""
     out = []
     for name, term in imported.lets.items():
-        t = imported.let_types.get(name) if term.startswith("(Arg ") else None
+        t = imported.let_types.get(name) if isinstance(term, T.Arg) else None
         if isinstance(t, TensorType) and isinstance(t.encoding, EncodingAttr):
             key = encoding_key(t.encoding)
             if key in imported.encodings:
@@ -455,14 +450,13 @@ def _accumulators(imported: ImportedProgram) -> dict[tuple[tuple[int, ...], str]
     accumulator a fused unpack reads next to the fused pack)."""
     out: dict[tuple[tuple[int, ...], str], list[tuple[int, ...]]] = {}
     for let, term in imported.lets.items():
-        m = _CONTRACT.match(term)
-        res = _dims(imported, let) if m else None
-        if m is None or res is None:
+        res = _dims(imported, let) if isinstance(term, T.Contract) else None
+        if not isinstance(term, T.Contract) or res is None:
             continue
-        for operand in (m.group(1), m.group(2)):
-            placed = re.match(r"^\(Dispatch (\$v[0-9]+)\)$", imported.lets.get(operand, ""))
-            if placed:  # a hoisted encode the fuse family may pull back into this dispatch
-                operand = placed.group(1)
+        for operand in (term.lhs, term.rhs):
+            placed = imported.lets.get(operand)
+            if isinstance(placed, T.Dispatch):  # a hoisted encode the fuse family may pull back into this dispatch
+                operand = placed.value
             for dims, _elem, enc_key in _pack_candidates(imported, operand):
                 out.setdefault((dims, enc_key), [])
                 if res not in out[(dims, enc_key)]:
@@ -481,23 +475,20 @@ def _acc_bytes(target: Target, e: EncodingAttr, acc: tuple[int, ...] | None, imp
     return packed_bytes(imported.shape(acc), element_nbytes(e.element_types[2]), layout)
 
 
-_CONTRACT = re.compile(r'^\(Contract "[^"]*" (\$v[0-9]+) (\$v[0-9]+) (\$v[0-9]+)\)$')
-
-
 def _pack_candidates(imported: ImportedProgram, let: str) -> list[tuple[tuple[int, ...], str, str]]:
     """(source shape, element type, encoding) of the packs an operand let can be fused as: its own
     set_encoding's source, and (after propagation through a slice) the sliced tensor."""
-    m = _SET_ENCODING.match(imported.lets.get(let, ""))
-    if not m:
+    term = imported.lets.get(let)
+    if not isinstance(term, T.SetEncoding):
         return []
-    src, enc_key = m.group(1), m.group(2)
+    src, enc_key = term.source, term.encoding
     src_t, src_dims = imported.let_types.get(src), _dims(imported, src)
     if not isinstance(src_t, TensorType) or src_dims is None:
         return []
     out = [(src_dims, src_t.element.name, enc_key)]
-    sm = _SLICE.match(imported.lets.get(src, ""))
-    whole_t = imported.let_types.get(sm.group(1)) if sm else None
-    whole_dims = _dims(imported, sm.group(1)) if sm else None
+    sl = imported.lets.get(src)
+    whole_t = imported.let_types.get(sl.source) if isinstance(sl, T.Slice) else None
+    whole_dims = _dims(imported, sl.source) if isinstance(sl, T.Slice) else None
     if isinstance(whole_t, TensorType) and whole_dims is not None:
         out.append((whole_dims, whole_t.element.name, enc_key))
     return out
@@ -509,11 +500,10 @@ def _pair_facts(imported: ImportedProgram, target: Target, layouts: dict[str, La
     narrow-N mmt4d takes the RHS first)."""
     out: set[str] = set()
     for let, term in imported.lets.items():
-        m = _CONTRACT.match(term)
-        if not m:
+        if not isinstance(term, T.Contract):
             continue
-        for lhs in _pack_candidates(imported, m.group(1)):
-            for rhs in _pack_candidates(imported, m.group(2)):
+        for lhs in _pack_candidates(imported, term.lhs):
+            for rhs in _pack_candidates(imported, term.rhs):
                 la, lb = layouts.get(lhs[2]), layouts.get(rhs[2])
                 if la is None or lb is None:
                     continue

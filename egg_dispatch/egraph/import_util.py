@@ -10,12 +10,7 @@ from egg_dispatch.egraph.terms import enc
 from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, Operation, Value
 from egg_dispatch.mlir.printer import Printer
 
-__all__ = ["captured_values", "digest_key", "encoding_key", "is_arith_constant", "maps_key", "term_head"]
-
-
-def term_head(term: str) -> str:
-    """The head of a term's text (``(Slice ...)`` -> ``Slice``); "" for a name."""
-    return term[1:].split(" ", 1)[0].rstrip(")") if term.startswith("(") else ""
+__all__ = ["captured_values", "digest_key", "encoding_key", "is_arith_constant", "maps_key"]
 
 
 def maps_key(maps: object) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from egg_dispatch.egraph.terms import Expr, render
 from egg_dispatch.mlir.ir import Attr, DenseAttr, EncodingAttr, Operation, ParameterAttr, TensorType, Type, Value
 from egg_dispatch.mlir.symbolic import Dim, Domain
 
@@ -12,9 +12,6 @@ __all__ = ["SIZE_CODE_BASE", "ImportError_", "ImportedProgram", "Parameter"]
 
 SIZE_CODE_BASE = -1000
 """Size codes are ``SIZE_CODE_BASE - i`` (far from IREE's ``-1`` for ``?`` in encodings)."""
-
-
-_LET = re.compile(r"\$v[0-9]+")
 
 
 class ImportError_(Exception):
@@ -38,8 +35,8 @@ class ImportedProgram:
     """egglog commands (lets and analysis facts), in dependency order."""
     results: list[str] = field(default_factory=list)
     """The let name of each function result."""
-    lets: dict[str, str] = field(default_factory=dict)
-    """let name -> the term it binds."""
+    lets: dict[str, Expr] = field(default_factory=dict)
+    """let name -> the term it binds (typed: ``egraph.terms``)."""
     let_types: dict[str, Type] = field(default_factory=dict)
     constants: dict[str, DenseAttr | Parameter] = field(default_factory=dict)
     """``Const`` name -> its inline values, or the parameter it reads."""
@@ -106,12 +103,11 @@ class ImportedProgram:
 
     def expand(self, name: str) -> str:
         """The full term a let stands for, with every nested let inlined (for tests and messages)."""
-        return _LET.sub(lambda m: self.expand(m.group(0)) if m.group(0) in self.lets else m.group(0), self.lets[name])
+        return render(self.lets[name], lambda n: self.expand(n) if n in self.lets else n)
 
     def counts(self) -> dict[str, int]:
         """How many lets of each head constructor: a quick summary of what was imported."""
         out: dict[str, int] = {}
         for term in self.lets.values():
-            head = term[1:].split(" ", 1)[0].rstrip(")") if term.startswith("(") else "let"
-            out[head] = out.get(head, 0) + 1
+            out[term.head] = out.get(term.head, 0) + 1
         return dict(sorted(out.items()))

@@ -12,21 +12,20 @@ exists between dispatches, is ``Dispatch(Op ...)``, a dispatch input priced as t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import cast
 
+from egg_dispatch.egraph import terms as T
 from egg_dispatch.egraph.import_util import (
     captured_values,
     digest_key,
     encoding_key,
     is_arith_constant,
     maps_key,
-    term_head,
 )
 from egg_dispatch.egraph.imported import ImportedProgram, ImportError_, Parameter
-from egg_dispatch.egraph.terms import BOUNDARY, enc, ivec, quote, tlist
+from egg_dispatch.egraph.terms import BOUNDARY, enc, ivec, quote, render
 from egg_dispatch.mlir.abi import argument_tensor_types
 from egg_dispatch.mlir.encoding import is_serialized_layout, unpriced_encoding
 from egg_dispatch.mlir.flow_ops import FLOW_SLICE, slice_operands
@@ -122,17 +121,17 @@ class _Importer:
             self.top_level = {r for o in entry.ops if o.name not in _PLACED for r in o.results}
 
     # -- helpers ---------------------------------------------------------------------------------
-    def let(self, value: Value | None, term: str, typ: Type | None, like: Value | None = None) -> str:
+    def let(self, value: Value | None, term: T.Expr, typ: Type | None, like: Value | None = None) -> str:
         """``(let $vN term)`` with its shape and dtype facts; a dynamic shape's sizes are those of
         ``like`` (default: ``value``)."""
         name = f"$v{self.n}"
         self.n += 1
-        self.out.program.append(f"(let {name} {term})")
+        self.out.program.append(f"(let {name} {render(term)})")
         self.out.lets[name] = term
         if typ is not None:
             self.out.let_types[name] = typ
             if isinstance(typ, TensorType):
-                dims = self.dims(like or value or (term if term.startswith("(Op ") else None), typ)
+                dims = self.dims(like or value or (term if isinstance(term, T.Op) else None), typ)
                 self.out.let_dims[name] = dims
                 self.out.program.append(f"(set (shape {name}) {ivec(dims)})")
                 self.out.program.append(f"(set (dtype {name}) {quote(typ.element.name)})")
@@ -143,19 +142,18 @@ class _Importer:
             self.terms[value] = name
         return name
 
-    def dims(self, v: Value | str | None, typ: TensorType) -> tuple[int, ...]:
+    def dims(self, v: Value | T.Op | None, typ: TensorType) -> tuple[int, ...]:
         """``typ``'s shape as a term vector: static sizes, size codes for its ``?`` (those of ``v``, a
         value or an ``(Op ...)`` term)."""
         if typ.is_static:
             return tuple(typ.static_shape)
         if v is None:
             raise ImportError_("a dynamic shape with no value to take its sizes from")
-        if isinstance(v, str):  # an (Op "key" ... i) term: the sizes of that op's result
-            m = re.match(r'^\(Op "([^"]+)" .* ([0-9]+)\)$', v)
-            dims = self.out.op_dims.get(m.group(1)) if m else None
-            if m is None or not dims:
+        if isinstance(v, T.Op):  # the sizes of that op's result
+            dims = self.out.op_dims.get(v.key)
+            if not dims:
                 raise ImportError_("a dynamic shape with no value to take its sizes from")
-            return tuple(dims[int(m.group(2))])
+            return tuple(dims[v.result])
         sym = self.shapes.shape(v)
         if len(sym) != typ.rank:  # a buffer view never imported: its declared type's sizes are unknown
             sym = self.shapes.fresh_shape(v, typ)
@@ -181,22 +179,27 @@ class _Importer:
     def t(self, v: Value) -> str:
         if v not in self.terms and isinstance(v.type, ScalarType) and (code := self.size(v)) is not None:
             if v not in self.sizes:
-                self.sizes[v] = self.let(None, f"(Size {code})", v.type) if code < 0 else self._const_index(code)
+                self.sizes[v] = self.let(None, T.Size(code), v.type) if code < 0 else self._const_index(code)
             return self.sizes[v]
         try:
             term = self.terms[v]
         except KeyError:
             raise ImportError_(f"%{v.name} is used before it is defined (or comes from an unsupported op)") from None
-        if self.in_region and v in self.top_level and term_head(self.out.lets.get(term, "")) not in BOUNDARY:
+        if self.in_region and v in self.top_level and self._head(term) not in BOUNDARY:
             # Computed between dispatches (a transpose, a reshape): IREE runs it on its own, before
             # the dispatch that reads it, so here it is a dispatch input.
             if v not in self.outside:
-                self.outside[v] = self.let(None, f"(Dispatch {term})", v.type, like=v)
+                self.outside[v] = self.let(None, T.Dispatch(term), v.type, like=v)
             return self.outside[v]
         return term
 
+    def _head(self, let: str) -> str:
+        """The constructor a let binds ("" for a name that is not a let)."""
+        term = self.out.lets.get(let)
+        return term.head if term is not None else ""
+
     def _const_index(self, value: int) -> str:
-        return self.let(None, f"(Scalar {quote(str(value))} {quote('index')})", ScalarType("index"))
+        return self.let(None, T.Scalar(str(value), "index"), ScalarType("index"))
 
     def encoding(self, e: EncodingAttr) -> str:
         key = encoding_key(e)
@@ -224,10 +227,10 @@ class _Importer:
         elif codes:
             return False  # encoding_dims the size analysis does not know: kept as an opaque op
         if op.name == "iree_encoding.set_encoding":
-            self.let(op.result, f"(SetEncoding {self.t(op.operands[0])} {key})", encoded)
+            self.let(op.result, T.SetEncoding(self.t(op.operands[0]), key), encoded)
             self.propagable_cast(op, key, e)
         else:
-            self.let(op.result, f"(UnsetEncoding {self.t(op.operands[0])} {ivec(self.dims(op.result, plain))})", plain)
+            self.let(op.result, T.UnsetEncoding(self.t(op.operands[0]), self.dims(op.result, plain)), plain)
         return True
 
     def propagable_cast(self, set_encoding: Operation, key: str, e: Attr) -> None:
@@ -249,11 +252,11 @@ class _Importer:
         original = self.op_key(cast_op, unique=False)
         self.out.program.append(f"(propagable-cast {quote(original)} {key} {quote(self.op_key(twin, False, cast_op))})")
 
-    def with_encoding(self, term: str, typ: Type, value: Value | None) -> str:
+    def with_encoding(self, term: T.Expr, typ: Type, value: Value | None) -> str:
         """A term of an encoded tensor type that IREE builds directly (an encoded empty)."""
         if isinstance(typ, TensorType) and isinstance(typ.encoding, EncodingAttr):
             plain = self.let(None, term, typ.without_encoding(), like=value)
-            return self.let(value, f"(SetEncoding {plain} {self.encoding(typ.encoding)})", typ)
+            return self.let(value, T.SetEncoding(plain, self.encoding(typ.encoding)), typ)
         return self.let(value, term, typ)
 
     def constant_key(self, value: DenseAttr | ParameterAttr, typ: TensorType) -> str:
@@ -326,10 +329,10 @@ class _Importer:
         value = op.attributes["value"]
         r = op.result
         if isinstance(value, DenseAttr):
-            self.let(r, f"(Const {quote(self.constant_key(value, value.type))})", r.type)
+            self.let(r, T.Const(self.constant_key(value, value.type)), r.type)
         elif isinstance(value, FloatAttr | IntAttr):
             lit = float_str(value.value) if isinstance(value, FloatAttr) else str(value.value)
-            self.let(r, f"(Scalar {quote(lit)} {quote(str(r.type))})", r.type)
+            self.let(r, T.Scalar(lit, str(r.type)), r.type)
         else:
             return False
         return True
@@ -352,7 +355,7 @@ class _Importer:
         if not isinstance(value, DenseAttr | ParameterAttr):
             return False
         cst_t = cast(TensorType, op.result.type)  # a flow.tensor.constant is a tensor
-        self.let(op.result, f"(Const {quote(self.constant_key(value, cst_t))})", cst_t)
+        self.let(op.result, T.Const(self.constant_key(value, cst_t)), cst_t)
         return True
 
     @_handles("hal.tensor.import")
@@ -360,7 +363,7 @@ class _Importer:
         src = op.operands[0]
         entry = self.func.regions[0].entry
         if src in entry.args:
-            self.let(op.result, f"(Arg {entry.args.index(src)})", op.result.type)
+            self.let(op.result, T.Arg(entry.args.index(src)), op.result.type)
             self.terms.setdefault(src, self.terms[op.result])  # also returned as is (util.return %arg0)
         else:
             self.terms[op.result] = self.t(src)
@@ -370,13 +373,13 @@ class _Importer:
     def tensor_empty(self, op: Operation) -> bool:
         t = op.result.type
         assert isinstance(t, TensorType)
-        self.with_encoding(f"(Empty {ivec(self.dims(op.result, t))} {quote(t.element.name)})", t, op.result)
+        self.with_encoding(T.Empty(self.dims(op.result, t), t.element.name), t, op.result)
         return True
 
     @_handles("linalg.fill")
     def linalg_fill(self, op: Operation) -> bool:
         v, init = ins(op)[0], outs(op)[0]
-        self.let(op.result, f"(Fill {self.t(v)} {self.t(init)})", op.result.type)
+        self.let(op.result, T.Fill(self.t(v), self.t(init)), op.result.type)
         return True
 
     @_handles("tensor.extract_slice", "tensor.insert_slice")
@@ -390,12 +393,11 @@ class _Importer:
         if entries is None or reduced:
             return False
         offs, sizes, strides = entries
-        sl = f"{ivec(offs)} {ivec(sizes)} {ivec(strides)}"
         if n == "tensor.extract_slice":
-            self.let(op.result, f"(Slice {self.t(op.operands[0])} {sl})", op.result.type)
+            self.let(op.result, T.Slice(self.t(op.operands[0]), offs, sizes, strides), op.result.type)
         else:
             src, dst = op.operands[0], op.operands[1]
-            self.let(op.result, f"(InsertSlice {self.t(src)} {self.t(dst)} {sl})", op.result.type)
+            self.let(op.result, T.InsertSlice(self.t(src), self.t(dst), offs, sizes, strides), op.result.type)
         return True
 
     @_handles(*CONTRACTION_OPS)
@@ -405,16 +407,14 @@ class _Importer:
         kind = f"{op.name}:{maps_key(op.attributes.get('indexing_maps'))}"
         self.out.ops.setdefault(f"contract:{kind}", op)
         lhs, rhs = ins(op)
-        self.let(
-            op.result, f"(Contract {quote(kind)} {self.t(lhs)} {self.t(rhs)} {self.t(outs(op)[0])})", op.result.type
-        )
+        self.let(op.result, T.Contract(kind, self.t(lhs), self.t(rhs), self.t(outs(op)[0])), op.result.type)
         self.contraction_encoding_dims(op)
         return True
 
     @_handles("linalg.mmt4d")
     def linalg_mmt4d(self, op: Operation) -> bool:
         lhs, rhs = ins(op)
-        self.let(op.result, f"(Mmt4d {self.t(lhs)} {self.t(rhs)} {self.t(outs(op)[0])})", op.result.type)
+        self.let(op.result, T.Mmt4d(self.t(lhs), self.t(rhs), self.t(outs(op)[0])), op.result.type)
         return True
 
     @_handles("linalg.generic")
@@ -423,9 +423,9 @@ class _Importer:
         if len(op.results) != 1 or not all(is_arith_constant(v) for v in captured_values(op)):
             return False
         key = self.op_key(op, unique=False)
-        i_terms = tlist([self.t(v) for v in ins(op)])
-        o_terms = tlist([self.t(v) for v in outs(op)])
-        self.let(op.result, f"(Generic {quote(key)} {i_terms} {o_terms})", op.result.type)
+        i_terms = tuple(self.t(v) for v in ins(op))
+        o_terms = tuple(self.t(v) for v in outs(op))
+        self.let(op.result, T.Generic(key, i_terms, o_terms), op.result.type)
         return True
 
     def encoding_op_dims(self, op: Operation) -> None:
@@ -443,7 +443,7 @@ class _Importer:
         self.encoding_op_dims(op)
         t = op.result.type
         assert isinstance(t, TensorType) and isinstance(t.encoding, EncodingAttr)
-        self.let(op.result, f"(SetEncoding {self.t(op.operands[0])} {self.encoding(t.encoding)})", t)
+        self.let(op.result, T.SetEncoding(self.t(op.operands[0]), self.encoding(t.encoding)), t)
         return True
 
     @_handles("iree_encoding.unset_encoding")
@@ -451,7 +451,7 @@ class _Importer:
         self.encoding_op_dims(op)
         t = op.result.type
         assert isinstance(t, TensorType)
-        self.let(op.result, f"(UnsetEncoding {self.t(op.operands[0])} {ivec(self.dims(op.result, t))})", t)
+        self.let(op.result, T.UnsetEncoding(self.t(op.operands[0]), self.dims(op.result, t)), t)
         return True
 
     @_handles("flow.tensor.encode")
@@ -465,8 +465,8 @@ class _Importer:
             and (isinstance(src_t, TensorType) and src_t.encoding is None)
         ):
             return False
-        inner = self.let(None, f"(SetEncoding {self.t(op.operands[0])} {self.encoding(t.encoding)})", t, like=op.result)
-        self.let(op.result, f"(Dispatch {inner})", t)
+        inner = self.let(None, T.SetEncoding(self.t(op.operands[0]), self.encoding(t.encoding)), t, like=op.result)
+        self.let(op.result, T.Dispatch(inner), t)
         return True
 
     @_handles(FLOW_SLICE)
@@ -478,17 +478,16 @@ class _Importer:
         sizes = [s for v in lengths if (s := _index_constant(v)) is not None]
         if len(offs) != len(starts) or len(sizes) != len(lengths):
             return False
-        sl = f"{ivec(offs)} {ivec(sizes)} {ivec([1] * len(sizes))}"
-        inner = self.let(None, f"(Slice {self.t(src)} {sl})", op.result.type)
-        self.let(op.result, f"(Dispatch {inner})", op.result.type)
+        inner = self.let(None, T.Slice(self.t(src), tuple(offs), tuple(sizes), (1,) * len(sizes)), op.result.type)
+        self.let(op.result, T.Dispatch(inner), op.result.type)
         return True
 
     @_handles("flow.tensor.reshape")
     def flow_reshape(self, op: Operation) -> bool:
         """Only ever between dispatches: its result is read from outside them."""
         key = self.op_key(op, unique=False)
-        inner = self.let(None, f"(Op {quote(key)} {tlist([self.t(v) for v in op.operands])} 0)", op.result.type)
-        self.let(op.result, f"(Dispatch {inner})", op.result.type)
+        inner = self.let(None, T.Op(key, tuple(self.t(v) for v in op.operands), 0), op.result.type)
+        self.let(op.result, T.Dispatch(inner), op.result.type)
         return True
 
     @_handles("flow.dispatch.region")
@@ -497,7 +496,7 @@ class _Importer:
         returned = self.import_block_ops(op.regions[0].entry.ops) or []
         self.in_region -= 1
         for r, term in zip(op.results, returned, strict=True):
-            self.let(r, f"(Dispatch {term})", r.type)
+            self.let(r, T.Dispatch(term), r.type)
         return True
 
     @_handles("flow.dispatch.workgroups")
@@ -536,7 +535,9 @@ class _Importer:
             else:
                 self.out.encoding_dims.setdefault(self.encoding(e), tuple(codes))
 
-    def slice_entries(self, op: Operation, first: int) -> tuple[list[int], list[int], list[int]] | None:
+    def slice_entries(
+        self, op: Operation, first: int
+    ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
         """(offsets, sizes, strides) of a slice-like op as term vectors (size codes for SSA entries that
         are sizes); None when an entry is a value that is not (a data-dependent offset)."""
         dyn = iter(base_operands(op)[first:])
@@ -554,16 +555,16 @@ class _Importer:
             out.append(vals)
         if any(s <= 0 for s in out[2]):  # a stride is a size code: keep it opaque
             return None
-        return out[0], out[1], out[2]
+        return tuple(out[0]), tuple(out[1]), tuple(out[2])
 
     def generic_op(self, op: Operation, unique: bool) -> None:
         key = self.op_key(op, unique)
         captured = [v for v in captured_values(op) if not is_arith_constant(v)]
         if captured:
             self.out.captures[key] = captured
-        inputs = tlist([self.t(v) for v in [*op.operands, *captured]])
+        inputs = tuple(self.t(v) for v in [*op.operands, *captured])
         for i, r in enumerate(op.results):
-            self.let(r, f"(Op {quote(key)} {inputs} {i})", r.type)
+            self.let(r, T.Op(key, inputs, i), r.type)
 
     def import_workgroups(self, op: Operation) -> None:
         """Bindings map to the captured operands; a full-size load is the operand itself. A result is
@@ -593,12 +594,11 @@ class _Importer:
                     continue
                 offs, sizes, strides = entries
                 full = self.shapes.shape(src)
-                whole = [self.out.code(d) for d in full]
+                whole = tuple(self.out.code(d) for d in full)
                 if sizes == whole and not any(offs) and set(strides) <= {1}:
                     self.terms[inner.result] = self.t(src)
                 else:
-                    sl = f"{ivec(offs)} {ivec(sizes)} {ivec(strides)}"
-                    self.let(inner.result, f"(Slice {self.t(src)} {sl})", inner.result.type)
+                    self.let(inner.result, T.Slice(self.t(src), offs, sizes, strides), inner.result.type)
             elif inner.name == "iree_tensor_ext.dispatch.tensor.store":
                 b = body.args.index(inner.operands[1])
                 stored[b] = self.t(inner.operands[0])
@@ -611,7 +611,7 @@ class _Importer:
         for i, (r, b) in enumerate(zip(op.results, bindings, strict=True)):
             if b not in stored:
                 raise ImportError_(f"{op.loc}: flow.dispatch.workgroups result #{i} is never stored")
-            self.let(r, f"(Dispatch {stored[b]})", r.type)
+            self.let(r, T.Dispatch(stored[b]), r.type)
 
     def writes_once(self, body: Block, b: int) -> bool:
         """Whether binding ``b`` is stored to exactly once, at a place its sizes give, and not read after."""
@@ -626,20 +626,18 @@ class _Importer:
         entries = self.slice_entries(store, 2)
         assert entries is not None
         offs, sizes, strides = entries
-        whole = [self.out.code(d) for d in self.shapes.shape(store.operands[1])]
+        whole = tuple(self.out.code(d) for d in self.shapes.shape(store.operands[1]))
         if sizes == whole and not any(offs) and set(strides) <= {1}:
             return value
-        t = operand.type
-        sl = f"{ivec(offs)} {ivec(sizes)} {ivec(strides)}"
-        return self.let(None, f"(InsertSlice {value} {self.t(operand)} {sl})", t, like=operand)
+        return self.let(None, T.InsertSlice(value, self.t(operand), offs, sizes, strides), operand.type, like=operand)
 
     def opaque_dispatch(self, op: Operation) -> None:
         """``op``, a dispatch the model does not see into, as ``Dispatch(Op ...)`` per result."""
         key = self.op_key(op, unique=False)
-        inputs = tlist([self.t(v) for v in op.operands])
+        inputs = tuple(self.t(v) for v in op.operands)
         for i, r in enumerate(op.results):
-            inner = self.let(None, f"(Op {quote(key)} {inputs} {i})", r.type, like=r)
-            self.let(r, f"(Dispatch {inner})", r.type)
+            inner = self.let(None, T.Op(key, inputs, i), r.type, like=r)
+            self.let(r, T.Dispatch(inner), r.type)
 
     def global_term(self, name: str, load: Operation) -> str:
         if name in self.globals:
@@ -653,12 +651,12 @@ class _Importer:
             key = f"global_{name}"
             # a global initialized to a parameter holds a tensor
             self.out.constants[key] = init if isinstance(init, DenseAttr) else Parameter(init, cast(TensorType, typ))
-            term = self.let(None, f"(Const {quote(key)})", typ)
+            term = self.let(None, T.Const(key), typ)
         else:
             stored = self.initializer_value(name)
             if stored is None:
                 raise ImportError_(f"{load.loc}: global @{name} has neither an initial value nor an initializer")
-            term = self.let(None, f"(ConstEval {stored})", typ)
+            term = self.let(None, T.ConstEval(stored), typ)
         self.globals[name] = term
         return term
 
@@ -696,14 +694,14 @@ def import_function(module: Module, function: str | None = None) -> ImportedProg
     for i, typ in argument_tensor_types(func):
         arg = entry.args[i]  # a buffer view never imported (returned as is, or unused) takes its declared type
         if isinstance(arg.type, TensorType | ScalarType) or (arg not in imported and typ is not None):
-            imp.let(arg, f"(Arg {i})", typ)
+            imp.let(arg, T.Arg(i), typ)
     results = imp.import_block_ops(entry.ops)
     if results is None:
         raise ImportError_(f"{func.loc}: function @{imp.out.function} has no return")
     imp.out.results = results
     returns = next(op for op in entry.ops if op.name in ("func.return", "return", "util.return"))
     imp.out.result_types = [imp.out.let_types.get(r, v.type) for r, v in zip(results, returns.operands, strict=True)]
-    imp.out.program.append(f"(let $root (Results {tlist(results)}))")
+    imp.out.program.append(f"(let $root {render(T.Results(tuple(results)))})")
     imp.out.size_sources = {
         name: v.owner if isinstance(v.owner, Operation) else None for name, v in imp.shapes.unknown.items()
     }

@@ -40,8 +40,8 @@ the cost model charges both); the modelled baseline applies it (``plan/baseline.
 from __future__ import annotations
 
 import dataclasses
-import re
 
+from egg_dispatch.egraph import terms as T
 from egg_dispatch.egraph.import_util import encoding_key
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.terms import quote
@@ -49,12 +49,6 @@ from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, Operation, TensorT
 from egg_dispatch.mlir.ops import indexing_maps, ins, iterator_types
 
 __all__ = ["SinkSite", "sink_facts", "sink_sites", "sunk_encoding"]
-
-_GENERIC = re.compile(r'^\(Generic "([^"]+)" (.*)\)$')
-_LET = re.compile(r"\$v[0-9]+")
-_UNSET = re.compile(r"^\(UnsetEncoding (\$v[0-9]+) ")
-_DISPATCH = re.compile(r"^\(Dispatch (\$v[0-9]+)\)$")
-
 
 @dataclasses.dataclass(frozen=True)
 class SinkSite:
@@ -105,16 +99,15 @@ def _source_encoding(imported: ImportedProgram, let: str, sunk: dict[str, str]) 
     """The encoded value an input reads: an unset_encoding of an encoded contraction (condition 7), or a
     generic the family already sinks through; a dispatch result of one counts too (the fuse family
     fuses the consumer into that dispatch). None when the input reads no encoded value."""
-    term = imported.lets.get(let, "")
-    placed = _DISPATCH.match(term)
-    if placed:
-        let, term = placed.group(1), imported.lets.get(placed.group(1), "")
+    term = imported.lets.get(let)
+    placed = isinstance(term, T.Dispatch)
+    if isinstance(term, T.Dispatch):
+        let, term = term.value, imported.lets.get(term.value)
     if let in sunk:
-        return _Source(sunk[let], None, bool(placed))
-    m = _UNSET.match(term)
-    if not m:
+        return _Source(sunk[let], None, placed)
+    if not isinstance(term, T.UnsetEncoding):
         return None
-    src_t = imported.let_types.get(m.group(1))
+    src_t = imported.let_types.get(term.source)
     enc = src_t.encoding if isinstance(src_t, TensorType) else None
     if (
         not isinstance(src_t, TensorType)
@@ -122,13 +115,13 @@ def _source_encoding(imported: ImportedProgram, let: str, sunk: dict[str, str]) 
         or enc.op_type != "matmul"
         or enc.operand_index != 2
     ):
-        return _Source(None, "7. the unset_encoding's source is not a matmul-encoded contraction result", bool(placed))
+        return _Source(None, "7. the unset_encoding's source is not a matmul-encoded contraction result", placed)
     out_t = imported.let_types.get(let)
     if not isinstance(out_t, TensorType) or out_t.shape != src_t.shape:
-        return _Source(None, "7. the unset_encoding does not return the whole result", bool(placed))
+        return _Source(None, "7. the unset_encoding does not return the whole result", placed)
     key = encoding_key(enc)
     imported.encodings.setdefault(key, enc)  # an encoded function argument's: no set_encoding named it
-    return _Source(key, None, bool(placed))
+    return _Source(key, None, placed)
 
 
 def _generic_refusal(op: Operation, n_init: int) -> str | None:
@@ -181,15 +174,15 @@ def _legal_site(imported: ImportedProgram, op: Operation, site: SinkSite) -> Sin
 
 
 def _site(imported: ImportedProgram, let: str, sunk: dict[str, str]) -> SinkSite | None:
-    m = _GENERIC.match(imported.lets[let])
-    if m is None:
+    term = imported.lets[let]
+    if not isinstance(term, T.Generic):
         return None
-    key = m.group(1)
+    key = term.key
     op = imported.ops.get(key)
     if not isinstance(op, Operation):
         return None
     n_in = len(ins(op))
-    names = _LET.findall(m.group(2))
+    names = term.operands()
     found = [(i, _source_encoding(imported, x, sunk)) for i, x in enumerate(names)]
     # IREE's own first: an unset_encoding in the generic's dispatch, then a dispatch result (ours)
     candidates = sorted(((i, s) for i, s in found if s is not None), key=lambda c: (c[1].placed, c[0]))
@@ -214,7 +207,7 @@ def sink_sites(imported: ImportedProgram) -> list[SinkSite]:
     sunk: dict[str, str] = {}
     out: list[SinkSite] = []
     for let, term in imported.lets.items():
-        if not term.startswith("(Generic "):
+        if not isinstance(term, T.Generic):
             continue
         site = _site(imported, let, sunk)
         if site is None:

@@ -4,6 +4,12 @@ Declared once, in egglog's own language (``SCHEMA``), so rules in ``rules/*.egg`
 build these terms directly; Python builds terms as egglog text through the small helpers below
 (sending text is ~10x faster than egglog-python's typed front end; docs/egglog.md §1.4).
 
+This module is the one boundary between typed terms and egglog's text: the importer builds the
+typed constructors below (``Slice``, ``SetEncoding``, ...: one frozen dataclass per ``Tensor``
+constructor it writes, plus ``Results``), every later stage reads their attributes, and
+``render`` turns one into egglog text, here and nowhere else. Encodings travel as their rendered
+``Enc`` text (``enc``): a key that ``ImportedProgram.encodings`` maps to the attribute.
+
 Sorts (names are stable: rules, tests and the extractor depend on them):
 
 ``Tensor`` -- a value in the program (scalars are rank-0 tensors):
@@ -46,7 +52,10 @@ drop it (docs/egglog.md §1.5, pitfall 4). A placement choice is a union at the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
 __all__ = [
     "BOUNDARY",
@@ -55,9 +64,29 @@ __all__ = [
     "PLACEMENTS",
     "SCHEMA",
     "STORED",
+    "Arg",
+    "Const",
+    "ConstEval",
+    "Contract",
+    "Dispatch",
+    "Empty",
+    "Expr",
+    "Fill",
+    "Generic",
+    "InsertSlice",
+    "Mmt4d",
+    "Op",
+    "Results",
+    "Scalar",
+    "SetEncoding",
+    "Size",
+    "Slice",
+    "UnsetEncoding",
     "enc",
+    "enc_without_operand",
     "ivec",
     "quote",
+    "render",
     "tlist",
 ]
 
@@ -136,3 +165,188 @@ def tlist(items: Sequence[str]) -> str:
 
 def enc(operand_index: int, op_type: str, element_types: str, maps: str, iteration_sizes: Sequence[int]) -> str:
     return f"(Enc {operand_index} {quote(op_type)} {quote(element_types)} {quote(maps)} {ivec(iteration_sizes)})"
+
+
+def enc_without_operand(key: str) -> str:
+    """An encoding key with its operand index left out: the rest of what the encoding says (the
+    operation, element types, maps and iteration sizes), equal for the operands of one contraction."""
+    return key.split(" ", 2)[2]
+
+
+# -- typed terms: what the importer builds and later stages read --------------------------------------
+LetName = str
+"""A let's name (``$v12``): how a term refers to another (terms stay shallow, sharing explicit)."""
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A term of the start state, one let's worth: a constructor and its arguments, operands as let
+    names. ``SORTS`` gives each field's egglog sort, which says how ``render`` writes it."""
+
+    SORTS: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def head(self) -> str:
+        """The constructor's name (``Slice``)."""
+        return type(self).__name__
+
+    def operands(self) -> tuple[LetName, ...]:
+        """The lets it reads, in argument order (list arguments flattened)."""
+        out: list[LetName] = []
+        for sort, value in zip(self.SORTS, _values(self), strict=True):
+            if sort == "Tensor":
+                out.append(value)
+            elif sort == "TList":
+                out.extend(value)
+        return tuple(out)
+
+
+def _values(x: Expr) -> tuple:
+    return tuple(getattr(x, f.name) for f in dataclasses.fields(x))
+
+
+def render(x: Expr, let: Callable[[LetName], str] | None = None) -> str:
+    """``x`` as egglog text; ``let`` writes each operand (default: its let name; ``ImportedProgram.expand``
+    inlines the term instead)."""
+    name = let or (lambda n: n)
+    parts = [x.head]
+    for sort, value in zip(x.SORTS, _values(x), strict=True):
+        if sort == "Tensor":
+            parts.append(name(value))
+        elif sort == "TList":
+            parts.append(tlist([name(v) for v in value]))
+        elif sort == "IVec":
+            parts.append(ivec(value))
+        elif sort == "String":
+            parts.append(quote(value))
+        elif sort == "i64":
+            parts.append(str(int(value)))
+        else:  # Encoding: its key is its text
+            parts.append(value)
+    return "(" + " ".join(parts) + ")"
+
+
+@dataclass(frozen=True)
+class Arg(Expr):
+    SORTS = ("i64",)
+    index: int
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    SORTS = ("String",)
+    key: str
+
+
+@dataclass(frozen=True)
+class Scalar(Expr):
+    SORTS = ("String", "String")
+    literal: str
+    type: str
+
+
+@dataclass(frozen=True)
+class Size(Expr):
+    SORTS = ("i64",)
+    code: int
+
+
+@dataclass(frozen=True)
+class Empty(Expr):
+    SORTS = ("IVec", "String")
+    shape: tuple[int, ...]
+    element: str
+
+
+@dataclass(frozen=True)
+class Fill(Expr):
+    SORTS = ("Tensor", "Tensor")
+    value: LetName
+    init: LetName
+
+
+@dataclass(frozen=True)
+class Slice(Expr):
+    SORTS = ("Tensor", "IVec", "IVec", "IVec")
+    source: LetName
+    offsets: tuple[int, ...]
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class InsertSlice(Expr):
+    SORTS = ("Tensor", "Tensor", "IVec", "IVec", "IVec")
+    source: LetName
+    dest: LetName
+    offsets: tuple[int, ...]
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Contract(Expr):
+    SORTS = ("String", "Tensor", "Tensor", "Tensor")
+    kind: str
+    lhs: LetName
+    rhs: LetName
+    acc: LetName
+
+
+@dataclass(frozen=True)
+class Mmt4d(Expr):
+    SORTS = ("Tensor", "Tensor", "Tensor")
+    lhs: LetName
+    rhs: LetName
+    acc: LetName
+
+
+@dataclass(frozen=True)
+class Generic(Expr):
+    SORTS = ("String", "TList", "TList")
+    key: str
+    ins: tuple[LetName, ...]
+    outs: tuple[LetName, ...]
+
+
+@dataclass(frozen=True)
+class SetEncoding(Expr):
+    SORTS = ("Tensor", "Encoding")
+    source: LetName
+    encoding: str
+    """The encoding's key (its ``Enc`` text)."""
+
+
+@dataclass(frozen=True)
+class UnsetEncoding(Expr):
+    SORTS = ("Tensor", "IVec")
+    source: LetName
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Op(Expr):
+    SORTS = ("String", "TList", "i64")
+    key: str
+    inputs: tuple[LetName, ...]
+    result: int
+
+
+@dataclass(frozen=True)
+class Dispatch(Expr):
+    SORTS = ("Tensor",)
+    value: LetName
+
+
+@dataclass(frozen=True)
+class ConstEval(Expr):
+    SORTS = ("Tensor",)
+    value: LetName
+
+
+@dataclass(frozen=True)
+class Results(Expr):
+    """The root: the function's results."""
+
+    SORTS = ("TList",)
+    values: tuple[LetName, ...]

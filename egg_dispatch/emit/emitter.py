@@ -16,6 +16,7 @@ from typing import cast
 from egg_dispatch.egraph.data import EGraphData, Term
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
 from egg_dispatch.egraph.terms import COMPUTING, PLACEMENTS, STORED
+from egg_dispatch.egraph.terms import Arg as ArgTerm
 from egg_dispatch.egraph.terms import enc as enc_text
 from egg_dispatch.emit.clone import EmitError, clone_region, inline_captured_constants, rename_uses, rename_values
 from egg_dispatch.emit.dims import SizeValues, dynamic_type
@@ -71,10 +72,10 @@ class Emitter:
         self.arg_types: dict[int, Type] = {}
         self.arg_dims: dict[int, tuple[int, ...]] = {}
         for let, term in imported.lets.items():
-            if term.startswith("(Arg "):
-                self.arg_types[int(term[5:-1])] = imported.let_types[let]
+            if isinstance(term, ArgTerm):
+                self.arg_types[term.index] = imported.let_types[let]
                 if let in imported.let_dims:
-                    self.arg_dims[int(term[5:-1])] = imported.let_dims[let]
+                    self.arg_dims[term.index] = imported.let_dims[let]
         self.globals = 0
         self.global_cache: dict[int, str] = {}
         self.opaque: list[tuple[Operation, list[str]]] = []

@@ -11,9 +11,9 @@ the weighted means over the assumed sizes, as the extractor minimized."""
 from __future__ import annotations
 
 import math
-import re
 from typing import TYPE_CHECKING
 
+from egg_dispatch.egraph import terms as T
 from egg_dispatch.egraph.enumerate import is_acyclic
 from egg_dispatch.egraph.facts import (
     CONST_EXPR_MAX_SIZE_INCREASE,
@@ -26,7 +26,7 @@ from egg_dispatch.egraph.facts import (
 )
 from egg_dispatch.egraph.sink_facts import sink_sites
 from egg_dispatch.egraph.size_facts import const_eval_refusal, mappable
-from egg_dispatch.egraph.terms import STORED, ivec
+from egg_dispatch.egraph.terms import STORED, enc_without_operand, ivec
 from egg_dispatch.mlir.ir import TensorType, element_nbytes
 from egg_dispatch.plan.graph import PlanMetrics, build_plan
 from egg_dispatch.plan.sized import plan_at_sizes
@@ -38,57 +38,54 @@ if TYPE_CHECKING:
 
 __all__ = ["explain"]
 
-_SET = re.compile(r"^\(SetEncoding (\$v[0-9]+) (\(Enc .*\))\)$")
-_CONTRACT = re.compile(r'^\(Contract "([^"]*)" (\$v[0-9]+) (\$v[0-9]+) (\$v[0-9]+)\)$')
-_SLICE = re.compile(r"^\(Slice (\$v[0-9]+) \(vec-of ([-0-9 ]*)\) \(vec-of ([-0-9 ]*)\) \(vec-of ([-0-9 ]*)\)\)$")
-_UNSET = re.compile(r"^\(UnsetEncoding (\$v[0-9]+) ")
-_FILL = re.compile(r"^\(Fill (\$v[0-9]+) (\$v[0-9]+)\)$")
-_PLACED = re.compile(r"^\((?:Dispatch|ConstEval) (\$v[0-9]+)\)$")
 _ROLE = {0: "LHS", 1: "RHS"}
 
 
 def _describe(e: Exploration, let: str) -> str:
     term = e.imported.lets[let]
-    m = _SLICE.match(term)
-    if m:
-        src = _describe(e, m.group(1))
-        return f"extract_slice [{m.group(2)}] [{m.group(3)}] of {src}"
-    head = term[1:].split(" ", 1)[0]
+    if isinstance(term, T.Slice):
+        src = _describe(e, term.source)
+        return f"extract_slice [{_spaced(term.offsets)}] [{_spaced(term.sizes)}] of {src}"
     t = e.imported.let_types.get(let)
     shape = "x".join("?" if d is None else str(d) for d in t.shape) if isinstance(t, TensorType) else ""
-    return {"Arg": f"argument {term[5:-1]}", "Const": f"constant {shape}"}.get(head, f"{head} {shape}".strip())
+    if isinstance(term, T.Arg):
+        return f"argument {term.index}"
+    return f"constant {shape}" if isinstance(term, T.Const) else f"{term.head} {shape}".strip()
+
+
+def _spaced(values: tuple[int, ...]) -> str:
+    return " ".join(map(str, values))
 
 
 def _const_expr_reason(e: Exploration, let: str) -> str | None:
     term = e.imported.lets[let]
-    if term.startswith("(Arg "):
-        return f"1. function argument {term[5:-1]} feeds the chain (not a const-expr)"
-    for ref in re.findall(r"\$v[0-9]+", term):
+    if isinstance(term, T.Arg):
+        return f"1. function argument {term.index} feeds the chain (not a const-expr)"
+    for ref in term.operands():
         r = _const_expr_reason(e, ref)
         if r:
             return r
-    if term.startswith("(Op "):
+    if isinstance(term, T.Op):
         return "1. an op that is not a const-expr feeds the chain"
     return None
 
 
 def _hoist_reason(e: Exploration, let: str) -> str | None:
     term = e.imported.lets[let]
-    head = term[1:].split(" ", 1)[0]
+    head = term.head
     if head in STORED | {"Scalar"}:
         return None
-    m = _SLICE.match(term)
-    if m:
-        src_t = e.imported.let_types.get(m.group(1))
-        offs, sizes, strides = (tuple(int(x) for x in g.split()) for g in m.groups()[1:])
+    if isinstance(term, T.Slice):
+        src_t = e.imported.let_types.get(term.source)
+        offs, sizes, strides = term.offsets, term.sizes, term.strides
         if isinstance(src_t, TensorType) and src_t.is_static:
             flat = slice_is_flow_mappable(src_t.static_shape, offs, sizes, strides)
         else:  # size codes: a whole dim is the same expression as the source's
-            sym, whole = e.imported.shape, e.imported.let_dims.get(m.group(1))
+            sym, whole = e.imported.shape, e.imported.let_dims.get(term.source)
             flat = whole is not None and mappable(sym(whole), sym(offs), sym(sizes), sym(strides))
         if not flat:
             return "2. the extract_slice is not one contiguous range (not structurally Flow-mappable)"
-        return _hoist_reason(e, m.group(1))
+        return _hoist_reason(e, term.source)
     return f"2. its producer ({head}) is computed in the dispatch and is neither ConstantLike nor a slice"
 
 
@@ -96,13 +93,12 @@ def _sites(e: Exploration) -> list[tuple[str, int, str, str]]:
     """(contraction let, operand index, source let, encoding key) for every encoded operand."""
     out = []
     for let, term in e.imported.lets.items():
-        m = _CONTRACT.match(term)
-        if not m:
+        if not isinstance(term, T.Contract):
             continue
-        for i, operand in enumerate(m.groups()[1:3]):
-            s = _SET.match(e.imported.lets.get(operand, ""))
-            if s:
-                out.append((let, i, s.group(1), s.group(2)))
+        for i, operand in enumerate((term.lhs, term.rhs)):
+            s = e.imported.lets.get(operand)
+            if isinstance(s, T.SetEncoding):
+                out.append((let, i, s.source, s.encoding))
     return out
 
 
@@ -212,7 +208,9 @@ def explain(e: Exploration) -> str:
     best = e.best.choice
     lines = ["", "why each set_encoding went where it went:"]
     number: dict[str, int] = {}
-    unset_class = {m.group(1): let_class.get(let) for let, t in e.imported.lets.items() if (m := _UNSET.match(t))}
+    unset_class = {
+        t.source: let_class.get(let) for let, t in e.imported.lets.items() if isinstance(t, T.UnsetEncoding)
+    }
     dropped = set(untiled(g, best))
     facts = seed_facts(e.imported, e.target) if e.imported.dynamic else None  # the refusals' reasons
     for contract, index, src, enc_key in _sites(e):
@@ -220,9 +218,9 @@ def explain(e: Exploration) -> str:
         layout = encoding_layout(e.target, enc)
         src_t = e.imported.let_types[src]
         assert isinstance(src_t, TensorType)
-        contract_m = _CONTRACT.match(e.imported.lets[contract])
-        assert contract_m is not None, contract  # _sites found it by this pattern
-        op_name = contract_m.group(1).split(":")[0]
+        contract_t = e.imported.lets[contract]
+        assert isinstance(contract_t, T.Contract), contract  # _sites found it as one
+        op_name = contract_t.kind.split(":")[0]
         number[op_name] = number.get(op_name, 0) + (index == 0)
         where = (
             "identity" if layout is None else f"tiles {list(layout.inner_tiles)} on dims {list(layout.inner_dims_pos)}"
@@ -281,12 +279,12 @@ def _propagate_refusals(
 ) -> list[str]:
     """Why the encoding is not propagated through ``src``'s slice, and why it is no no-op."""
     refused: list[str] = []
-    m = _SLICE.match(e.imported.lets[src])
+    m = e.imported.lets[src]
     if layout is None:
         refused.append("propagate: 4. identity layout")
-    elif m:
-        whole = e.imported.let_types[m.group(1)]
-        offs, sizes, strides = (tuple(int(x) for x in g_.split()) for g_ in m.groups()[1:])
+    elif isinstance(m, T.Slice):
+        whole = e.imported.let_types[m.source]
+        offs, sizes, strides = m.offsets, m.sizes, m.strides
         if facts is not None and (why := facts.refusals.get(("tile-aligned", src, enc_key))):
             refused.append(f"propagate: {why}")
         elif (
@@ -392,28 +390,28 @@ def _has(g, c: str, op: str) -> bool:
 
 def _encoded_operand(e: Exploration, let: str) -> str | None:
     """The encoding key of an operand that is a set_encoding, fused or placed (untile's conditions 1-3)."""
-    term = e.imported.lets.get(let, "")
-    m = _PLACED.match(term)
-    s = _SET.match(e.imported.lets.get(m.group(1), "") if m else term)
-    return s.group(2) if s else None
+    term = e.imported.lets.get(let)
+    s = e.imported.lets.get(term.value) if isinstance(term, T.Dispatch | T.ConstEval) else term
+    return s.encoding if isinstance(s, T.SetEncoding) else None
 
 
 def _untile_refusal(e: Exploration, contract: str, unset: str) -> str:
     """The first numbered condition of rules/untile.egg the contraction fails."""
-    m = _CONTRACT.match(e.imported.lets[contract])
-    assert m is not None
-    lhs, rhs, acc = (_encoded_operand(e, x) for x in m.groups()[1:])
-    fill = _FILL.match(e.imported.lets.get(m.group(4), ""))
-    if acc is None and fill:
-        init = _SET.match(e.imported.lets.get(fill.group(2), ""))
-        acc = init.group(2) if init and e.imported.lets.get(init.group(1), "").startswith("(Empty ") else None
+    m = e.imported.lets[contract]
+    assert isinstance(m, T.Contract)
+    lhs, rhs, acc = (_encoded_operand(e, x) for x in (m.lhs, m.rhs, m.acc))
+    fill = e.imported.lets.get(m.acc)
+    if acc is None and isinstance(fill, T.Fill):
+        init = e.imported.lets.get(fill.init)
+        empty = isinstance(init, T.SetEncoding) and isinstance(e.imported.lets.get(init.source), T.Empty)
+        acc = init.encoding if isinstance(init, T.SetEncoding) and empty else None
     if lhs is None:
         return "1. the LHS is encoded by no set_encoding (no plain LHS to read)"
     if rhs is None:
         return "2. the RHS is encoded by no set_encoding (no plain RHS to read)"
     if acc is None:
         return "3. the accumulator is neither a fill of an encoded tensor.empty nor a set_encoding"
-    keys = [re.sub(r"^\(Enc -?[0-9]+ ", "", k) for k in (lhs, rhs, acc)]
+    keys = [enc_without_operand(k) for k in (lhs, rhs, acc)]
     indices = [e.imported.encodings[k].operand_index for k in (lhs, rhs, acc)]
     if len(set(keys)) != 1 or indices != [0, 1, 2]:
         return "4. the operands' encodings are not this contraction's own (operand indices 0, 1, 2 of one encoding)"
@@ -429,12 +427,13 @@ def _data_tiling(e: Exploration, let_class: dict[str, str], dropped: set[str]) -
     lines = ["", "data tiling per contraction (untile):"]
     number: dict[str, int] = {}
     for unset, term in e.imported.lets.items():
-        u = _UNSET.match(term)
-        m = _CONTRACT.match(e.imported.lets.get(u.group(1), "")) if u else None
-        c = let_class.get(unset)
-        if u is None or m is None or c is None:
+        if not isinstance(term, T.UnsetEncoding):
             continue
-        op_name = m.group(1).split(":")[0]
+        m = e.imported.lets.get(term.source)
+        c = let_class.get(unset)
+        if not isinstance(m, T.Contract) or c is None:
+            continue
+        op_name = m.kind.split(":")[0]
         number[op_name] = number.get(op_name, 0) + 1
         head = f"- {op_name} #{number[op_name]}"
         plain = [n for n in g.choices(c) if n.op == "Contract"]
@@ -443,7 +442,7 @@ def _data_tiling(e: Exploration, let_class: dict[str, str], dropped: set[str]) -
             lines.append(f"{head}: identity layout, the encodings fold away (noop)")
             continue
         if not plain:
-            lines.append(f"{head}: data-tiled; refused  untile: {_untile_refusal(e, u.group(1), unset)}")
+            lines.append(f"{head}: data-tiled; refused  untile: {_untile_refusal(e, term.source, unset)}")
             continue
         if c not in best:
             lines.append(f"{head}: not on the chosen plan")
