@@ -9,8 +9,10 @@ import pytest
 
 from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.egraph.program import ProgramGraph
-from egg_dispatch.egraph.terms import Contract
+from egg_dispatch.egraph.terms import Contract, Op
+from egg_dispatch.evaluate import evaluate
 from egg_dispatch.mlir.parser import parse_file, parse_mlir
+from egg_dispatch.pipeline import explore
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -101,3 +103,36 @@ def test_every_fixture_imports(name: str) -> None:
     size = graph.size()
     assert size.enodes >= len(imp.lets)
     assert imp.results and all(r in imp.lets for r in imp.results)
+
+
+GATHER = """
+func.func @gather(%ids: tensor<4xi64>) -> tensor<4x3xf32> {
+  %table = arith.constant dense<[[0.0, 1.0, 2.0], [10.0, 11.0, 12.0], [20.0, 21.0, 22.0], [30.0, 31.0, 32.0],
+                                 [40.0, 41.0, 42.0]]> : tensor<5x3xf32>
+  %e = tensor.empty() : tensor<4x3xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]} ins(%ids : tensor<4xi64>) outs(%e : tensor<4x3xf32>) {
+  ^bb0(%id: i64, %o: f32):
+    %row = arith.index_cast %id : i64 to index
+    %col = linalg.index 1 : index
+    %v = tensor.extract %table[%row, %col] : tensor<5x3xf32>
+    linalg.yield %v : f32
+  } -> tensor<4x3xf32>
+  return %g : tensor<4x3xf32>
+}"""
+
+
+def test_a_tensor_constant_a_body_reads_is_an_input() -> None:
+    """A gather's table, a constant its body reads with ``tensor.extract``, is an input of the op's term
+    (IREE passes it to the dispatch that reads it), not part of the op's key; every plan still computes
+    the gather (numpy's indexing is the reference)."""
+    module = parse_mlir(GATHER)
+    imp = import_function(module)
+    (op,) = [t for t in imp.lets.values() if isinstance(t, Op)]
+    assert [imp.lets[x].head for x in op.inputs] == ["Arg", "Empty", "Const"]  # ins, outs, then the table
+    table = np.arange(5)[:, None] * 10 + np.arange(3)[None, :]
+    ids = np.array([4, 0, 2, 2], np.int64)
+    result = explore(module, "x86_64-avx2", start="input", top_k=2)
+    for cand in [result.best, *result.top]:
+        (got,) = evaluate(cand.mlir, [ids])
+        np.testing.assert_array_equal(got, table[ids].astype(np.float32))

@@ -419,8 +419,8 @@ class _Importer:
 
     @_handles("linalg.generic")
     def linalg_generic(self, op: Operation) -> bool:
-        """A one-result generic whose body captures only constants; others stay opaque."""
-        if len(op.results) != 1 or not all(is_arith_constant(v) for v in captured_values(op)):
+        """A one-result generic whose body captures only scalar constants; others stay opaque."""
+        if len(op.results) != 1 or not all(_inlined(v) for v in captured_values(op)):
             return False
         key = self.op_key(op, unique=False)
         i_terms = tuple(self.t(v) for v in ins(op))
@@ -559,7 +559,7 @@ class _Importer:
 
     def generic_op(self, op: Operation, unique: bool) -> None:
         key = self.op_key(op, unique)
-        captured = [v for v in captured_values(op) if not is_arith_constant(v)]
+        captured = [v for v in captured_values(op) if not _inlined(v)]
         if captured:
             self.out.captures[key] = captured
         inputs = tuple(self.t(v) for v in [*op.operands, *captured])
@@ -672,6 +672,13 @@ class _Importer:
                     self.terms = saved
                     return values[0] if values else None
         return None
+
+
+def _inlined(v: Value) -> bool:
+    """A value a body reads from outside that is part of the op itself: a scalar constant (the op's key
+    holds its value; the emitter copies it into the body). A tensor constant a body reads (a gather's
+    table) is an input like any other, as IREE passes it to the dispatch that reads it."""
+    return is_arith_constant(v) and not isinstance(v.type, TensorType)
 
 
 def _index_constant(v: Value) -> int | None:

@@ -30,8 +30,9 @@ Leaves are compared by what they stand for, not by how two imports spelled them:
 - a contraction's kind (``linalg.matmul:(d0,d2);…``) by its maps, the named op's defaults when it
   prints none (IREE's printer drops ``indexing_maps`` that are the defaults);
 - a constant matches by its values' digest and type (IREE may hold it in a ``util.global``), and a
-  static slice of a constant in the e-graph matches the constant IREE folded it into (its JIT
-  const-eval evaluates what the e-graph's const-eval keeps as ``Slice(Const …)``);
+  static slice of a constant in the e-graph, or a reshape of a constant or of such a slice, matches
+  the constant IREE folded it into (its JIT const-eval and reshape folders evaluate what the
+  e-graph's const-eval keeps as ``Slice(Const …)`` or ``Op(reshape, Const …)``);
 - everything else (encodings, sizes, argument numbers) by value.
 
 Three differences of form are normalized: IREE's initializers encode with ``flow.tensor.encode``, read
@@ -379,7 +380,43 @@ class _Matcher:
                 value = self._sliced_constant(*found[1:]) if found is not None else None
                 if found is not None and value is not None:
                     self.folded.setdefault(("Const", (("leaf", value),)), []).append((node, (found[0],)))
+                for value, below in self._reshaped_constants(node):
+                    self.folded.setdefault(("Const", (("leaf", value),)), []).append((node, below))
         return self.folded
+
+    def _reshaped_constants(self, node: Node) -> list[tuple[tuple[str, str, str], tuple[Node, ...]]]:
+        """The constants a reshape ``node`` of a constant, or of a static slice of one, folds into
+        (IREE's reshape folders), each with the nodes below it that it looks through: the same
+        elements in the same order, so the digest of what it reshapes under the reshape's type."""
+        if not _is_reshape(self.g, node, self.ours.imported):
+            return []
+        op = self.ours.imported.ops[str(self.g.leaf_value(node.children[0]))]
+        typ = op.results[0].type if len(op.results) == 1 else None
+        if not isinstance(typ, TensorType) or not typ.is_static:
+            return []
+        spelled = self.ours.printer.type(_plain(typ))
+        out: list[tuple[tuple[str, str, str], tuple[Node, ...]]] = []
+        for cons in (self.g.nodes[n] for n in self.g.classes.get(node.children[1], ())):
+            nil = (
+                next(
+                    (self.g.nodes[n] for n in self.g.classes.get(cons.children[1], ()) if self.g.nodes[n].op == "TNil"),
+                    None,
+                )
+                if cons.op == "TCons"
+                else None
+            )
+            if nil is None:
+                continue
+            for x in (self.g.nodes[n] for n in self.g.classes[cons.children[0]]):
+                if x.op == "Const":
+                    value = self.ours.imported.constants.get(str(self.g.leaf_value(x.children[0])))
+                    if isinstance(value, DenseAttr):
+                        out.append((("dense", spelled, value.digest()), (cons, nil, x)))
+                elif x.op == "Slice" and (parts := self._slice_parts(x)) is not None:
+                    sliced = self._sliced_constant(*parts[1:])
+                    if sliced is not None:
+                        out.append((("dense", spelled, sliced[2]), (cons, nil, x, parts[0])))
+        return out
 
     def _slice_parts(self, node: Node) -> tuple[Node, DenseAttr, list[tuple[int, ...]]] | None:
         src = next((self.g.nodes[n] for n in self.g.classes[node.children[0]] if self.g.nodes[n].op == "Const"), None)
