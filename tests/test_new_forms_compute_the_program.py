@@ -1,7 +1,7 @@
 """Every plan the rules hold for a form they newly derive computes the program's numbers: an encode
 fused into its producer's dispatch through a reshape (``rules/fuse_encode.egg``), an accumulator's
 set_encoding hoisted (``rules/hoist.egg``), a consumer with a scalar argument run on the encoded
-accumulator, on whichever input reads it, or writing it transposed (``rules/sink_unset.egg``), a
+accumulator (of a contraction written as a generic too), on whichever input reads it, or writing it transposed (``rules/sink_unset.egg``), a
 set_encoding bubbled above a dequantization, a transpose or a broadcast (``rules/propagate_bubble.egg``),
 a fill, a dequantization or an empty cloned into the dispatch that reads it, or a slice between
 dispatches copied by a dispatch of its own for the reshape that reads it (``rules/clone.egg``), a
@@ -63,6 +63,9 @@ CASES = {
     ),
     ("sink_unset/sink_elementwise.mlir", 6, "sink_unset"): (  # a transposing consumer on the accumulator
         "linalg.matmul, linalg.generic, iree_encoding.unset_encoding}"
+    ),
+    ("sink_unset/sink_generic_contraction.mlir", 0, "sink_unset"): (  # after a contraction written as a generic
+        "linalg.generic, linalg.generic, iree_encoding.unset_encoding}"
     ),
     ("noop/fold_reshape_round_trip.mlir", 0, "noop"): ": dispatch{linalg.generic}",  # the pair folded away
     ("noop/fold_reshape_round_trip.mlir", 4, "noop"): ": dispatch{linalg.generic}",
