@@ -84,6 +84,9 @@ CASES = {
     ("clone/flow_copies.mlir", 1, "clone"): (  # a KV cache: the same, the reshape a view of the copy
         "dispatch{tensor.insert_slice} dispatch{tensor.insert_slice} tensor.collapse_shape"
     ),
+    ("clone/flow_copies.mlir", 5, "clone"): (  # an output split in two, each part copied on its own
+        "dispatch{linalg.generic} dispatch{tensor.extract_slice} dispatch{tensor.extract_slice}"
+    ),
 }
 IDENTITY_CASE = ("fuse/fuse_encode_through_reshape_identity_layout.mlir", 0, "fuse,noop")
 """On target none every layout is the identity: ``noop`` folds the encode fused through the reshape, and

@@ -111,3 +111,54 @@ func.func @dont_copy_insert_into_fill(%a: tensor<16x8xf32>, %b: tensor<16x8xf32>
   %i1 = tensor.insert_slice %b into %i0[0, 8] [16, 8] [1, 1] : tensor<16x8xf32> into tensor<16x16xf32>
   return %i1 : tensor<16x16xf32>
 }
+
+// -----
+
+// An output split in two and returned: two slices of a dispatch's result between dispatches. IREE's
+// plan (ConvertTensorToFlowPass: a top-level extract_slice) copies each slice by a command of its own,
+// flow.tensor.slice (flow_copies.egg conditions 4-5: the function returns the slices, their source is
+// a dispatch's result).
+// CHECK-LABEL: plans for @split_returned: 4; {{.*}}returned-slice-in-own-dispatch 2
+// CHECK:       plan 3 of @split_returned: dispatch{linalg.generic} dispatch{tensor.extract_slice} dispatch{tensor.extract_slice}
+// CHECK:       %[[G:.+]] = flow.dispatch.region -> (tensor<8x64xf32>) {
+// CHECK:       flow.dispatch.region -> (tensor<8x32xf32>) {
+// CHECK-NEXT:    tensor.extract_slice %[[G]][0, 0] [8, 32] [1, 1]
+// CHECK:       flow.dispatch.region -> (tensor<8x32xf32>) {
+// CHECK-NEXT:    tensor.extract_slice %[[G]][0, 32] [8, 32] [1, 1]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @split_returned(%a: tensor<8x64xf32>) -> (tensor<8x32xf32>, tensor<8x32xf32>) {
+  %e0 = tensor.empty() : tensor<8x64xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<8x64xf32>) outs(%e0 : tensor<8x64xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %v = arith.mulf %in, %in : f32
+    linalg.yield %v : f32
+  } -> tensor<8x64xf32>
+  %s0 = tensor.extract_slice %g[0, 0] [8, 32] [1, 1] : tensor<8x64xf32> to tensor<8x32xf32>
+  %s1 = tensor.extract_slice %g[0, 32] [8, 32] [1, 1] : tensor<8x64xf32> to tensor<8x32xf32>
+  return %s0, %s1 : tensor<8x32xf32>, tensor<8x32xf32>
+}
+
+// -----
+
+// Not when the slice is not returned (condition 4): a slice the consumer's dispatch reads is cloned into
+// it (clone.egg), never copied on its own.
+// CHECK-LABEL: plans for @dont_copy_slice_read_by_a_dispatch:
+// CHECK-NOT:   returned-slice-in-own-dispatch
+// CHECK:       plan 0 of
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @dont_copy_slice_read_by_a_dispatch(%a: tensor<8x64xf32>) -> tensor<8x32xf32> {
+  %e0 = tensor.empty() : tensor<8x64xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<8x64xf32>) outs(%e0 : tensor<8x64xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %v = arith.mulf %in, %in : f32
+    linalg.yield %v : f32
+  } -> tensor<8x64xf32>
+  %s0 = tensor.extract_slice %g[0, 32] [8, 32] [1, 1] : tensor<8x64xf32> to tensor<8x32xf32>
+  %e1 = tensor.empty() : tensor<8x32xf32>
+  %h = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s0 : tensor<8x32xf32>) outs(%e1 : tensor<8x32xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %v = arith.addf %in, %in : f32
+    linalg.yield %v : f32
+  } -> tensor<8x32xf32>
+  return %h : tensor<8x32xf32>
+}
