@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from egg_dispatch.egraph.membership import NORMALIZATIONS, Membership, plan_membership
+from egg_dispatch.egraph.rules import FAMILIES
 from egg_dispatch.iree.tools import find_tool
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.parser import parse_mlir
@@ -234,6 +235,90 @@ def test_a_constant_folded_from_a_reshape_is_the_reshape() -> None:
     assert not m.in_egraph and m.missing == "no e-node Const(constant tensor<2x8xf32>)"
     wrong = folded.replace(f"{b[3]:e}", f"{b[3] + 1:e}", 1)  # another constant: not what the reshape folds to
     assert wrong != folded and not _member(result, wrong).in_egraph
+
+
+_MATMUL_MAPS = (
+    "affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>"
+)
+_ID2 = "affine_map<(d0, d1) -> (d0, d1)>"
+_RELU = """{indexing_maps = [%s, %s], iterator_types = ["parallel", "parallel"]} ins(%%m : %s) outs(%%e2 : %s) {
+  ^bb0(%%a: f32, %%o: f32):
+    %%r = arith.maximumf %%a, %%zero : f32
+    linalg.yield %%r : f32
+  } -> %s"""
+
+
+def _relu_matmul(w: np.ndarray) -> tuple[str, str]:
+    """relu(x @ w), w a 16x32 constant: the program, and IREE's plan of it spelled by hand as IREE writes
+    a plan whose layouts are all the identity (every encode kept: the weight's at load, in a global's
+    initializer; the ReLU sunk under the unset, its init encoded like the accumulator)."""
+    rows = ", ".join("[" + ", ".join(f"{v:e}" for v in row) + "]" for row in w)
+    plain, out = "tensor<8x32xf32>", "tensor<8x32xf32, #out>"
+    program = f"""
+func.func @f(%x: tensor<8x16xf32>) -> tensor<8x32xf32> {{
+  %w = arith.constant dense<[{rows}]> : tensor<16x32xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %m = linalg.matmul ins(%x, %w : tensor<8x16xf32>, tensor<16x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %e2 = tensor.empty() : tensor<8x32xf32>
+  %y = linalg.generic {_RELU % (_ID2, _ID2, plain, plain, plain)}
+  return %y : tensor<8x32xf32>
+}}"""
+    enc = [
+        f"#iree_encoding.encoding<operand_index = {i} : index, op_type = matmul, element_types = [f32, f32, f32], "
+        f"user_indexing_maps = [{_MATMUL_MAPS}], iteration_sizes = [8, 32, 16]>"
+        for i in range(3)
+    ]
+    plan = f"""
+#lhs = {enc[0]}
+#rhs = {enc[1]}
+#out = {enc[2]}
+util.global private @w_encoded : tensor<16x32xf32, #rhs>
+util.initializer {{
+  %w = arith.constant dense<[{rows}]> : tensor<16x32xf32>
+  %we = iree_encoding.set_encoding %w : tensor<16x32xf32> -> tensor<16x32xf32, #rhs>
+  util.global.store %we, @w_encoded : tensor<16x32xf32, #rhs>
+  util.return
+}}
+func.func @f(%x: tensor<8x16xf32>) -> tensor<8x32xf32> {{
+  %we = util.global.load @w_encoded : tensor<16x32xf32, #rhs>
+  %0 = flow.dispatch.region -> (tensor<8x32xf32>) {{
+    %zero = arith.constant 0.0 : f32
+    %l = iree_encoding.set_encoding %x : tensor<8x16xf32> -> tensor<8x16xf32, #lhs>
+    %e = tensor.empty() : {out}
+    %acc = linalg.fill ins(%zero : f32) outs(%e : {out}) -> {out}
+    %m = linalg.matmul ins(%l, %we : tensor<8x16xf32, #lhs>, tensor<16x32xf32, #rhs>) outs(%acc : {out}) -> {out}
+    %e2 = tensor.empty() : {out}
+    %y = linalg.generic {_RELU % (_ID2, _ID2, out, out, out)}
+    %u = iree_encoding.unset_encoding %y : {out} -> {plain}
+    flow.return %u : {plain}
+  }}
+  return %0 : {plain}
+}}"""
+    return program, plan
+
+
+def test_encodes_to_the_identity_layout_are_their_operands() -> None:
+    """On a target whose layouts are all the identity (``none``), IREE still writes its encodes: the
+    weight's in a global's initializer, the ReLU run under the unset. The e-graph folds each into its
+    operand (``noop``), so the plan is in as redundant work; without the normalization the sunk ReLU's
+    unset is missing, and without const_eval's ConstEval (the e-graph then has no load-time node at all)
+    the weight's global is found only through ``load-time-noops``."""
+    w = (np.arange(16 * 32, dtype=np.float32).reshape(16, 32) % 5 - 2) / 4
+    program, plan = _relu_matmul(w)
+    result = _explored(program, target="none")
+    m = _member(result, plan)
+    assert m.in_egraph and m.redundant, m.all_missing
+    m = _member(result, plan, without="identity-encodings")
+    assert not m.in_egraph and m.missing is not None and m.missing.startswith("no e-node UnsetEncoding(Generic(")
+    families = tuple(f for f in FAMILIES if f != "const_eval")
+    bare = explore(program, "none", start="input", families=families)
+    assert _member(bare, plan).in_egraph
+    m = _member(bare, plan, without="load-time-noops")
+    assert not m.in_egraph and m.missing is not None and m.missing.startswith("no e-node ConstEval(SetEncoding(Const")
+    # on AVX2 the layouts are tiled: sink_unset's rule holds the sunk ReLU, no normalization needed
+    assert _member(_explored(program), plan, without="identity-encodings").in_egraph
 
 
 def test_an_initializers_flow_tensor_encode_is_its_set_encoding() -> None:

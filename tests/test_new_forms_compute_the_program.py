@@ -1,10 +1,12 @@
 """Every plan the rules hold for a form they newly derive computes the program's numbers: an encode
 fused into its producer's dispatch through a reshape (``rules/fuse_encode.egg``), an accumulator's
 set_encoding hoisted (``rules/hoist.egg``), a consumer with a scalar argument run on the encoded
-accumulator (of a contraction written as a generic too), on whichever input reads it, or writing it transposed (``rules/sink_unset.egg``), a
-set_encoding bubbled above a dequantization, a transpose or a broadcast (``rules/propagate_bubble.egg``),
+accumulator (of a contraction written as a generic too), on whichever input reads it, or writing it
+transposed (``rules/sink_unset.egg``), a set_encoding bubbled above a dequantization, a transpose or a
+broadcast (``rules/propagate_bubble.egg``),
 a fill, a dequantization or an empty cloned into the dispatch that reads it, or a slice between
-dispatches copied by a dispatch of its own for the reshape that reads it (``rules/clone.egg``), a
+dispatches copied by a dispatch of its own for the reshape that reads it (``rules/clone.egg``) or
+returned by the function (``rules/flow_copies.egg``), a
 reshape and its inverse folded to their source (``rules/noop_reshape.egg``), a dispatch of a const-expr
 generic evaluated at load (``rules/const_eval.egg``). Each lit case shows the form is among the plans;
 here every plan ``opt`` prints for the case is evaluated with the target's packed layouts against the

@@ -35,12 +35,19 @@ Leaves are compared by what they stand for, not by how two imports spelled them:
   e-graph's const-eval keeps as ``Slice(Const …)`` or ``Op(reshape, Const …)``);
 - everything else (encodings, sizes, argument numbers) by value.
 
-Three differences of form are normalized: IREE's initializers encode with ``flow.tensor.encode``, read
+Five differences of form are normalized: IREE's initializers encode with ``flow.tensor.encode``, read
 as ``Dispatch(SetEncoding …)``, where the e-graph's const-eval holds ``ConstEval(SetEncoding …)`` (a
 load-time computation is not a run-time dispatch); a reshape between dispatches, read from IREE's
 ``flow.tensor.reshape`` as ``Dispatch(Op reshape …)``, is the reshape itself (a view, no dispatch); and
 a chain of two or three reshapes in the e-graph is the one reshape to its last type IREE folds it into
 (``reshape-chains``; a reshape is compared by its result type, so the chain's last op stands for it).
+A load-time computation of a value the e-graph holds as a constant is that constant
+(``load-time-noops``): IREE's initializer encodes a constant bias to a layout the target resolves to
+the identity, which the e-graph's ``noop`` family folds into the constant itself, leaving no
+``ConstEval`` to find (the encode is redundant work IREE does once, at load). Likewise a set or unset
+of an encoding the e-graph resolves to the identity layout is its operand (``identity-encodings``):
+IREE sinks a consumer under an unset whatever the layout, and with the identity the consumer it runs
+"encoded" is the plain one the e-graph holds, its unset a no-op.
 """
 
 from __future__ import annotations
@@ -70,6 +77,8 @@ NORMALIZATIONS = frozenset(
         "initializer-encodes",
         "reshape-views",
         "reshape-chains",
+        "load-time-noops",
+        "identity-encodings",
     }
 )
 """The differences of form ``plan_membership`` looks through (module docstring), each by name, so
@@ -80,6 +89,8 @@ _Entry = tuple[Node, tuple[Node, ...]]
 
 _MAX_COMBINATIONS = 256
 """Combinations of the classes a node's children can be that are looked up (look-alike leaves)."""
+
+_ENCODING_OPS = frozenset({"SetEncoding", "UnsetEncoding"})
 
 _PLUMBING = frozenset({"TCons", "TNil", "Results"})
 """Term heads that only list values: a miss there is described by the op whose operands they are."""
@@ -255,11 +266,14 @@ class _Matcher:
                 if "reshape-chains" in normalize and _is_reshape(g, node, imported):
                     for kids, below in self._chained(node):
                         self.index.setdefault(self._key(node.op, kids), []).append((node, below))
+                if node.op == "Const" and "load-time-noops" in normalize:  # a global of what c holds: c
+                    self.index.setdefault(self._key("ConstEval", (c,)), []).append((node, ()))
                 if node.op == "ConstEval" and "initializer-encodes" in normalize:
                     for d in (g.nodes[m] for m in g.classes[node.children[0]]):
                         if d.op == "Dispatch":
                             self.index.setdefault(self._key(node.op, d.children), []).append((node, (d,)))
         self.folded: dict[_Key, list[_Entry]] | None = None
+        self.layouts: dict[object, str] | None = None
         self.parents: dict[str, str] = {}
         self.found: dict[str, dict[str, tuple[_Entry, tuple[object, ...]]]] = {}  # plan class -> its classes in g
         self.choice: dict[str, str] = {}  # class of g -> the node the plan chose there
@@ -335,6 +349,8 @@ class _Matcher:
                 usable = [e for e in candidates if not any(n.subsumed for n in (e[0], *e[1]))]
                 for entry in usable or candidates:
                     found.setdefault(entry[0].eclass, (entry, kids))
+            if not found and node.op in _ENCODING_OPS and "identity-encodings" in self.normalize:
+                found = self._identity_encoding(node)
             if not found:
                 missing.append(f"no e-node {self._describe(c)}{self._context(c)}")
                 lost.add(c)
@@ -383,6 +399,48 @@ class _Matcher:
                 for value, below in self._reshaped_constants(node):
                     self.folded.setdefault(("Const", (("leaf", value),)), []).append((node, below))
         return self.folded
+
+    def _identity_encoding(self, node: Node) -> dict[str, tuple[_Entry, tuple[object, ...]]]:
+        """A set/unset_encoding of the plan to an encoding the e-graph resolves to the identity layout,
+        found where its operand was: ``noop`` folds such an encode into its operand, and an unset of a
+        value computed on identity-encoded operands (a consumer IREE sinks for any layout) is the plain
+        value the e-graph computes (redundant work, no decision)."""
+        operand = node.children[0]
+        if operand not in self.found:
+            return {}
+        if node.op == "SetEncoding":
+            enc = self.plan.leaf_value(node.children[1])
+        else:
+            enc = self._plan_encoding(operand)
+        if enc is None or self._layouts().get(self.theirs.leaf(enc)) != "IdentityLayout":
+            return {}
+        rest = tuple(("leaf", self.theirs.leaf(self.plan.leaf_value(k))) for k in node.children[1:])
+        return {k: (entry, (k, *rest)) for k, (entry, _) in self.found[operand].items()}
+
+    def _plan_encoding(self, c: str) -> object:
+        """The encoding the plan's class ``c`` is in: its ``encoding-of`` fact, or a generic's by its init
+        (the plan is imported with no rule run, so no fact is derived for a generic)."""
+        enc = self.plan.facts.get(c, {}).get("encoding-of")
+        node = self.plan.nodes[self.plan_choice[c]]
+        if enc is None and node.op == "Generic":
+            outs = self.plan.nodes[self.plan_choice[node.children[2]]]
+            if outs.op == "TCons":
+                enc = self._plan_encoding(outs.children[0])
+        if enc is None and node.op == "Fill":
+            enc = self._plan_encoding(node.children[1])
+        return enc
+
+    def _layouts(self) -> dict[object, str]:
+        """Encoding (as ``_Identities.leaf`` compares it) -> the head of the layout the e-graph resolves
+        it to (``Tiled`` / ``IdentityLayout``), from the e-graph's ``layout-of`` facts."""
+        if self.layouts is None:
+            self.layouts = {}
+            for c, facts in self.g.facts.items():
+                layout = facts.get("layout-of")
+                if isinstance(layout, Term) and self.g.classes.get(c):
+                    enc = self.g.leaf_value(c)
+                    self.layouts[self.ours.leaf(enc)] = layout.op
+        return self.layouts
 
     def _reshaped_constants(self, node: Node) -> list[tuple[tuple[str, str, str], tuple[Node, ...]]]:
         """The constants a reshape ``node`` of a constant, or of a static slice of one, folds into
