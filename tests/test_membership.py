@@ -350,6 +350,38 @@ def test_a_flow_tensor_reshape_between_dispatches_is_the_reshape() -> None:
     assert not m.in_egraph and m.missing is not None and "flow.tensor.reshape" in m.missing
 
 
+def test_a_dynamic_flow_tensor_reshape_is_known_by_what_it_reshapes() -> None:
+    """IREE's ``flow.tensor.reshape`` of a dynamic tensor lists its source's and its result's sizes as
+    operands (``{%d} -> {%n}``, %n = 16 * %d, a size the start state never computes as a value); the
+    e-graph holds the ``tensor.collapse_shape`` it was converted from, which lists none."""
+    program = """
+func.func @f(%x: tensor<?x16x16xf32>, %w: tensor<16x32xf32>) -> tensor<?x32xf32> {
+  %c0 = arith.constant 0 : index
+  %flat = tensor.collapse_shape %x [[0, 1], [2]] : tensor<?x16x16xf32> into tensor<?x16xf32>
+  %n = tensor.dim %flat, %c0 : tensor<?x16xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%n) : tensor<?x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %m = linalg.matmul ins(%flat, %w : tensor<?x16xf32>, tensor<16x32xf32>)
+      outs(%acc : tensor<?x32xf32>) -> tensor<?x32xf32>
+  return %m : tensor<?x32xf32>
+}"""
+    result = _explored(program, target="none")
+    text = print_mlir(result.best.mlir)
+    collapse = re.compile(
+        r"^  (%\w+) = tensor\.collapse_shape (%\w+) \[\[0, 1\], \[2\]\] : tensor<\?x16x16xf32> into tensor<\?x16xf32>\n"
+        r"((?:.*\n)*?)  (%\w+) = arith\.muli (%\w+), (%\w+) overflow<nsw> : index\n",
+        re.M,
+    )
+    sizes = r"\3  \4 = arith.muli \5, \6 overflow<nsw> : index\n"
+    reshape = r"  \1 = flow.tensor.reshape \2 : tensor<?x16x16xf32>{\5} -> tensor<?x16xf32>{\4}\n"
+    flowed, n = collapse.subn(sizes + reshape, text)
+    assert n == 1, text
+    assert _member(result, flowed).in_egraph
+    m = _member(result, flowed, without="reshape-sizes")
+    assert not m.in_egraph and m.missing is not None and m.missing.startswith("no e-node Size(")
+
+
 def test_json_and_text_say_whether_the_baseline_is_in_the_egraph() -> None:
     path = str(FIXTURES / "mlp2.mlir")
     args = ["explore", path, "--target", TARGET, "--from", "input", "--baseline", "modelled"]

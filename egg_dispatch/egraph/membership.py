@@ -35,7 +35,7 @@ Leaves are compared by what they stand for, not by how two imports spelled them:
   e-graph's const-eval keeps as ``Slice(Const …)`` or ``Op(reshape, Const …)``);
 - everything else (encodings, sizes, argument numbers) by value.
 
-Five differences of form are normalized: IREE's initializers encode with ``flow.tensor.encode``, read
+Six differences of form are normalized: IREE's initializers encode with ``flow.tensor.encode``, read
 as ``Dispatch(SetEncoding …)``, where the e-graph's const-eval holds ``ConstEval(SetEncoding …)`` (a
 load-time computation is not a run-time dispatch); a reshape between dispatches, read from IREE's
 ``flow.tensor.reshape`` as ``Dispatch(Op reshape …)``, is the reshape itself (a view, no dispatch); and
@@ -47,7 +47,10 @@ the identity, which the e-graph's ``noop`` family folds into the constant itself
 ``ConstEval`` to find (the encode is redundant work IREE does once, at load). Likewise a set or unset
 of an encoding the e-graph resolves to the identity layout is its operand (``identity-encodings``):
 IREE sinks a consumer under an unset whatever the layout, and with the identity the consumer it runs
-"encoded" is the plain one the e-graph holds, its unset a no-op.
+"encoded" is the plain one the e-graph holds, its unset a no-op. And a reshape with dynamic sizes is
+known by what it reshapes (``reshape-sizes``): IREE's ``flow.tensor.reshape`` lists its source's and
+its result's dynamic sizes as operands, a ``tensor.collapse_shape`` none and an ``expand_shape`` its
+result's, and a size (``16 * d0``) IREE names that the start state never computed as a value.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ NORMALIZATIONS = frozenset(
         "reshape-chains",
         "load-time-noops",
         "identity-encodings",
+        "reshape-sizes",
     }
 )
 """The differences of form ``plan_membership`` looks through (module docstring), each by name, so
@@ -263,6 +267,10 @@ class _Matcher:
                     for d in self._views(k) if "reshape-views" in normalize else ():
                         kids = (*node.children[:i], d.children[0], *node.children[i + 1 :])
                         self.index.setdefault(self._key(node.op, kids), []).append((node, (d,)))
+                if "reshape-sizes" in normalize and _is_reshape(g, node, imported):
+                    for source, below in self._sized_sources(node):
+                        kids = (node.children[0], source, node.children[2])
+                        self.index.setdefault(self._key(node.op, kids), []).append((node, below))
                 if "reshape-chains" in normalize and _is_reshape(g, node, imported):
                     for kids, below in self._chained(node):
                         self.index.setdefault(self._key(node.op, kids), []).append((node, below))
@@ -301,6 +309,36 @@ class _Matcher:
                             deeper.append((inner.children[1], step))
             frontier = deeper
         return out
+
+    def _sized_sources(self, node: Node) -> list[tuple[str, tuple[Node, ...]]]:
+        """A reshape ``node`` of the e-graph keyed by what it reshapes (``reshape-sizes``): each class
+        its operand list can start with, and the list's nodes (its dynamic sizes included), looked
+        through. A reshape's result is its type (``reshapes-alike``), so only its source says which."""
+        out: list[tuple[str, tuple[Node, ...]]] = []
+        for cons in (self.g.nodes[n] for n in self.g.classes.get(node.children[1], ())):
+            if cons.op == "TCons":
+                below = self._list_nodes(cons.children[1])
+                if below is not None:
+                    out.append((cons.children[0], (cons, *below)))
+        return out
+
+    def _list_nodes(self, c: str) -> tuple[Node, ...] | None:
+        """One node per class of the operand list ``c`` of the e-graph past its head: its ``TCons``
+        cells, their ``Size`` elements and the ``TNil`` (None when an element is not a size)."""
+        out: list[Node] = []
+        while True:
+            cells = [self.g.nodes[n] for n in self.g.classes.get(c, ())]
+            nil = next((n for n in cells if n.op == "TNil"), None)
+            if nil is not None:
+                return (*out, nil)
+            cons = next((n for n in cells if n.op == "TCons"), None)
+            size = cons and next(
+                (self.g.nodes[n] for n in self.g.classes[cons.children[0]] if self.g.nodes[n].op == "Size"), None
+            )
+            if cons is None or size is None:
+                return None
+            out += [cons, size]
+            c = cons.children[1]
 
     def _views(self, c: str) -> list[Node]:
         """The ``Dispatch(reshape)`` nodes of class ``c`` of the e-graph."""
@@ -504,9 +542,14 @@ class _Matcher:
             inner = self.plan.nodes[self.plan_choice[node.children[0]]]
             if inner.op == "Dispatch":
                 return inner.children
+        kids = node.children
+        if "reshape-sizes" in self.normalize and _is_reshape(self.plan, node, self.theirs.imported):
+            head = self.plan.nodes[self.plan_choice[kids[1]]]
+            if head.op == "TCons" and self.plan.nodes[self.plan_choice[head.children[1]]].op == "TCons":
+                kids = (kids[0], head.children[0], kids[2])  # dynamic sizes: what it reshapes says it all
         if "reshape-views" not in self.normalize:
-            return node.children
-        return tuple(self._through_view(k) for k in node.children)
+            return kids
+        return tuple(self._through_view(k) for k in kids)
 
     def _through_view(self, c: str) -> str:
         """``c``, or the reshape it holds when the plan chose ``Dispatch(reshape)`` there."""
