@@ -1,16 +1,16 @@
-"""Every plan the rules hold for a form they newly derive computes the program's numbers: an encode
-fused into its producer's dispatch through a reshape (``rules/fuse_encode.egg``), an accumulator's
+"""Every plan the rules hold for a form they newly derive computes the program's numbers: an encode fused
+into its producer's dispatch through a reshape (``rules/fuse_encode.egg``), an accumulator's
 set_encoding hoisted (``rules/hoist.egg``), a consumer with a scalar argument run on the encoded
-accumulator (of a contraction written as a generic too), on whichever input reads it, or writing it
-transposed (``rules/sink_unset.egg``), a set_encoding bubbled above a dequantization, a transpose or a
-broadcast (``rules/propagate_bubble.egg``),
-a fill, a dequantization or an empty cloned into the dispatch that reads it, or a slice between
-dispatches copied by a dispatch of its own for the reshape that reads it (``rules/clone.egg``) or
-returned by the function (``rules/flow_copies.egg``), a
-reshape and its inverse folded to their source (``rules/noop_reshape.egg``), a dispatch of a const-expr
-generic evaluated at load (``rules/const_eval.egg``). Each lit case shows the form is among the plans;
-here every plan ``opt`` prints for the case is evaluated with the target's packed layouts against the
-program evaluated as written, plain.
+accumulator (of a contraction written as a generic too; reading its indices, materialized too), on
+whichever input reads it, or writing it transposed (``rules/sink_unset.egg``), a set_encoding bubbled
+above a dequantization, a transpose or a broadcast (``rules/propagate_bubble.egg``), a fill, a
+dequantization or an empty cloned into the dispatch that reads it, or a slice between dispatches copied
+by a dispatch of its own for the reshape that reads it (``rules/clone.egg``) or returned by the function
+(``rules/flow_copies.egg``), a reshape and its inverse folded to their source
+(``rules/noop_reshape.egg``), a dispatch of a const-expr generic evaluated at load
+(``rules/const_eval.egg``). Each lit case shows the form is among the plans; here every plan ``opt``
+prints for the case is evaluated with the target's packed layouts against the program evaluated as
+written, plain.
 """
 
 from __future__ import annotations
@@ -68,6 +68,12 @@ CASES = {
     ),
     ("sink_unset/sink_generic_contraction.mlir", 0, "sink_unset"): (  # after a contraction written as a generic
         "linalg.generic, linalg.generic, iree_encoding.unset_encoding}"
+    ),
+    ("sink_unset/sink_elementwise.mlir", 7, "sink_unset"): (  # a body reading linalg.index, encoded
+        "linalg.matmul, linalg.generic, iree_encoding.unset_encoding}"
+    ),
+    ("sink_unset/sink_elementwise.mlir", 7, "sink_unset,materialize"): (  # ... and on the tiles
+        "linalg.mmt4d, linalg.generic, linalg.unpack}"
     ),
     ("noop/fold_reshape_round_trip.mlir", 0, "noop"): ": dispatch{linalg.generic}",  # the pair folded away
     ("noop/fold_reshape_round_trip.mlir", 4, "noop"): ": dispatch{linalg.generic}",

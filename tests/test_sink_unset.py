@@ -154,7 +154,9 @@ def test_each_refused_case_fails_the_condition_it_names(path: str, name: str, co
 
 
 def test_dont_cases_cover_every_condition() -> None:
-    assert {c for _, _, c in _dont_cases()} == {str(i) for i in range(1, 9)}
+    """Every refusing condition has a @dont_ case; 6 (a body reading linalg.index) refuses nothing: it
+    sinks, reading logical indices (``sink_elementwise.mlir``, ``sink_unset_dynamic.mlir``)."""
+    assert {c for _, _, c in _dont_cases()} == {str(i) for i in range(1, 9)} - {"6"}
 
 
 # ------------------------------------------------------------------------- IREE's own plan, modelled

@@ -20,7 +20,9 @@ on the start state's generics, because they read indexing maps (the terms only n
    accumulator's encoding with the output map appended (``createNewEncoding`` on the init: a transpose
    of the encoded result, ``(d0, d1, d2) -> (d1, d0, d2)``, is the accumulator's tiles on the permuted
    dims); with the identity it is the accumulator's encoding itself;
-6. the body reads no ``linalg.index`` (IREE rewrites it to ``outer * tile + inner``; not modelled);
+6. a body that reads ``linalg.index`` reads the logical index (not a refusal: on the tiles IREE's
+   codegen rewrites it to ``outer * tile + inner``, as ``emit.packed.packed_loop_indices`` and the
+   evaluator do; a causal mask after ``Q K^T`` reads its indices);
 7. the encoded value is the whole of a value in a matmul accumulator's encoding (an
    ``unset_encoding`` of a contraction's result or of an encoded argument), or of a generic this
    family sinks through already (a chain of elementwise ops).
@@ -135,9 +137,6 @@ def _generic_refusal(op: Operation, n_init: int) -> str | None:
     out = maps[-1].dim_positions() or ()
     if len(op.results) != 1 or n_init != 1 or sorted(out) != list(range(maps[-1].num_dims)):
         return "5. the output map is not a permutation (or not one init)"
-    body = op.regions[0].entry.ops if op.regions else []
-    if any(o.name == "linalg.index" for inner in body for o in inner.walk()):
-        return "6. the body reads linalg.index (not modelled)"
     return None
 
 

@@ -20,7 +20,7 @@ from egg_dispatch.egraph.terms import Arg as ArgTerm
 from egg_dispatch.egraph.terms import enc as enc_text
 from egg_dispatch.emit.clone import EmitError, clone_region, inline_captured_constants, rename_uses, rename_values
 from egg_dispatch.emit.dims import SizeValues, dynamic_type
-from egg_dispatch.emit.packed import PackedGenericError, packed_generic_maps
+from egg_dispatch.emit.packed import PackedGenericError, packed_generic_maps, packed_loop_indices
 from egg_dispatch.mlir.ir import (
     AffineMapAttr,
     ArrayAttr,
@@ -539,6 +539,49 @@ def _repack_elementwise(op: Operation, layouts: list[Layout | None], n_out: int)
         raise EmitError(f"cannot spell a linalg.generic on packed operands: {e}") from None
     op.attributes["indexing_maps"] = ArrayAttr(tuple(maps))
     op.attributes["iterator_types"] = ArrayAttr(tuple(StrAttr("parallel") for _ in range(rank)))
+    if any(o.name == "linalg.index" for o in op.walk()):
+        _logical_indices(op, packed_loop_indices(maps_in, layouts, n_out))
+
+
+def _logical_indices(op: Operation, loops: dict[int, tuple[int, int, int] | tuple[int]]) -> None:
+    """Each ``linalg.index`` of ``op``'s body rewritten for its packed iteration space: the packed outer
+    loop's index, times the tile plus the inner loop's index where the loop is tiled (IREE's codegen
+    does the same; without it a body that reads its indices would see the tiles' positions)."""
+    index_t = ScalarType("index")
+
+    def index_op(dim: int) -> Operation:
+        o = Operation("linalg.index", [], [], {"dim": IntAttr(dim)})
+        o.results = [Value("", index_t, o, 0)]
+        return o
+
+    def arith(name: str, operands: list[Value], attributes: dict[str, Attr] | None = None) -> Operation:
+        o = Operation(name, operands, [], attributes or {})
+        o.results = [Value("", index_t, o, 0)]
+        return o
+
+    for region in op.regions:
+        for block in region.blocks:
+            ops: list[Operation] = []
+            for o in block.ops:
+                dim = o.attributes.get("dim") if o.name == "linalg.index" else None
+                if not isinstance(dim, IntAttr):
+                    ops.append(o)
+                    continue
+                where = loops[dim.value]
+                if len(where) == 1:
+                    o.attributes["dim"] = IntAttr(where[0])
+                    ops.append(o)
+                    continue
+                outer, tile, inner = where
+                first, size, second = (
+                    index_op(outer),
+                    arith("arith.constant", [], {"value": IntAttr(tile, index_t)}),
+                    index_op(inner),
+                )
+                scaled = arith("arith.muli", [first.result, size.result])
+                o.name, o.operands, o.attributes = "arith.addi", [scaled.result, second.result], {}
+                ops += [first, size, scaled, second, o]
+            block.ops = ops
 
 
 def _packed_layout(t: Term) -> Layout | None:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from egg_dispatch.mlir.ir import AffineMapAttr
 from egg_dispatch.target.layout import Layout
 
-__all__ = ["PackedGenericError", "packed_generic_maps"]
+__all__ = ["PackedGenericError", "packed_generic_maps", "packed_loop_indices"]
 
 
 class PackedGenericError(ValueError):
@@ -65,3 +65,23 @@ def packed_generic_maps(
             packed.append(want[1])
         out.append(AffineMapAttr(rank, 0, tuple(("d", d) for d in packed)))
     return out, rank
+
+
+def packed_loop_indices(
+    maps: Sequence[AffineMapAttr], layouts: Sequence[Layout | None], n_out: int
+) -> dict[int, tuple[int, int, int] | tuple[int]]:
+    """Each loop of the generic -> where its logical index comes from in the packed iteration space of
+    ``packed_generic_maps``: ``(outer,)`` for a loop the anchor does not tile, ``(outer, tile, inner)``
+    for one it does (the index is ``outer * tile + inner``, as IREE's codegen rewrites ``linalg.index``
+    on the tiles; the evaluator's ``_LogicalIndices`` computes the same)."""
+    anchor = len(maps) - n_out
+    out_dims, lay = maps[anchor].dim_positions(), layouts[anchor]
+    if lay is None or out_dims is None:
+        raise PackedGenericError("the first output of a generic on packed operands must be packed, by a permutation")
+    rank_out = len(out_dims)
+    outer_of = {d: i for i, d in enumerate(_perm(lay, rank_out))}
+    tile_of = {d: (t, rank_out + i) for i, (d, t) in enumerate(zip(lay.inner_dims_pos, lay.inner_tiles, strict=True))}
+    out: dict[int, tuple[int, int, int] | tuple[int]] = {}
+    for new, old in enumerate(out_dims):
+        out[old] = (outer_of[new], *tile_of[new]) if new in tile_of else (outer_of[new],)
+    return out

@@ -79,26 +79,3 @@ func.func @dont_sink_projected_output(%a: tensor<8x16xf32>, %b: tensor<16x32xf32
   } -> tensor<8x32xf32>
   return %y : tensor<8x32xf32>
 }
-
-// -----
-
-// Condition 6: the body reads linalg.index (a logical index, outer * tile + inner on the tiles; not
-// modelled).
-// CHECK-LABEL: plans for @dont_sink_linalg_index: 1; {{.*}} rule matches: none
-// CHECK:       of @dont_sink_linalg_index: dispatch{{.*}}linalg.matmul, iree_encoding.unset_encoding, linalg.generic}
-func.func @dont_sink_linalg_index(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>) -> tensor<8x32xf32> {
-  %zero = arith.constant 0.0 : f32
-  %acc_e = tensor.empty() : tensor<8x32xf32>
-  %acc = linalg.fill ins(%zero : f32) outs(%acc_e : tensor<8x32xf32>) -> tensor<8x32xf32>
-  %r = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
-  %e = tensor.empty() : tensor<8x32xf32>
-  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%r : tensor<8x32xf32>) outs(%e : tensor<8x32xf32>) {
-  ^bb0(%x: f32, %o: f32):
-    %i = linalg.index 1 : index
-    %ii = arith.index_cast %i : index to i32
-    %f = arith.sitofp %ii : i32 to f32
-    %t = arith.addf %x, %f : f32
-    linalg.yield %t : f32
-  } -> tensor<8x32xf32>
-  return %y : tensor<8x32xf32>
-}
