@@ -162,3 +162,36 @@ func.func @dont_copy_slice_read_by_a_dispatch(%a: tensor<8x64xf32>) -> tensor<8x
   } -> tensor<8x32xf32>
   return %h : tensor<8x32xf32>
 }
+
+// -----
+
+// A rank-reducing slice a gather reads in its dispatch (a [1, 64] position-ids buffer cut to its first
+// 16 as a [16], the table rows they pick): IREE's dispatch loads it with the unit dim's size kept
+// (flow_copies.egg conditions 6-7), the Slice the importer reads IREE's plan as; the e-graph holds the
+// opaque slice and that Slice in one class, and every plan computes the gather.
+// CHECK-LABEL: plans for @gather_position_ids: 1; {{.*}}rank-reducing-slice-is-a-slice 1
+// CHECK:       of @gather_position_ids: dispatch{tensor.extract_slice, linalg.generic}
+func.func @gather_position_ids(%table: tensor<64x8xf32>) -> tensor<16x8xf32> {
+  %ids = arith.constant dense<[[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63]]> : tensor<1x64xi64>
+  %s = tensor.extract_slice %ids[0, 0] [1, 16] [1, 1] : tensor<1x64xi64> to tensor<16xi64>
+  %e = tensor.empty() : tensor<16x8xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<16xi64>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%id: i64, %o: f32):
+    %r = arith.index_cast %id : i64 to index
+    %c = linalg.index 1 : index
+    %v = tensor.extract %table[%r, %c] : tensor<64x8xf32>
+    linalg.yield %v : f32
+  } -> tensor<16x8xf32>
+  return %g : tensor<16x8xf32>
+}
+
+// -----
+
+// Not when the slice is read between dispatches (condition 7): a rank-reducing slice returned by the
+// function stays the opaque op.
+// CHECK-LABEL: plans for @dont_slice_returned_rank_reducing: 1; {{.*}} rule matches:
+// CHECK-NOT:   rank-reducing-slice-is-a-slice
+func.func @dont_slice_returned_rank_reducing(%a: tensor<1x16x8xf32>) -> tensor<16x8xf32> {
+  %s = tensor.extract_slice %a[0, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<1x16x8xf32> to tensor<16x8xf32>
+  return %s : tensor<16x8xf32>
+}
