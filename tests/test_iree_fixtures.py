@@ -235,14 +235,15 @@ def _host_runs_haswell_code() -> bool:
 
 
 @pytest.fixture(scope="session")
-def compiled() -> Callable[[str, bool], bytes]:
-    """Compile each fixture at most once per mode per session (vmfb cache)."""
+def compiled(vmfb_cache: Callable[..., bytes]) -> Callable[[str, bool], bytes]:
+    """Compile each fixture at most once per mode per run (``conftest.vmfb_cache``, shared with
+    ``test_iree_ground_truth``, which compiles the same fixtures with the same flags)."""
     cache: dict[tuple[str, bool], bytes] = {}
 
     def get(name: str, data_tiling: bool) -> bytes:
         key = (name, data_tiling)
         if key not in cache:
-            cache[key] = compile_module(FIXTURES / f"{name}.mlir", data_tiling=data_tiling)
+            cache[key] = vmfb_cache(FIXTURES / f"{name}.mlir", data_tiling=data_tiling)
         return cache[key]
 
     return get
@@ -310,8 +311,10 @@ def test_seed_resource_equals_seed(compiled: Callable[[str, bool], bytes]) -> No
         ("seed_after_set_encoding", "global-optimization", True),
     ],
 )
-def test_iree_output_forms_compile_and_run(name: str, compile_from: str, data_tiling: bool) -> None:
-    vmfb = compile_module(FIXTURES / f"{name}.mlir", data_tiling=data_tiling, compile_from=compile_from)
+def test_iree_output_forms_compile_and_run(
+    name: str, compile_from: str, data_tiling: bool, vmfb_cache: Callable[..., bytes]
+) -> None:
+    vmfb = vmfb_cache(FIXTURES / f"{name}.mlir", data_tiling=data_tiling, compile_from=compile_from)
     if not _host_runs_haswell_code():
         pytest.skip("fixture targets haswell; this host cannot run that code")
     inputs = [grid_input(np.random.default_rng(11), (8, 8)) for _ in range(2)]

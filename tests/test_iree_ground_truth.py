@@ -19,18 +19,18 @@ where K is the function's total reduction length (``evaluate.check.reduction_len
 ops): 0.7e-5 to 1.5e-5 of the output magnitude for these fixtures (K = 56 to 240); the measured
 errors are at most 3.5e-7.
 
-Compiled modules are cached on disk (pytest's cache directory, keyed by fixture text, flags and the
-IREE version) and compiled two at a time, so only the first run pays for iree-compile.
+Compiled modules are cached on disk (``conftest.vmfb_cache``: pytest's cache directory, keyed by
+fixture text, flags and the IREE version) and compiled two at a time, so only the first run pays for
+iree-compile, and it pays once, not once per xdist worker.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
+import os
 import platform
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +39,7 @@ import pytest
 from egg_dispatch.evaluate import evaluate, function_input_types, select_function
 from egg_dispatch.evaluate.check import reduction_length
 from egg_dispatch.evaluate.values import dtype_of
-from egg_dispatch.iree.tools import IreeError, compile_flags, compile_module, iree_available, run_module
+from egg_dispatch.iree.tools import IreeError, iree_available, run_module
 from egg_dispatch.mlir.parser import parse_file
 from egg_dispatch.target.profile import builtin_target_names
 
@@ -67,44 +67,25 @@ TOLERANCE_FACTOR = 8.0
 Job = tuple[str, bool, str | None]  # fixture, data tiling, --compile-from
 
 
-def _iree_version() -> str:
-    try:
-        return metadata.version("iree-base-compiler")
-    except metadata.PackageNotFoundError:  # pragma: no cover - IREE installed some other way
-        return "unknown"
-
-
 @pytest.fixture(scope="session")
-def vmfbs(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Callable[[str, bool, str | None], bytes]:
-    """Compile every job once (two at a time), reusing vmfbs cached on disk by earlier runs.
-
-    Without pytest's cache plugin (``-p no:cacheprovider``) the vmfbs live for this session only.
-    """
-    cache = getattr(request.config, "cache", None)
-    cache_dir = Path(cache.mkdir("egg_dispatch_vmfb")) if cache is not None else tmp_path_factory.mktemp("vmfb")
-    version = _iree_version()
+def vmfbs(vmfb_cache: Callable[..., bytes]) -> Callable[[str, bool, str | None], bytes]:
+    """Compile every job once (two at a time), reusing vmfbs cached on disk (``conftest.vmfb_cache``:
+    by earlier runs, other test files and the other xdist worker, which takes the jobs in the opposite
+    order so that the two split them instead of waiting on each other)."""
 
     def compile_cached(job: Job) -> bytes | IreeError:
         name, dt, compile_from = job
-        path = FIXTURES / f"{name}.mlir"
-        flags = compile_flags(data_tiling=dt, compile_from=compile_from)
-        key = hashlib.sha256("\0".join([path.read_text(), *flags, version, platform.node()]).encode()).hexdigest()
-        cached = cache_dir / f"{name}-{key[:16]}.vmfb"
-        if cached.is_file():
-            return cached.read_bytes()
         try:
-            vmfb = compile_module(path, data_tiling=dt, compile_from=compile_from)
+            return vmfb_cache(FIXTURES / f"{name}.mlir", data_tiling=dt, compile_from=compile_from)
         except IreeError as e:
             return e
-        cached.write_bytes(vmfb)
-        return vmfb
 
     jobs: list[Job] = [(n, dt, None) for n in EXACT + TOLERANT for dt in (False, True)]
     jobs.append(("seed_dispatch_creation", False, "dispatch-creation"))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    order = jobs[::-1] if worker[2:].isdigit() and int(worker[2:]) % 2 else jobs
     with ThreadPoolExecutor(max_workers=2) as pool:
-        done = dict(zip(jobs, pool.map(compile_cached, jobs), strict=True))
+        done = dict(zip(order, pool.map(compile_cached, order), strict=True))
 
     def get(name: str, dt: bool, compile_from: str | None = None) -> bytes:
         out = done[(name, dt, compile_from)]

@@ -105,12 +105,15 @@ class ProgramGraph:
         egraph, self._uses = _declared(extra)
         self.egraph: bindings.EGraph | None = egraph
         self._depth = 0
+        self._handoff: dict | None = None
+        """What ``size`` serialized, handed to the next ``serialized`` (once) unless a command ran since."""
         self.push()
         self.run(imported.text())
 
     def run(self, program: str) -> Sequence[object]:
         if self.egraph is None:
             raise RuntimeError("this e-graph was released")
+        self._handoff = None
         return self.egraph.parse_and_run_program(program)
 
     def push(self) -> None:
@@ -129,6 +132,7 @@ class ProgramGraph:
         if self.egraph is None:
             return
         egraph, self.egraph = self.egraph, None
+        self._handoff = None
         egraph.parse_and_run_program("(pop)\n" * self._depth)
         self._depth = 0
         _return(self._extra, egraph, self._uses + 1)
@@ -141,9 +145,16 @@ class ProgramGraph:
 
     def serialized(self) -> dict:
         """egraph-serialize JSON, with primitive leaves named by content (``canonical_primitives``):
-        the same for the same program in any process, after any other program."""
+        the same for the same program in any process, after any other program.
+
+        ``saturate`` ends with ``size``, which serializes to count e-classes, right before ``explore``
+        asks for the data: the first call after ``size`` (with no command run between) returns what
+        ``size`` read, a dict no one else holds, instead of egglog's JSON written, parsed and renamed again."""
         if self.egraph is None:
             raise RuntimeError("this e-graph was released")
+        data, self._handoff = self._handoff, None
+        if data is not None:
+            return data
         return canonical_primitives(json.loads(self.egraph.serialize([]).to_json()))
 
     def enodes(self) -> int:
@@ -154,6 +165,7 @@ class ProgramGraph:
         sizes = tuple(sorted(self._print_size()))
         data = self.serialized()
         classes = {n["eclass"] for n in data["nodes"].values()}
+        self._handoff = data  # read only here: the next ``serialized`` may hand it on
         return EGraphSize(sum(n for _, n in sizes), len(classes), sizes)
 
 

@@ -65,10 +65,26 @@ def family_files(name: str) -> tuple[str, ...]:
 
 
 def family_source(name: str) -> str:
-    """The egglog text of family ``name``: its rule files, concatenated in load order."""
+    """The egglog text of family ``name``: its rule files, concatenated in load order.
+
+    Read once per process (every saturation asks for the same files: a dozen reads that a small
+    program's exploration would make again each time); keyed by the folder too, so pointing
+    ``RULES_DIR`` elsewhere reads that folder's files."""
+    key = (name, str(RULES_DIR))
+    text = _SOURCES.get(key)
+    if text is None:
+        text = _SOURCES[key] = _read_family(name, RULES_DIR)
+    return text
+
+
+_SOURCES: dict[tuple[str, str], str] = {}
+"""(family, rules folder) -> ``family_source``."""
+
+
+def _read_family(name: str, rules_dir: Traversable) -> str:
     texts = []
     for stem in family_files(name):
-        path = RULES_DIR / f"{stem}.egg"
+        path = rules_dir / f"{stem}.egg"
         if not path.is_file():
             raise FileNotFoundError(f"rule family '{name}' has no file {path}")
         texts.append(path.read_text(encoding="utf-8"))
