@@ -289,9 +289,17 @@ def report(path: Path, doc: Path | None) -> int:
     saved = [Outcome(**r) for r in json.loads(path.read_text())]
     randoms = [r for r in saved if r.name.startswith("seed ")]
     models = [r for r in saved if not r.name.startswith("seed ")]
+    examples = {r.name: program(int(r.name.split()[1])) for r in randoms}
+    _print_results(f"({len(randoms)})", randoms, examples, models, doc)
+    return 0
+
+
+def _print_results(
+    which: str, randoms: list[Outcome], examples: dict[str, str], models: list[Outcome], doc: Path | None
+) -> None:
+    """The random programs' summary, then the model fixtures' and their table (written into ``doc``)."""
     if randoms:
-        examples = {r.name: program(int(r.name.split()[1])) for r in randoms}
-        print(f"== random programs ({len(randoms)}), target {TARGET} ==")
+        print(f"== random programs {which}, target {TARGET} ==")
         print(summarize(randoms, examples))
     if models:
         print(f"== model fixtures (tests/test_membership.py IN and MISSED), target {TARGET} ==")
@@ -300,7 +308,6 @@ def report(path: Path, doc: Path | None) -> int:
         print(table)
         if doc:
             write_doc(doc, table)
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -337,16 +344,8 @@ def main(argv: list[str] | None = None) -> int:
             r = run_one(name, ROOT / "tests" / "fixtures" / f"{name}.mlir", args.stage_seconds, args.timeout)
             model_results.append(r)
             _progress(name, r)
-    if results:
-        print(f"== random programs (seeds {args.seed}..{args.seed + len(results) - 1}), target {TARGET} ==")
-        print(summarize(results, examples))
-    if model_results:
-        print(f"== model fixtures (tests/test_membership.py IN and MISSED), target {TARGET} ==")
-        print(summarize(model_results))
-        table = doc_table(model_results)
-        print(table)
-        if args.write_doc:
-            write_doc(args.write_doc, table)
+    which = f"(seeds {args.seed}..{args.seed + len(results) - 1})"
+    _print_results(which, results, examples, model_results, args.write_doc)
     if args.json:
         args.json.write_text(json.dumps([r.__dict__ for r in [*results, *model_results]], indent=1))
     return 0
