@@ -104,3 +104,46 @@ func.func @dont_drop_the_dispatch_of_a_computed_round_trip(%x: tensor<1x16x32xf3
   }
   return %r : tensor<1x16x32xf32>
 }
+
+// -----
+
+// noop_reshape.egg conditions 5-6: an output split with its unit dim dropped and expanded back (what
+// FoldUnitExtentDims writes for a [1, 16] result cut in two [1, 8]) is the slice that keeps the unit
+// dim, which IREE then copies as a flow.tensor.slice (flow_copies.egg, a returned slice).
+// CHECK-LABEL: plans for @fold_expand_of_rank_reducing_slice: 4; {{.*}}fold-expand-of-rank-reducing-slice 2
+// CHECK:       of @fold_expand_of_rank_reducing_slice: dispatch{linalg.generic} tensor.extract_slice tensor.extract_slice
+// CHECK:       tensor.extract_slice %{{.*}}[0, 0] [1, 8] [1, 1] : tensor<1x16xf32> to tensor<1x8xf32>
+// CHECK-NEXT:  tensor.extract_slice %{{.*}}[0, 8] [1, 8] [1, 1] : tensor<1x16xf32> to tensor<1x8xf32>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @fold_expand_of_rank_reducing_slice(%x: tensor<1x16xf32>) -> (tensor<1x8xf32>, tensor<1x8xf32>) {
+  %init = tensor.empty() : tensor<1x16xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<1x16xf32>) outs(%init : tensor<1x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<1x16xf32>
+  %p = tensor.extract_slice %y[0, 0] [1, 8] [1, 1] : tensor<1x16xf32> to tensor<8xf32>
+  %q = tensor.extract_slice %y[0, 8] [1, 8] [1, 1] : tensor<1x16xf32> to tensor<8xf32>
+  %p2 = tensor.expand_shape %p [[0, 1]] output_shape [1, 8] : tensor<8xf32> into tensor<1x8xf32>
+  %q2 = tensor.expand_shape %q [[0, 1]] output_shape [1, 8] : tensor<8xf32> into tensor<1x8xf32>
+  return %p2, %q2 : tensor<1x8xf32>, tensor<1x8xf32>
+}
+
+// -----
+
+// Not when the reshape gives the slice another shape (noop_reshape.egg condition 6): the [8] cut
+// expanded to [2, 4] is no slice of the [1, 16] result.
+// CHECK-LABEL: plans for @dont_fold_expand_to_another_shape: 1; {{.*}} rule matches:
+// CHECK-NOT:   fold-expand-of-rank-reducing-slice
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @dont_fold_expand_to_another_shape(%x: tensor<1x16xf32>) -> tensor<2x4xf32> {
+  %init = tensor.empty() : tensor<1x16xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<1x16xf32>) outs(%init : tensor<1x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<1x16xf32>
+  %p = tensor.extract_slice %y[0, 0] [1, 8] [1, 1] : tensor<1x16xf32> to tensor<8xf32>
+  %p2 = tensor.expand_shape %p [[0, 1]] output_shape [2, 4] : tensor<8xf32> into tensor<2x4xf32>
+  return %p2 : tensor<2x4xf32>
+}
