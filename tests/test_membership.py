@@ -304,7 +304,8 @@ def test_encodes_to_the_identity_layout_are_their_operands() -> None:
     weight's in a global's initializer, the ReLU run under the unset. The e-graph folds each into its
     operand (``noop``), so the plan is in as redundant work; without the normalization the sunk ReLU's
     unset is missing, and without const_eval's ConstEval (the e-graph then has no load-time node at all)
-    the weight's global is found only through ``load-time-noops``."""
+    the weight's global is found only through ``load-time-noops``, as is an encode dispatch of the
+    argument."""
     w = (np.arange(16 * 32, dtype=np.float32).reshape(16, 32) % 5 - 2) / 4
     program, plan = _relu_matmul(w)
     result = _explored(program, target="none")
@@ -319,6 +320,18 @@ def test_encodes_to_the_identity_layout_are_their_operands() -> None:
     assert not m.in_egraph and m.missing is not None and m.missing.startswith("no e-node ConstEval(SetEncoding(Const")
     # on AVX2 the layouts are tiled: sink_unset's rule holds the sunk ReLU, no normalization needed
     assert _member(_explored(program), plan, without="identity-encodings").in_egraph
+    # the argument encoded by a dispatch of its own (flow.tensor.encode) to the identity: the argument
+    hoisted = plan.replace(
+        "  %0 = flow.dispatch.region -> (tensor<8x32xf32>) {\n    %zero = arith.constant 0.0 : f32\n"
+        "    %l = iree_encoding.set_encoding %x : tensor<8x16xf32> -> tensor<8x16xf32, #lhs>\n",
+        "  %l = flow.tensor.encode %x : tensor<8x16xf32> -> tensor<8x16xf32, #lhs>\n"
+        "  %0 = flow.dispatch.region -> (tensor<8x32xf32>) {\n    %zero = arith.constant 0.0 : f32\n",
+    )
+    assert hoisted != plan and _member(result, hoisted).in_egraph
+    unhoisted = explore(program, "none", start="input", families=tuple(f for f in families if f != "hoist"))
+    assert _member(unhoisted, hoisted).in_egraph
+    m = _member(unhoisted, hoisted, without="load-time-noops")
+    assert not m.in_egraph and m.missing is not None and m.missing.startswith("no e-node Dispatch(SetEncoding(Arg")
 
 
 def test_an_initializers_flow_tensor_encode_is_its_set_encoding() -> None:

@@ -44,13 +44,15 @@ a chain of two or three reshapes in the e-graph is the one reshape to its last t
 A load-time computation of a value the e-graph holds as a constant is that constant
 (``load-time-noops``): IREE's initializer encodes a constant bias to a layout the target resolves to
 the identity, which the e-graph's ``noop`` family folds into the constant itself, leaving no
-``ConstEval`` to find (the encode is redundant work IREE does once, at load). Likewise a set or unset
-of an encoding the e-graph resolves to the identity layout is its operand (``identity-encodings``):
-IREE sinks a consumer under an unset whatever the layout, and with the identity the consumer it runs
-"encoded" is the plain one the e-graph holds, its unset a no-op. And a reshape with dynamic sizes is
-known by what it reshapes (``reshape-sizes``): IREE's ``flow.tensor.reshape`` lists its source's and
-its result's dynamic sizes as operands, a ``tensor.collapse_shape`` none and an ``expand_shape`` its
-result's, and a size (``16 * d0``) IREE names that the start state never computed as a value.
+``ConstEval`` to find (the encode is redundant work IREE does once, at load); likewise an encode
+dispatch of an argument or a constant (``flow.tensor.encode``) to such a layout is the value itself.
+Likewise a set or unset of an encoding the e-graph resolves to the identity layout is its operand
+(``identity-encodings``): IREE sinks a consumer under an unset whatever the layout, and with the
+identity the consumer it runs "encoded" is the plain one the e-graph holds, its unset a no-op. And a
+reshape with dynamic sizes is known by what it reshapes (``reshape-sizes``): IREE's
+``flow.tensor.reshape`` lists its source's and its result's dynamic sizes as operands, a
+``tensor.collapse_shape`` none and an ``expand_shape`` its result's, and a size (``16 * d0``) IREE
+names that the start state never computed as a value.
 """
 
 from __future__ import annotations
@@ -276,6 +278,8 @@ class _Matcher:
                         self.index.setdefault(self._key(node.op, kids), []).append((node, below))
                 if node.op == "Const" and "load-time-noops" in normalize:  # a global of what c holds: c
                     self.index.setdefault(self._key("ConstEval", (c,)), []).append((node, ()))
+                if node.op in ("Arg", "Const") and "load-time-noops" in normalize:  # an encode dispatch of it
+                    self.index.setdefault(self._key("Dispatch", (c,)), []).append((node, ()))
                 if node.op == "ConstEval" and "initializer-encodes" in normalize:
                     for d in (g.nodes[m] for m in g.classes[node.children[0]]):
                         if d.op == "Dispatch":
