@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 import torch.nn as nn
-from export_fixtures import OUT, SCOPE, _irpa_items, export_external
+from export_fixtures import OUT, SCOPE, export_external, folder_sizes, irpa_items
 from iree.turbine import aot
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
 
@@ -106,11 +106,6 @@ egg-dispatch explore torch.mlir --check --parameters model=params.irpa
 """
 
 
-def _sizes(folder: Path) -> str:
-    files = sorted(p for p in folder.iterdir() if p.name != "README.md")
-    return ", ".join(f"`{p.name}` {p.stat().st_size / 1024:.1f} KiB" for p in files)
-
-
 def build() -> DecodeStep:
     torch.manual_seed(11)
     model = LlamaForCausalLM(LlamaConfig(**CONFIG)).eval()
@@ -175,7 +170,7 @@ def main() -> None:
         "what": "transformers LlamaForCausalLM decode step: " + json.dumps(CONFIG, sort_keys=True),
         "inputs": [f"{'x'.join(map(str, a.shape))}x{a.dtype}" for a in np_inputs],
         "outputs": [f"{'x'.join(map(str, o.shape))}x{o.dtype}" for o in expected],
-        "param_keys": [e.key for _, e in _irpa_items(folder / "params.irpa")],
+        "param_keys": [e.key for _, e in irpa_items(folder / "params.irpa")],
         "max_rel_iree_vs_torch": float(f"{rel:.3g}"),
         "versions": {p: metadata.version(p) for p in ("torch", "transformers", "iree-turbine", "iree-base-compiler")},
     }
@@ -183,7 +178,7 @@ def main() -> None:
     (folder / "params.irpa").chmod(0o644)  # written 0640: a fixture every reader of the checkout reads
     shown = {k: ", ".join(f"`{x}`" for x in meta[k]) for k in ("inputs", "outputs")}
     versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
-    text = README.format(**{**meta, **shown, "versions": versions}, past=PAST, sizes=_sizes(folder))
+    text = README.format(**{**meta, **shown, "versions": versions}, past=PAST, sizes=folder_sizes(folder))
     (folder / "README.md").write_text(text)
     print(json.dumps(meta, indent=2), file=sys.stderr)
 

@@ -610,7 +610,7 @@ def export_static(spec: Spec, folder: Path, tmp: Path) -> dict:
     aot.externalize_module_parameters(ext_model, external_scope=SCOPE)
     export_mlir(ext_model, args, folder / "ext.torch.mlir")
     aot.save_module_parameters(folder / "params.irpa", ext_model)
-    keys = [e.key for _, e in _irpa_items(folder / "params.irpa")]
+    keys = [e.key for _, e in irpa_items(folder / "params.irpa")]
     if spec.safetensors:
         from safetensors.numpy import save_file
 
@@ -639,10 +639,17 @@ def export_static(spec: Spec, folder: Path, tmp: Path) -> dict:
     }
 
 
-def _irpa_items(path: Path):
+def irpa_items(path: Path):
+    """The (name, entry) items of the parameter file ``path``."""
     index = ireert.ParameterIndex()
     index.load(str(path))
     return index.items()
+
+
+def folder_sizes(folder: Path) -> str:
+    """The files of a fixture folder but its README, each with its size, for the README."""
+    files = sorted(p for p in folder.iterdir() if p.name != "README.md")
+    return ", ".join(f"`{p.name}` {p.stat().st_size / 1024:.1f} KiB" for p in files)
 
 
 def export_dynamic(spec: Spec, folder: Path, tmp: Path) -> dict:

@@ -38,12 +38,11 @@ import sys
 import textwrap
 from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path
 
 import torch
 import torch.nn as nn
 import transformers
-from export_fixtures import OUT, _irpa_items, export_external
+from export_fixtures import OUT, export_external, folder_sizes, irpa_items
 
 SEQ = 16
 VOCAB = 512
@@ -302,11 +301,6 @@ MASK_TEXT = {
 }
 
 
-def _sizes(folder: Path) -> str:
-    files = sorted(p for p in folder.iterdir() if p.name != "README.md")
-    return ", ".join(f"`{p.name}` {p.stat().st_size / 1024:.1f} KiB" for p in files)
-
-
 def _shape(a) -> str:  # type: ignore[no-untyped-def]
     return f"{'x'.join(map(str, a.shape))}x{a.dtype}"
 
@@ -330,7 +324,7 @@ def export(fam: Family) -> dict:
         "what": f"transformers {fam.model_class} prefill of {SEQ} tokens: {fam.features}",
         "inputs": [_shape(a) for a in np_inputs],
         "outputs": [_shape(o) for o in expected],
-        "param_keys": [e.key for _, e in _irpa_items(folder / "params.irpa")],
+        "param_keys": [e.key for _, e in irpa_items(folder / "params.irpa")],
         "max_rel_iree_vs_torch": float(f"{rel:.3g}"),
         "versions": {p: metadata.version(p) for p in ("torch", "transformers", "iree-turbine", "iree-base-compiler")},
     }
@@ -358,7 +352,7 @@ def export(fam: Family) -> dict:
         inputs=", ".join(f"`{x}`" for x in meta["inputs"]),
         outputs=", ".join(f"`{x}`" for x in meta["outputs"]),
         versions=", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
-        sizes=_sizes(folder),
+        sizes=folder_sizes(folder),
     )
     (folder / "README.md").write_text(text)
     return meta
