@@ -60,7 +60,6 @@ CONST_EXPR_MAX_SIZE_INCREASE = 1 << 20
 """``--iree-opt-const-expr-max-size-increase-threshold`` default (1 MiB, docs/iree-data-tiling.md §0.1 and §1.8)."""
 
 
-
 def encoding_maps(e: EncodingAttr) -> tuple[tuple[int, ...], ...] | None:
     """The loop dim of each operand dim, per operand; None for composed (bubbled) or non-dim maps."""
     if e.user_indexing_maps is None:
@@ -260,32 +259,22 @@ def _slice_facts(
     for name, term in imported.lets.items():
         if isinstance(term, T.Slice):
             src_dims = _dims(imported, term.source)
-            if src_dims is not None and mappable(
-                sym(src_dims), sym(term.offsets), sym(term.sizes), sym(term.strides)
-            ):
+            if src_dims is not None and mappable(sym(src_dims), sym(term.offsets), sym(term.sizes), sym(term.strides)):
                 lines.append(f"(mappable-slice {name})")
         if not isinstance(term, T.SetEncoding):
             continue
-        src, enc_key = term.source, term.encoding
-        src_t, src_dims = imported.let_types.get(src), _dims(imported, src)
-        if not isinstance(src_t, TensorType) or src_dims is None:
-            continue
-        sources.add((src_dims, src_t.element.name, enc_key))
-        src_term = imported.lets.get(src)
-        sl = src_term if isinstance(src_term, T.Slice) else None
-        whole_t = imported.let_types.get(sl.source) if sl else None
-        whole_dims = _dims(imported, sl.source) if sl else None
-        layout = layouts.get(enc_key)
-        if sl and isinstance(whole_t, TensorType) and whole_dims is not None:
-            sources.add((whole_dims, whole_t.element.name, enc_key))
-            if layout is not None:
-                why = tile_alignment_refusal(
-                    layout, sym(whole_dims), sym(sl.offsets), sym(sl.sizes), sym(sl.strides), imported.domains
-                )
-                if why is None:
-                    lines.append(f"(tile-aligned {src} {enc_key})")
-                else:
-                    refusals[("tile-aligned", src, enc_key)] = why
+        candidates = _pack_candidates(imported, name)  # the source, and a slice's whole when it is one
+        sources.update(candidates)
+        sl, layout = imported.lets.get(term.source), layouts.get(term.encoding)
+        if len(candidates) == 2 and isinstance(sl, T.Slice) and layout is not None:
+            whole_dims = candidates[1][0]
+            why = tile_alignment_refusal(
+                layout, sym(whole_dims), sym(sl.offsets), sym(sl.sizes), sym(sl.strides), imported.domains
+            )
+            if why is None:
+                lines.append(f"(tile-aligned {term.source} {term.encoding})")
+            else:
+                refusals[("tile-aligned", term.source, term.encoding)] = why
     return lines, sources
 
 
