@@ -10,7 +10,11 @@ Importing ``tests.hypothesis_profiles`` loads the hypothesis profile ``HYPOTHESI
 (``ci`` unless set) before any test is collected.
 
 ``vmfb_cache`` compiles a fixture with ``iree-compile`` once for the whole run, however many test
-files and xdist workers ask for it (``test_iree_ground_truth``, ``test_iree_fixtures``).
+files and xdist workers ask for it (``test_iree_ground_truth``, ``test_iree_fixtures``). More
+generally, every ``iree-compile`` the package runs in this run (and in the commands tests start) goes
+through one cache directory the xdist workers share (``EGG_DISPATCH_IREE_CACHE``,
+``egg_dispatch.iree.tools``): the model tests ask IREE for the same fixture's dispatch creation many
+times, and IREE's output is a function of its input and flags.
 """
 
 from __future__ import annotations
@@ -33,6 +37,24 @@ def _isolated_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     cache = tmp_path_factory.mktemp("egg-dispatch-cache")
     monkeypatch.setenv("EGG_DISPATCH_CACHE_DIR", str(cache))
     return cache
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_iree_outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """``EGG_DISPATCH_IREE_CACHE`` for the whole run: one directory of this run (under pytest's base
+    temporary directory, which the xdist workers share), never a user's or an earlier run's."""
+    from egg_dispatch.iree.tools import CACHE_ENV
+
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "iree-outputs"
+    folder.mkdir(parents=True, exist_ok=True)
+    saved = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(folder)
+    yield folder
+    if saved is None:
+        os.environ.pop(CACHE_ENV, None)
+    else:
+        os.environ[CACHE_ENV] = saved
 
 
 def _run_order(item: pytest.Item) -> int:

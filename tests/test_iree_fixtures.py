@@ -388,3 +388,35 @@ def test_iree_opt_parses_each_names_the_text_that_fails() -> None:
     verdicts = iree_opt_parses_each([good, bad, good])
     assert [ok for ok, _ in verdicts] == [True, False, True]
     assert "error" in verdicts[1][1] and verdicts[0][1] == ""
+
+
+@pytest.mark.skipif(not iree_available(), reason="IREE not installed")
+def test_kept_outputs_are_iree_compiles_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``EGG_DISPATCH_IREE_CACHE``: the second identical compile is served from the folder without
+    running ``iree-compile`` (a run would fail here), with the same text and stderr dump; another flag
+    or another input is another key; a failure is not kept and fails again."""
+    from egg_dispatch.iree import tools
+
+    monkeypatch.setenv(tools.CACHE_ENV, str(tmp_path / "kept"))
+    good = "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n"
+    flags = ["--compile-to=input", "--mlir-print-ir-after-all"]
+    first = tools.compile_text_and_stderr(good, data_tiling=False, extra_flags=flags)
+    assert "util.func public @main" in first[0] and "IR Dump After" in first[1]
+    kept = sorted(p.name for p in (tmp_path / "kept").iterdir() if not p.name.endswith(".lock"))
+    assert len(kept) == 2 and {Path(k).suffix for k in kept} == {".out", ".stderr"}
+
+    def no_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError("iree-compile ran for a kept output")
+
+    with monkeypatch.context() as m:
+        m.setattr(tools.subprocess, "run", no_run)
+        assert tools.compile_text_and_stderr(good, data_tiling=False, extra_flags=flags) == first
+        assert tools.compile_text(good, data_tiling=False, extra_flags=flags) == first[0]
+        with pytest.raises(AssertionError, match="ran for a kept output"):
+            tools.compile_text(good, data_tiling=True, extra_flags=flags)
+        with pytest.raises(AssertionError, match="ran for a kept output"):
+            tools.compile_text(good.replace("@main", "@other"), data_tiling=False, extra_flags=flags)
+    for _ in range(2):
+        with pytest.raises(IreeError):
+            tools.compile_text("func.func @f( {", data_tiling=False, extra_flags=flags)
+    assert len([p for p in (tmp_path / "kept").iterdir() if p.suffix == ".out"]) == 1

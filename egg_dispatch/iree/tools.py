@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import shutil
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "CACHE_ENV",
     "DEFAULT_COMPILE_TIMEOUT",
     "DEFAULT_MIN_TIME",
     "IreeError",
@@ -234,36 +236,87 @@ def compile_text_and_stderr(
             return text, f.read()
 
 
+CACHE_ENV = "EGG_DISPATCH_IREE_CACHE"
+"""When set, a directory where ``iree-compile``'s outputs are kept (see ``_compiled``)."""
+
+
 @contextlib.contextmanager
 def _compiled(
     source: str | os.PathLike[str], flags: list[str], timeout: float, *, stderr_file: bool = False
 ) -> Iterator[Path]:
     """Run ``iree-compile`` on ``source`` with ``flags``; yields its output file (removed afterwards)
-    and, with ``stderr_file``, leaves its stderr next to it (``.stderr``)."""
+    and, with ``stderr_file``, leaves its stderr next to it (``.stderr``).
+
+    With ``EGG_DISPATCH_IREE_CACHE`` naming a directory, a successful output (and its stderr) is kept
+    there, keyed by the input's text, the flags, and the tool's path, size and time stamp (another
+    IREE is another key), and the same call later yields the kept file instead of compiling again.
+    ``iree-compile`` is a function of those; the test suite sets it so that the many tests that
+    compile one fixture the same way compile it once per run. A lock per key makes a second process
+    wait for a compile in progress instead of repeating it. Failures are never kept."""
     tool = _require_tool("iree-compile")
-    with tempfile.TemporaryDirectory(prefix="egg_dispatch_iree_") as tmp:
-        out = Path(tmp) / "module.out"
-        if _is_path(source):
-            src, stdin = str(Path(source)), None
-        else:
-            src, stdin = "-", str(source).encode()
-        cmd = [str(tool), src, *flags, "-o", str(out)]
-        if stderr_file:
-            with open(out.with_suffix(".stderr"), "wb") as err_f:
-                try:
-                    proc = subprocess.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=err_f, timeout=timeout)
-                except subprocess.TimeoutExpired as exc:
-                    raise IreeError(f"iree-compile timed out after {timeout:g} s", cmd=cmd) from exc
-            if proc.returncode != 0 or not out.is_file():
-                err = out.with_suffix(".stderr").read_text(errors="replace")[-20000:]
-                raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
+    cache = os.environ.get(CACHE_ENV)
+    if not cache:
+        with tempfile.TemporaryDirectory(prefix="egg_dispatch_iree_") as tmp:
+            out = Path(tmp) / "module.out"
+            _compile_into(tool, source, flags, timeout, out, stderr_file)
             yield out
-            return
-        proc = _run(cmd, stdin=stdin, timeout=timeout)
+        return
+    folder = Path(cache)
+    folder.mkdir(parents=True, exist_ok=True)
+    text = Path(source).read_bytes() if _is_path(source) else str(source).encode()
+    stat = tool.stat()
+    identity = f"{tool}:{stat.st_size}:{stat.st_mtime_ns}".encode()
+    key = hashlib.sha256(b"\0".join([text, *(f.encode() for f in flags), identity])).hexdigest()[:32]
+    kept = folder / f"{key}.out"
+    with _locked(folder / f"{key}.lock"):
+        if not kept.is_file() or (stderr_file and not kept.with_suffix(".stderr").is_file()):
+            with tempfile.TemporaryDirectory(prefix="egg_dispatch_iree_", dir=folder) as tmp:
+                out = Path(tmp) / "module.out"
+                _compile_into(tool, source, flags, timeout, out, stderr_file)
+                if stderr_file:
+                    out.with_suffix(".stderr").replace(kept.with_suffix(".stderr"))
+                out.replace(kept)  # a reader never sees half a file: rename within one folder
+    yield kept
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` across processes (none where ``fcntl`` is missing: then two
+    processes may compile one key twice, and the second rename wins with the same bytes)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
+def _compile_into(
+    tool: Path, source: str | os.PathLike[str], flags: list[str], timeout: float, out: Path, stderr_file: bool
+) -> None:
+    """``iree-compile`` with output ``out`` (and, with ``stderr_file``, its stderr in ``out.stderr``);
+    raises ``IreeError`` on failure."""
+    if _is_path(source):
+        src, stdin = str(Path(source)), None
+    else:
+        src, stdin = "-", str(source).encode()
+    cmd = [str(tool), src, *flags, "-o", str(out)]
+    if stderr_file:
+        with open(out.with_suffix(".stderr"), "wb") as err_f:
+            try:
+                proc = subprocess.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=err_f, timeout=timeout)
+            except subprocess.TimeoutExpired as exc:
+                raise IreeError(f"iree-compile timed out after {timeout:g} s", cmd=cmd) from exc
         if proc.returncode != 0 or not out.is_file():
-            err = proc.stderr.decode(errors="replace")
+            err = out.with_suffix(".stderr").read_text(errors="replace")[-20000:]
             raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
-        yield out
+        return
+    proc = _run(cmd, stdin=stdin, timeout=timeout)
+    if proc.returncode != 0 or not out.is_file():
+        err = proc.stderr.decode(errors="replace")
+        raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
 
 
 def iree_opt_parses(text: str, *, timeout: float = DEFAULT_COMPILE_TIMEOUT) -> tuple[bool, str]:
