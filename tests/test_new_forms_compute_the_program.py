@@ -6,7 +6,9 @@ whichever input reads it, or writing it transposed (``rules/sink_unset.egg``), a
 above a dequantization, a transpose or a broadcast (``rules/propagate_bubble.egg``), a fill, a
 dequantization or an empty cloned into the dispatch that reads it, or a slice between dispatches copied
 by a dispatch of its own for the reshape that reads it (``rules/clone.egg``) or returned by the function
-(``rules/flow_copies.egg``), a reshape and its inverse folded to their source
+(``rules/flow_copies.egg``: a slice, rank-reducing or strided, loaded by an insert's copy too), an
+encode fused after an attention op through reshapes (``rules/fuse_encode.egg``), a reshape and its
+inverse folded to their source or a chain of them between dispatches as one ``flow.tensor.reshape``
 (``rules/noop_reshape.egg``), a dispatch of a const-expr generic evaluated at load
 (``rules/const_eval.egg``). Each lit case shows the form is among the plans; here every plan ``opt``
 prints for the case is evaluated with the target's packed layouts against the program evaluated as
@@ -20,8 +22,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from egg_dispatch.emit.iree.device import runnable_here
+from egg_dispatch.emit.iree.module import emit_iree
 from egg_dispatch.evaluate import evaluate, select_function
 from egg_dispatch.evaluate.check import function_inputs
+from egg_dispatch.iree.tools import compile_module, iree_available, run_module
 from egg_dispatch.mlir.parser import parse_mlir
 from tests.test_explore_property import run_cli
 
@@ -77,6 +82,17 @@ CASES = {
     ),
     ("noop/fold_reshape_round_trip.mlir", 0, "noop"): ": dispatch{linalg.generic}",  # the pair folded away
     ("noop/fold_reshape_round_trip.mlir", 4, "noop"): ": dispatch{linalg.generic}",
+    # a chain of reshapes between dispatches as the one flow.tensor.reshape IREE folds it into
+    (
+        "noop/fold_reshape_chain.mlir",
+        0,
+        "noop",
+    ): "dispatch{linalg.generic} flow.tensor.reshape dispatch{linalg.generic}",
+    (
+        "noop/fold_reshape_chain.mlir",
+        1,
+        "noop",
+    ): "dispatch{linalg.generic} flow.tensor.reshape dispatch{linalg.generic}",
     ("noop/fold_reshape_round_trip.mlir", 5, "noop"): (  # a rank-reducing slice expanded back: the slice
         "dispatch{linalg.generic} tensor.extract_slice tensor.extract_slice"
     ),
@@ -100,6 +116,39 @@ CASES = {
     ),
     ("clone/flow_copies.mlir", 7, "clone"): (  # a rank-reducing slice a gather reads, as IREE's load
         "dispatch{tensor.extract_slice, linalg.generic}"
+    ),
+    ("clone/flow_copies.mlir", 3, "clone"): (  # a strided slice of an argument, loaded by its insert's copy
+        "dispatch{tensor.extract_slice, tensor.insert_slice} dispatch{tensor.insert_slice}"
+    ),
+    ("clone/flow_copies.mlir", 9, "clone"): (  # a rank-reducing slice of a view copied; the copy reshaped twice
+        "dispatch{tensor.expand_shape, tensor.extract_slice, tensor.insert_slice} tensor.expand_shape "
+        "tensor.collapse_shape"
+    ),
+    ("fuse/fuse_encode_through_reshape.mlir", 4, "fuse"): (  # an attention's result reshaped and encoded
+        "dispatch{iree_linalg_ext.attention, tensor.expand_shape, tensor.collapse_shape, iree_encoding.set_encoding}"
+    ),
+    ("hoist/hoist_opaque_consumer.mlir", 0, "hoist"): (  # a set_encoding an opaque generic reads, hoisted
+        "encode dispatch{linalg.generic, iree_encoding.unset_encoding}"
+    ),
+    ("clone/clone_into_opaque_ops.mlir", 0, "clone"): "dispatch{linalg.fill, linalg.generic}",  # into an opaque op
+    ("clone/clone_into_opaque_ops.mlir", 1, "clone"): "dispatch{tensor.extract, linalg.generic}",
+    ("clone/clone_into_opaque_ops.mlir", 2, "clone"): (  # a slice cloned, the fill it slices left in its dispatch
+        "dispatch{linalg.fill} dispatch{tensor.extract_slice, linalg.generic}"
+    ),
+    ("sink_unset/sink_transposed_read.mlir", 0, "sink_unset"): (  # read transposed, a bias with the inverse map
+        "linalg.matmul, iree_encoding.set_encoding, linalg.generic, iree_encoding.unset_encoding}"
+    ),
+    ("sink_unset/sink_transposed_read.mlir", 1, "sink_unset"): (  # on an identity-layout accumulator
+        "dispatch{iree_encoding.set_encoding, linalg.generic, iree_encoding.unset_encoding}"
+    ),
+    ("propagate/bubble_through_elementwise.mlir", 9, "propagate"): (  # an identity layout, a 3-cycle output map
+        "dispatch{iree_encoding.set_encoding, linalg.generic}"
+    ),
+    ("clone/encode_copies.mlir", 0, "clone,hoist"): (  # a split's part copied, reshaped, then encoded at top level
+        "dispatch{tensor.extract_slice} dispatch{tensor.expand_shape, iree_encoding.set_encoding} dispatch{"
+    ),
+    ("clone/encode_copies.mlir", 1, "clone"): (  # ... of an argument, encoded in the contraction's dispatch
+        "dispatch{tensor.extract_slice} dispatch{tensor.expand_shape, iree_encoding.set_encoding, "
     ),
 }
 IDENTITY_CASE = ("fuse/fuse_encode_through_reshape_identity_layout.mlir", 0, "fuse,noop")
@@ -140,3 +189,28 @@ def check_every_plan(case: tuple[str, int, str], form: str, target: str, tmp_pat
         plan = parse_mlir(plan_text.split("\n", 1)[1], "<plan>")
         for got, ref in zip(evaluate(plan, inputs, target=target), want, strict=True):
             np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not iree_available(), reason="IREE not installed")
+def test_a_reshape_chain_folded_between_dispatches_compiles_and_runs_on_iree(tmp_path: Path) -> None:
+    """The plan spelling a chain of reshapes between dispatches as the one ``flow.tensor.reshape``
+    (rules/noop_reshape.egg conditions 7-9) is IREE input: ``--emit iree`` of it compiles, for a CPU any
+    x86-64 host runs, and IREE's numbers are the program's."""
+    path, chunk, families = ("noop/fold_reshape_chain.mlir", 0, "noop")
+    text = (RULES / path).read_text().split("\n// -----\n")[chunk]
+    source = tmp_path / "case.mlir"
+    source.write_text(text)
+    rc, out, err = run_cli(["opt", str(source), "--rules", families, "--target", "x86_64-avx2"])
+    assert rc == 0, err
+    folded = [p for p in out.split("\n// ----- plan ")[1:] if "flow.tensor.reshape" in p.split("\n", 1)[0]]
+    assert len(folded) == 1, out
+    plan = parse_mlir(folded[0].split("\n", 1)[1], "<plan>")
+    vmfb = compile_module(
+        emit_iree(plan, "x86_64-avx2"), data_tiling=False, target_cpu="haswell", compile_from="dispatch-creation"
+    )
+    program = parse_mlir(text, path)
+    inputs = function_inputs(select_function(program), seed=3)
+    if not runnable_here("x86_64-avx2")[0]:
+        pytest.skip("compiled only: this CPU does not run x86-64 AVX2 code")
+    for got, ref in zip(run_module(vmfb, "fold_reshape_chain", inputs), evaluate(program, inputs), strict=True):
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-6, atol=1e-6)

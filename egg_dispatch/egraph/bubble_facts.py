@@ -15,11 +15,14 @@ composed with the inverse of the output map), identity maps included; the init b
 2. it is all-parallel, with one init, a ``tensor.empty``, and one result;
 3. its output map is a permutation with as many dims as the encoding's last map for the operand has
    results; every input map is a projected permutation (so the composed map is one too);
-4. the encoding's layout is tiled (with the identity, ``noop`` folds the set_encoding away, and
-   bubbling it would only grow the e-graph), and its inner tiles divide every dim the contraction reduces:
-   the generic runs on the packed tiles, padding included, and a contraction reads its K padding,
-   which must stay the pack's zero (a dequantization does not map 0 to 0); M and N padding is
-   dropped by the unpack. IREE has no such condition.
+4. a tiled layout's inner tiles divide every dim the contraction reduces: the generic runs on the
+   packed tiles, padding included, and a contraction reads its K padding, which must stay the pack's
+   zero (a dequantization does not map 0 to 0); M and N padding is dropped by the unpack. IREE has no
+   such condition. An identity layout (element types the target has no tiles for) has no padding: on
+   a target with an encoding resolver it bubbles as IREE bubbles it, while ``noop`` has not folded the
+   set_encoding into its source (the rule's condition 5, checked in the e-graph: once folded, the
+   encodings are gone and bubbling would only re-encode the folded forms); on one without (``none``,
+   IREE without data tiling) it does not.
 
 IREE's "the generic has one use" is no condition of the e-graph: a plan that also needs the plain
 result keeps the generic for that use, and the cost model charges both.

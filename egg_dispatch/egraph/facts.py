@@ -34,7 +34,7 @@ from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, TensorType, elemen
 from egg_dispatch.mlir.ir_types import static_sizes
 from egg_dispatch.mlir.ops import RESHAPE_OPS
 from egg_dispatch.mlir.symbolic import Dim
-from egg_dispatch.start.clone import is_bit_extend
+from egg_dispatch.start.clone import cloneable, is_bit_extend
 from egg_dispatch.target.layout import (
     Layout,
     LayoutError,
@@ -193,7 +193,7 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
     """egglog commands asserting the target-dependent facts for this program, one fact family after
     the other (the order of the text is part of the contract: the seeded e-graph is reproducible)."""
     sinks = sink_sites(imported)  # registers the encodings sunk operands get
-    sink_lines, sink_refusals = sink_facts(sinks)
+    sink_lines, sink_refusals = sink_facts(sinks, resolver=target.encoding_resolver)
     bubbles = bubble_sites(imported)  # ... and those bubbled inputs get
     lines: list[str] = list(sink_lines)
     layout_lines, layouts = _layout_facts(imported, target)
@@ -211,9 +211,10 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
                 accs.setdefault((dims, enc_key), []).extend(shapes)
     lines += _pack_facts(imported, target, sorted(sources), accs, layouts, refusals)
     lines += _pair_facts(imported, target, layouts)
-    lines += _bubble_facts(imported, bubbles, layouts, refusals)
+    lines += _bubble_facts(imported, bubbles, layouts, refusals, resolver=target.encoding_resolver)
     lines += _op_facts(imported)
     lines += _rank_reducing_slice_facts(imported)
+    lines += _reshape_chain_facts(imported)
     return FactReport("\n".join(lines), layouts, refusals)
 
 
@@ -346,11 +347,25 @@ def _fused_pack_refusal(
     return worst
 
 
+ENCODE_FUSABLE_OPS = ("iree_linalg_ext.attention", "iree_linalg_ext.online_attention", "iree_linalg_ext.gather")
+"""Ops other than linalg ops that FuseEncodingOpsIntoDispatchRegions fuses a set_encoding after, through
+reshapes (isFusableWithSetEncoding): ``(encode-fusable-op key)``, rules/fuse_encode.egg condition 3."""
+
+
 def _op_facts(imported: ImportedProgram) -> list[str]:
     """``(elementwise key)``, ``(bit-extend key)`` and ``(hoistable-size key)`` of generics,
-    ``(view-op key)`` of reshapes."""
+    ``(view-op key)`` of reshapes; ``(cloneable-op key)`` of ops CloneProducersIntoDispatchRegions clones
+    (``start.clone.cloneable``: a tensor.extract, an index_cast, scalar arithmetic) and ``(wrappable-op
+    key)`` of ops it wraps in a dispatch of their own when outside every dispatch (a linalg.generic, a
+    gather: ``wrapOpInDispatchRegion``; rules/clone.egg)."""
     lines: list[str] = []
     for key, op in imported.ops.items():
+        if cloneable(op):
+            lines.append(f"(cloneable-op {quote(key)})")
+        if op.name in ("linalg.generic", "iree_linalg_ext.gather"):
+            lines.append(f"(wrappable-op {quote(key)})")
+        if op.name in ENCODE_FUSABLE_OPS:
+            lines.append(f"(encode-fusable-op {quote(key)})")
         if op.name == "linalg.generic":
             its = op.attributes.get("iterator_types")
             names = [getattr(a, "value", "") for a in getattr(its, "items", ())]
@@ -362,6 +377,16 @@ def _op_facts(imported: ImportedProgram) -> list[str]:
                 lines.append(f"(hoistable-size {quote(key)})")
         elif op.name in RESHAPE_OPS:
             lines.append(f"(view-op {quote(key)})")
+    return lines
+
+
+def _reshape_chain_facts(imported: ImportedProgram) -> list[str]:
+    """``(reshape-chain2 k1 k2 k)`` and ``(reshape-chain3 k1 k2 k3 k)``: the reshapes ``k1`` then ``k2``
+    (then ``k3``) are the one ``flow.tensor.reshape`` ``k`` (``ImportedProgram.reshape_chains``;
+    rules/noop_reshape.egg conditions 7-9)."""
+    lines: list[str] = []
+    for keys, composed in imported.reshape_chains:
+        lines.append(f"(reshape-chain{len(keys)} {' '.join(quote(k) for k in (*keys, composed))})")
     return lines
 
 
@@ -530,19 +555,23 @@ def _bubble_facts(
     sites: list[BubbleSite],
     layouts: dict[str, Layout | None],
     refusals: dict[tuple[str, ...], str] | None = None,
+    resolver: bool = True,
 ) -> list[str]:
     """``(bubble-target key enc)``, ``(bubble-encoding key enc i enc_i)`` and ``(bubble-scalar key i)``:
     the set_encoding(enc) of the generic ``key``'s result may move above it, its input i then encoded
     with enc_i (``egraph/bubble_facts.py``; its condition 4, tiles that divide the dims the contraction
-    reduces, is checked here, where the layouts are)."""
+    reduces, is checked here, where the layouts are; ``resolver``: the target has an encoding resolver,
+    without which an identity layout does not bubble)."""
     out: list[str] = []
     for site in sites:
         why = site.refusal
         layout = layouts.get(site.encoding)
         out_dims = _dims(imported, site.generic)
-        if why is None and layout is None:
-            why = "4. the layout is not tiled"  # the identity: noop folds the set_encoding away
-        if why is None and out_dims is None:
+        if why is None and layout is None and not resolver:
+            why = "4. the target has no encoding resolver (IREE without data tiling)"
+        # an identity layout (no tiles, no padding) bubbles while `noop` has not folded the set_encoding
+        # (rules/propagate_bubble.egg condition 5 checks that in the e-graph)
+        if why is None and layout is not None and out_dims is None:
             why = "4. the generic's shape is not known"
         if why is None and layout is not None and out_dims is not None:
             shape = imported.shape(out_dims)

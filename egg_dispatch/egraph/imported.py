@@ -68,6 +68,9 @@ class ImportedProgram:
     set/unset_encoding, as term-vector entries), for emitting them back."""
     op_dims: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
     """Key of a ``Generic`` / ``Op`` term with a dynamic result -> each result's shape vector."""
+    reshape_chains: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
+    """Keys of a chain of two or three static reshapes (first applied first) -> the key of the one
+    ``flow.tensor.reshape`` it folds into (an op of ``ops`` the program never wrote)."""
     size_sources: dict[str, Operation | None] = field(default_factory=dict)
     """An unknown size (``%d#0``: given by an op the size analysis does not see through) -> that op (None:
     a block argument), for the error of a plan that would need it."""

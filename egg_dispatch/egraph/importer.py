@@ -51,6 +51,7 @@ from egg_dispatch.mlir.literals import float_str
 from egg_dispatch.mlir.ops import (
     CONTRACTION_OPS,
     DYNAMIC,
+    RESHAPE_OPS,
     attr,
     base_operands,
     dim_group,
@@ -294,6 +295,41 @@ class _Importer:
             # a constant, e.g. a tensor.cast of a static tensor, is that constant)
             self.out.op_dims[key] = dims
         return key
+
+    def compose_reshapes(self) -> None:
+        """``reshape_chains``: for every chain of two or three static reshapes of the program (each op's
+        result type the next one's operand type), the one ``flow.tensor.reshape`` from the first operand's
+        type to the last result's, registered as an op of its own (rules/noop_reshape.egg conditions 7-9).
+        Only plain (unencoded) static tensors with one operand, whose first and last types differ (a chain
+        back to its source's shape is ``fold-reshape-round-trip``'s)."""
+        reshapes = [
+            (key, op)
+            for key, op in self.out.ops.items()
+            if op.name in RESHAPE_OPS
+            and len(op.operands) == 1
+            and len(op.results) == 1
+            and all(
+                isinstance(t, TensorType) and t.is_static and t.encoding is None
+                for t in (op.operands[0].type, op.results[0].type)
+            )
+        ]
+        by_source: dict[str, list[tuple[str, Operation]]] = {}
+        for key, op in reshapes:
+            by_source.setdefault(self.printer.type(op.operands[0].type), []).append((key, op))
+        chains: list[tuple[tuple[str, ...], Operation]] = []
+        for key, op in reshapes:
+            for key2, op2 in by_source.get(self.printer.type(op.results[0].type), []):
+                chains.append(((key, key2), op2))
+                for key3, op3 in by_source.get(self.printer.type(op2.results[0].type), []):
+                    chains.append(((key, key2, key3), op3))
+        for keys, last in chains:
+            first = self.out.ops[keys[0]]
+            source, result = first.operands[0].type, last.results[0].type
+            if self.printer.type(source) == self.printer.type(result):
+                continue
+            composed = Operation("flow.tensor.reshape", [Value("source", source)])
+            composed.results = [Value("result", result, composed, 0)]
+            self.out.reshape_chains.append((keys, self.op_key(composed, unique=False)))
 
     # -- ops -------------------------------------------------------------------------------------
     def import_block_ops(self, ops: list[Operation]) -> list[str] | None:
@@ -712,4 +748,5 @@ def import_function(module: Module, function: str | None = None) -> ImportedProg
     imp.out.size_sources = {
         name: v.owner if isinstance(v.owner, Operation) else None for name, v in imp.shapes.unknown.items()
     }
+    imp.compose_reshapes()
     return imp.out

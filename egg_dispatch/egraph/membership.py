@@ -41,6 +41,9 @@ load-time computation is not a run-time dispatch); a reshape between dispatches,
 ``flow.tensor.reshape`` as ``Dispatch(Op reshape …)``, is the reshape itself (a view, no dispatch); and
 a chain of two or three reshapes in the e-graph is the one reshape to its last type IREE folds it into
 (``reshape-chains``; a reshape is compared by its result type, so the chain's last op stands for it).
+Between dispatches the e-graph holds that one reshape itself (rules/noop_reshape.egg conditions 7-9), so
+``reshape-chains`` is left for a chain a copy dispatch reads (an insert's source: the e-graph reads the
+chain inside the copy, IREE's copy reads the folded ``flow.tensor.reshape``).
 A load-time computation of a value the e-graph holds as a constant is that constant
 (``load-time-noops``): IREE's initializer encodes a constant bias to a layout the target resolves to
 the identity, which the e-graph's ``noop`` family folds into the constant itself, leaving no

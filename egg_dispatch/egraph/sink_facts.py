@@ -14,8 +14,9 @@ on the start state's generics, because they read indexing maps (the terms only n
 1. the generic is all-parallel (``getNumReductionLoops() == 0``);
 2. every indexing map is a projected permutation (no ``d0 + d1``, no constant);
 3. the encoded value is an input, not the init;
-4. its map is the identity (IREE: a permutation; PR #24171: never a broadcast *of* the encoded
-   tensor) -- a transposing map is IREE's, not modelled here;
+4. its map is a permutation (PR #24171: never a broadcast *of* the encoded tensor); a transposing map
+   T gives every other operand, and the init, the accumulator's encoding with ``inversePermutation(T)``
+   appended before its own map (``createNewEncoding``: each of the two only when it is not the identity);
 5. the output map is a permutation, one init, one result: the init, and the result, get the
    accumulator's encoding with the output map appended (``createNewEncoding`` on the init: a transpose
    of the encoded result, ``(d0, d1, d2) -> (d1, d0, d2)``, is the accumulator's tiles on the permuted
@@ -34,7 +35,9 @@ runs on either accumulator, the other input encoded to match. IREE's own, the un
 generic's dispatch, is the first site (``SinkSite``; the others are its ``also``), and its result's
 encoding is what a chain continues with.
 
-The tiled-layout condition is the rule's own (``layout-of``). IREE's "the unset_encoding has one use" is
+Condition 8 (the accumulator's layout tiled, or the identity on a target with an encoding resolver
+while ``noop`` has not folded the unset_encoding) is the rule's own (``layout-of``), but for the
+resolver, checked here (``sink_facts``). IREE's "the unset_encoding has one use" is
 no condition of the e-graph (a plan that also needs the plain result keeps the unset for that use, and
 the cost model charges both); the modelled baseline applies it (``plan/baseline.py``).
 """
@@ -51,6 +54,7 @@ from egg_dispatch.mlir.ir import AffineMapAttr, EncodingAttr, Operation, TensorT
 from egg_dispatch.mlir.ops import indexing_maps, ins, iterator_types
 
 __all__ = ["SinkSite", "sink_facts", "sink_sites", "sunk_encoding"]
+
 
 @dataclasses.dataclass(frozen=True)
 class SinkSite:
@@ -80,11 +84,21 @@ class SinkSite:
         return (self, *self.also)
 
 
-def sunk_encoding(e: EncodingAttr, operand_map: AffineMapAttr) -> EncodingAttr:
-    """``generateSinkingEncodings`` for an operand read through ``operand_map`` when the encoded input's
-    map is the identity: the accumulator's encoding, with the map appended to its own entry unless it is
-    the identity (``cloneWithNewOperandIndexingMap``)."""
+def sunk_encoding(e: EncodingAttr, operand_map: AffineMapAttr, target_map: AffineMapAttr | None = None) -> EncodingAttr:
+    """``generateSinkingEncodings``' ``createNewEncoding`` for an operand read through ``operand_map``,
+    the encoded input read through the permutation ``target_map`` (default: the identity): the
+    accumulator's encoding with ``inversePermutation(target_map)`` appended to its own entry, then
+    ``operand_map``, each unless it is the identity (``cloneWithNewOperandIndexingMap``)."""
+    if target_map is not None and not target_map.is_identity:
+        e = e.with_operand_map(_inverse_permutation(target_map))
     return e if operand_map.is_identity else e.with_operand_map(operand_map)
+
+
+def _inverse_permutation(m: AffineMapAttr) -> AffineMapAttr:
+    """MLIR's ``inversePermutation`` of a permutation map: result d of it is the position that reads d."""
+    dims = m.dim_positions() or ()
+    position = {d: j for j, d in enumerate(dims)}
+    return AffineMapAttr(len(dims), 0, tuple(("d", position[d]) for d in range(len(dims))))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,9 +159,9 @@ def _position_refusal(op: Operation, position: int, n_in: int) -> str | None:
     if position >= n_in:
         return "3. the encoded value is the generic's init, not an input"
     mp = indexing_maps(op)[position]
-    if not mp.is_identity:
-        how = "a broadcast of the encoded tensor" if len(mp.results) < mp.num_dims else "a transpose"
-        return f"4. the encoded input's map is not the identity ({how})"
+    dims = mp.dim_positions()
+    if dims is None or sorted(dims) != list(range(mp.num_dims)):
+        return "4. the encoded input's map is not a permutation (a broadcast of the encoded tensor)"
     return None
 
 
@@ -163,7 +177,7 @@ def _legal_site(imported: ImportedProgram, op: Operation, site: SinkSite) -> Sin
     scalars = tuple(i for i, t in enumerate(types) if i != site.position and not isinstance(t, TensorType))
     tensors = [i for i, t in enumerate(types) if i != site.position and isinstance(t, TensorType)]
     for i in [*tensors, len(types)]:  # the other tensor inputs, then the init (the result's encoding)
-        e_i = sunk_encoding(enc, maps[i])
+        e_i = sunk_encoding(enc, maps[i], maps[site.position])
         keys[i] = encoding_key(e_i)
         imported.encodings.setdefault(keys[i], e_i)
         if site.encoding in imported.encoding_dims:  # the same iteration sizes: the same encoding_dims
@@ -217,14 +231,18 @@ def sink_sites(imported: ImportedProgram) -> list[SinkSite]:
     return out
 
 
-def sink_facts(sites: list[SinkSite]) -> tuple[list[str], dict[tuple[str, ...], str]]:
+def sink_facts(sites: list[SinkSite], resolver: bool = True) -> tuple[list[str], dict[tuple[str, ...], str]]:
     """egglog facts ``(sink-target key position enc)``, ``(sink-encoding key enc i enc_i)`` (the init's
     too: i = the number of inputs) and ``(sink-scalar key i)`` for every legal site of ``sites``
     (:func:`sink_sites`) and its ``also``, and the refusals of the others (keyed ``("sink", generic
-    let)``, for ``--explain``)."""
+    let)``, for ``--explain``). ``resolver``: the target has an encoding resolver; without one (target
+    ``none``, IREE without data tiling) every site is refused (condition 8)."""
     lines: list[str] = []
     refusals: dict[tuple[str, ...], str] = {}
     for first in sites:
+        if first.refusal is None and first.encoding is not None and not resolver:
+            refusals[("sink", first.let)] = "8. the target has no encoding resolver (IREE without data tiling)"
+            continue
         if first.refusal is not None or first.encoding is None:
             refusals[("sink", first.let)] = first.refusal or ""
             continue

@@ -106,8 +106,8 @@ util.func public @sink_unset_through_narrowing(%x: tensor<8x32xf32>, %w: tensor<
 // Sinking through a transposing elementwise consumer (input map (d1, d0)): the result's encoding
 // carries the permuted map.
 // Source: HoistEncodingOps.cpp, SinkUnsetEncodingOp (generateSinkingEncodings with a permutation
-// map).
-// EXPECT: missing no e-node TCons(Contract('linalg.matmul:', Dispatch, Dispatch, Fill), TNil)
+// map; rules/sink_unset.egg condition 4).
+// EXPECT: in
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #kn = affine_map<(d0, d1, d2) -> (d2, d1)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>

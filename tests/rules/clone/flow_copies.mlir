@@ -86,11 +86,20 @@ util.func public @dont_copy_insert_in_dispatch(%a: tensor<16x8xf32>, %b: tensor<
 
 // -----
 
-// flow_copies.egg condition 2: the first insert's source is a strided slice the concatenation computes
-// itself (no dispatch input, no view of one), so it is not copied, and the second insert, whose
-// destination is then no copy, is not either: one plan.
-// CHECK-LABEL: plans for @dont_copy_insert_of_computed_source: 1; {{.*}} rule matches: none
-func.func @dont_copy_insert_of_computed_source(%a: tensor<32x8xf32>, %b: tensor<16x8xf32>) -> tensor<16x16xf32> {
+// flow_copies.egg condition 2: the first insert's source is a strided slice of an argument.
+// ConvertTensorToFlowPass wraps the insert in a dispatch of its own and clones the slice into it
+// (cloneProducersToRegion; an extract_slice is cloneable), so IREE's plan (iree-compile 3.13, checked)
+// copies it with a strided load (offsets [0, 0], sizes [16, 8], strides [2, 1]) into the tensor.empty,
+// and the second insert into that copy.
+// CHECK-LABEL: plans for @copy_insert_of_strided_slice: 4; {{.*}} insert-destination-in-own-dispatch 1, {{.*}}returned-insert-in-own-dispatch 1
+// CHECK:       plan 3 of @copy_insert_of_strided_slice: dispatch{tensor.extract_slice, tensor.insert_slice} dispatch{tensor.insert_slice}
+// CHECK:       %[[A:.+]] = flow.dispatch.region -> (tensor<16x16xf32>) {
+// CHECK-NEXT:    %[[S:.+]] = tensor.extract_slice %arg0[0, 0] [16, 8] [2, 1]
+// CHECK-NEXT:    %[[E:.+]] = tensor.empty() : tensor<16x16xf32>
+// CHECK-NEXT:    tensor.insert_slice %[[S]] into %[[E]][0, 0] [16, 8] [1, 1]
+// CHECK:       flow.dispatch.region -> (tensor<16x16xf32>) {
+// CHECK-NEXT:    tensor.insert_slice %arg1 into %[[A]][0, 8] [16, 8] [1, 1]
+func.func @copy_insert_of_strided_slice(%a: tensor<32x8xf32>, %b: tensor<16x8xf32>) -> tensor<16x16xf32> {
   %s = tensor.extract_slice %a[0, 0] [16, 8] [2, 1] : tensor<32x8xf32> to tensor<16x8xf32>
   %e = tensor.empty() : tensor<16x16xf32>
   %i0 = tensor.insert_slice %s into %e[0, 0] [16, 8] [1, 1] : tensor<16x8xf32> into tensor<16x16xf32>
@@ -194,4 +203,119 @@ func.func @gather_position_ids(%table: tensor<64x8xf32>) -> tensor<16x8xf32> {
 func.func @dont_slice_returned_rank_reducing(%a: tensor<1x16x8xf32>) -> tensor<16x8xf32> {
   %s = tensor.extract_slice %a[0, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<1x16x8xf32> to tensor<16x8xf32>
   return %s : tensor<16x8xf32>
+}
+
+// -----
+
+// A partial rotary embedding's concatenation (Phi-3): the heads' [1, 4, 16, 16] view of a dispatch's
+// result, its rotated part [.., 0:12] computed by a dispatch and its pass-through part [.., 12:16] a
+// rank-reducing slice, concatenated and read by the next dispatch through a chain of two reshapes
+// (GQA's expand to [1, 2, 2, 16, 16] and collapse to [2, 2, 16, 16]). IREE's plan (iree-compile 3.13,
+// checked; models/hf_phi3) copies each insert, the second loading the pass-through part of the view in
+// its own dispatch (flow_copies.egg conditions 8-10: the insert is between dispatches, its source a
+// rank-reducing slice with static offsets, the slice's source a reshape of a dispatch's result), and
+// reshapes the second copy between dispatches (condition 1: a chain of reshapes reads it).
+// CHECK-LABEL: plans for @rotary_pass_through_copied: 4; {{.*}}insert-in-own-dispatch-before-reshape 1, {{.*}}rank-reducing-slice-copied-is-a-slice 2
+// CHECK:       plan 3 of @rotary_pass_through_copied: dispatch{linalg.generic} tensor.expand_shape dispatch{tensor.extract_slice, linalg.generic} dispatch{tensor.insert_slice} dispatch{tensor.expand_shape, tensor.extract_slice, tensor.insert_slice} tensor.expand_shape tensor.collapse_shape dispatch{linalg.generic}
+// CHECK:       %[[G:.+]] = flow.dispatch.region -> (tensor<4x16x16xf32>) {
+// CHECK:       %[[H:.+]] = flow.dispatch.region -> (tensor<4x16x12xf32>) {
+// CHECK:       %[[A:.+]] = flow.dispatch.region -> (tensor<1x4x16x16xf32>) {
+// CHECK-NEXT:    %[[E:.+]] = tensor.empty() : tensor<1x4x16x16xf32>
+// CHECK-NEXT:    tensor.insert_slice %[[H]] into %[[E]][0, 0, 0, 0] [1, 4, 16, 12] [1, 1, 1, 1]
+// CHECK:       %[[B:.+]] = flow.dispatch.region -> (tensor<1x4x16x16xf32>) {
+// CHECK-NEXT:    %[[X:.+]] = tensor.expand_shape %[[G]] {{\[\[}}0, 1], [2], [3]]
+// CHECK-NEXT:    %[[P:.+]] = tensor.extract_slice %[[X]][0, 0, 0, 12] [1, 4, 16, 4] [1, 1, 1, 1] : tensor<1x4x16x16xf32> to tensor<4x16x4xf32>
+// CHECK-NEXT:    tensor.insert_slice %[[P]] into %[[A]][0, 0, 0, 12] [1, 4, 16, 4] [1, 1, 1, 1]
+// CHECK:       %[[R:.+]] = tensor.expand_shape %[[B]]
+// CHECK-NEXT:  tensor.collapse_shape %[[R]]
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @rotary_pass_through_copied(%a: tensor<4x16x16xf32>) -> tensor<2x2x16x16xf32> {
+  %e0 = tensor.empty() : tensor<4x16x16xf32>
+  %g = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a : tensor<4x16x16xf32>) outs(%e0 : tensor<4x16x16xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %v = arith.mulf %in, %in : f32
+    linalg.yield %v : f32
+  } -> tensor<4x16x16xf32>
+  %x = tensor.expand_shape %g [[0, 1], [2], [3]] output_shape [1, 4, 16, 16] : tensor<4x16x16xf32> into tensor<1x4x16x16xf32>
+  %rot = tensor.extract_slice %x[0, 0, 0, 0] [1, 4, 16, 12] [1, 1, 1, 1] : tensor<1x4x16x16xf32> to tensor<4x16x12xf32>
+  %pass = tensor.extract_slice %x[0, 0, 0, 12] [1, 4, 16, 4] [1, 1, 1, 1] : tensor<1x4x16x16xf32> to tensor<4x16x4xf32>
+  %e1 = tensor.empty() : tensor<4x16x12xf32>
+  %h = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%rot : tensor<4x16x12xf32>) outs(%e1 : tensor<4x16x12xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %v = arith.negf %in : f32
+    linalg.yield %v : f32
+  } -> tensor<4x16x12xf32>
+  %e = tensor.empty() : tensor<1x4x16x16xf32>
+  %i0 = tensor.insert_slice %h into %e[0, 0, 0, 0] [1, 4, 16, 12] [1, 1, 1, 1] : tensor<4x16x12xf32> into tensor<1x4x16x16xf32>
+  %i1 = tensor.insert_slice %pass into %i0[0, 0, 0, 12] [1, 4, 16, 4] [1, 1, 1, 1] : tensor<4x16x4xf32> into tensor<1x4x16x16xf32>
+  %r1 = tensor.expand_shape %i1 [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 16, 16] : tensor<1x4x16x16xf32> into tensor<1x2x2x16x16xf32>
+  %r2 = tensor.collapse_shape %r1 [[0, 1], [2], [3], [4]] : tensor<1x2x2x16x16xf32> into tensor<2x2x16x16xf32>
+  %e2 = tensor.empty() : tensor<2x2x16x16xf32>
+  %y = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%r2 : tensor<2x2x16x16xf32>) outs(%e2 : tensor<2x2x16x16xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %v = arith.addf %in, %in : f32
+    linalg.yield %v : f32
+  } -> tensor<2x2x16x16xf32>
+  return %y : tensor<2x2x16x16xf32>
+}
+
+// -----
+
+// flow_copies.egg conditions 2 and 10: the slices' source is an insert the e-graph does not copy (into
+// a linalg.fill, condition 3), so no copy can read it: neither the rank-reducing slice (condition 10)
+// nor the plain one (condition 2) is copied, and nothing is (one plan). (IREE would clone the fill into
+// that insert's copy; the e-graph's copies stop at condition 3.)
+// CHECK-LABEL: plans for @dont_copy_slice_of_uncopied_insert: 1; {{.*}} rule matches: none
+func.func @dont_copy_slice_of_uncopied_insert(%a: tensor<16x8xf32>) -> tensor<1x16x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<1x32x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e0 : tensor<1x32x8xf32>) -> tensor<1x32x8xf32>
+  %i0 = tensor.insert_slice %a into %f[0, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<16x8xf32> into tensor<1x32x8xf32>
+  %s = tensor.extract_slice %i0[0, 8, 0] [1, 16, 8] [1, 1, 1] : tensor<1x32x8xf32> to tensor<16x8xf32>
+  %t = tensor.extract_slice %i0[0, 4, 0] [1, 16, 8] [1, 1, 1] : tensor<1x32x8xf32> to tensor<1x16x8xf32>
+  %e = tensor.empty() : tensor<1x16x16xf32>
+  %i1 = tensor.insert_slice %s into %e[0, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<16x8xf32> into tensor<1x16x16xf32>
+  %i2 = tensor.insert_slice %t into %i1[0, 0, 8] [1, 16, 8] [1, 1, 1] : tensor<1x16x8xf32> into tensor<1x16x16xf32>
+  return %i2 : tensor<1x16x16xf32>
+}
+
+// -----
+
+// flow_copies.egg condition 8: the concatenation of a rank-reducing slice is computed inside the dispatch
+// that reads it, not between dispatches: the slice stays the opaque op (one plan).
+// CHECK-LABEL: plans for @dont_copy_rank_reducing_slice_in_dispatch: 1; {{.*}} rule matches: none
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+util.func public @dont_copy_rank_reducing_slice_in_dispatch(%a: tensor<1x16x8xf32>, %b: tensor<16x8xf32>) -> tensor<1x16x16xf32> {
+  %r = flow.dispatch.region -> (tensor<1x16x16xf32>) {
+    %s = tensor.extract_slice %a[0, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<1x16x8xf32> to tensor<16x8xf32>
+    %e = tensor.empty() : tensor<1x16x16xf32>
+    %i0 = tensor.insert_slice %s into %e[0, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<16x8xf32> into tensor<1x16x16xf32>
+    %i1 = tensor.insert_slice %b into %i0[0, 0, 8] [1, 16, 8] [1, 1, 1] : tensor<16x8xf32> into tensor<1x16x16xf32>
+    %g = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%i1 : tensor<1x16x16xf32>) outs(%e : tensor<1x16x16xf32>) {
+    ^bb0(%in: f32, %o: f32):
+      %v = arith.mulf %in, %in : f32
+      linalg.yield %v : f32
+    } -> tensor<1x16x16xf32>
+    flow.return %g : tensor<1x16x16xf32>
+  }
+  util.return %r : tensor<1x16x16xf32>
+}
+
+// -----
+
+// flow_copies.egg condition 9: the inserted slice's offset is read out of a tensor (data, not a size):
+// no rank-reducing-slice fact, so the slice stays an opaque op and its insert is not copied (the first
+// insert, of an argument, is).
+// CHECK-LABEL: plans for @dont_copy_data_dependent_rank_reducing_slice: 2;
+// CHECK-NOT:   rank-reducing-slice-copied-is-a-slice
+// CHECK-NOT:   returned-insert-in-own-dispatch
+func.func @dont_copy_data_dependent_rank_reducing_slice(%a: tensor<4x16x8xf32>, %b: tensor<16x8xf32>, %ids: tensor<1xindex>) -> tensor<1x16x16xf32> {
+  %c0 = arith.constant 0 : index
+  %o = tensor.extract %ids[%c0] : tensor<1xindex>
+  %s = tensor.extract_slice %a[%o, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<4x16x8xf32> to tensor<16x8xf32>
+  %e = tensor.empty() : tensor<1x16x16xf32>
+  %i0 = tensor.insert_slice %b into %e[0, 0, 8] [1, 16, 8] [1, 1, 1] : tensor<16x8xf32> into tensor<1x16x16xf32>
+  %i1 = tensor.insert_slice %s into %i0[0, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<16x8xf32> into tensor<1x16x16xf32>
+  return %i1 : tensor<1x16x16xf32>
 }

@@ -67,12 +67,12 @@ func.func @fuse_encode_through_a_reshaped_bias_add(%x: tensor<8x16xf32>, %w: ten
 
 // -----
 
-// fuse_encode.egg condition 3: a reduction's result (a row sum) is not walked through: the encode of
-// its reshape stays with the reshape, outside the reduction's dispatch.
-// CHECK-LABEL: plans for @dont_fuse_encode_through_a_reshaped_row_sum: 2;
-// CHECK-NOT:   fuse-encode-through-reshape
-// CHECK-NOT:   linalg.generic, tensor.expand_shape, iree_encoding.set_encoding}
-func.func @dont_fuse_encode_through_a_reshaped_row_sum(%x: tensor<8x16x4xf32>, %v: tensor<2x16x8xf32>) -> tensor<2x4x8xf32> {
+// fuse_encode_linalg.egg condition 1: a reduction's result (a row sum) is walked through too, as
+// isFusableWithSetEncoding accepts any linalg op: IREE's plan (iree-compile 3.13, checked) computes the
+// row sum, the expand_shape and the set_encoding in one dispatch that returns the encoded LHS.
+// CHECK-LABEL: plans for @fuse_encode_through_a_reshaped_row_sum: 3; {{.*}}fuse-encode-through-reshape-lhs
+// CHECK:       of @fuse_encode_through_a_reshaped_row_sum: dispatch{linalg.fill, linalg.generic, tensor.expand_shape, iree_encoding.set_encoding} dispatch{
+func.func @fuse_encode_through_a_reshaped_row_sum(%x: tensor<8x16x4xf32>, %v: tensor<2x16x8xf32>) -> tensor<2x4x8xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<8x16xf32>
   %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
@@ -86,4 +86,53 @@ func.func @dont_fuse_encode_through_a_reshaped_row_sum(%x: tensor<8x16x4xf32>, %
   %acc2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   %r = linalg.batch_matmul ins(%heads, %v : tensor<2x4x16xf32>, tensor<2x16x8xf32>) outs(%acc2 : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %r : tensor<2x4x8xf32>
+}
+
+// -----
+
+// fuse_encode.egg condition 3: the reshaped value is an attention op's result (a decode step: one
+// query per head, the heads [4, 8] expanded to [1, 1, 4, 8] and collapsed to [1, 1, 32] for o_proj):
+// isFusableWithSetEncoding accepts an attention op as the set_encoding's producer, and IREE's plan
+// (iree-compile 3.13, checked) computes the attention, both reshapes and the set_encoding in one
+// dispatch that returns the encoded LHS.
+// CHECK-LABEL: plans for @fuse_encode_through_a_reshaped_attention: 3; {{.*}}fuse-encode-through-reshape-lhs
+// CHECK:       plan 2 of @fuse_encode_through_a_reshaped_attention: dispatch{iree_linalg_ext.attention, tensor.expand_shape, tensor.collapse_shape, iree_encoding.set_encoding} dispatch{
+// CHECK:         iree_linalg_ext.attention
+// CHECK:         tensor.expand_shape %{{.*}} {{\[\[}}0, 1, 2], [3]] output_shape [1, 1, 4, 8]
+// CHECK-NEXT:    tensor.collapse_shape %{{.*}} {{\[\[}}0], [1], [2, 3]]
+// CHECK-NEXT:    iree_encoding.set_encoding %{{.*}} : tensor<1x1x32xf32> -> tensor<1x1x32xf32, #encoding
+// CHECK-NEXT:    flow.return
+func.func @fuse_encode_through_a_reshaped_attention(%q: tensor<4x8xf32>, %k: tensor<4x16x8xf32>, %v: tensor<4x8x16xf32>, %w: tensor<1x32x16xf32>) -> tensor<1x1x16xf32> {
+  %scale = arith.constant 0.125 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %a = iree_linalg_ext.attention <indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1)>]> ins(%q, %k, %v, %scale : tensor<4x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>, f32) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%s: f32):
+    iree_linalg_ext.yield %s : f32
+  } -> tensor<4x8xf32>
+  %x = tensor.expand_shape %a [[0, 1, 2], [3]] output_shape [1, 1, 4, 8] : tensor<4x8xf32> into tensor<1x1x4x8xf32>
+  %y = tensor.collapse_shape %x [[0], [1], [2, 3]] : tensor<1x1x4x8xf32> into tensor<1x1x32xf32>
+  %zero = arith.constant 0.0 : f32
+  %e2 = tensor.empty() : tensor<1x1x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x1x16xf32>) -> tensor<1x1x16xf32>
+  %r = linalg.batch_matmul ins(%y, %w : tensor<1x1x32xf32>, tensor<1x32x16xf32>) outs(%acc : tensor<1x1x16xf32>) -> tensor<1x1x16xf32>
+  return %r : tensor<1x1x16xf32>
+}
+
+// -----
+
+// fuse_encode.egg condition 3: an op the check does not list (linalg.softmax left whole: not a linalg
+// structured op, not attention or gather) is not walked through: the encode stays out of its dispatch.
+// CHECK-LABEL: plans for @dont_fuse_encode_through_a_reshaped_softmax: 2;
+// CHECK-NOT:   fuse-encode-through-reshape
+// CHECK-NOT:   linalg.softmax, tensor.expand_shape
+func.func @dont_fuse_encode_through_a_reshaped_softmax(%s: tensor<4x8xf32>, %w: tensor<1x32x16xf32>) -> tensor<1x1x16xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %a = linalg.softmax dimension(1) ins(%s : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %x = tensor.expand_shape %a [[0, 1, 2], [3]] output_shape [1, 1, 4, 8] : tensor<4x8xf32> into tensor<1x1x4x8xf32>
+  %y = tensor.collapse_shape %x [[0], [1], [2, 3]] : tensor<1x1x4x8xf32> into tensor<1x1x32xf32>
+  %zero = arith.constant 0.0 : f32
+  %e2 = tensor.empty() : tensor<1x1x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x1x16xf32>) -> tensor<1x1x16xf32>
+  %r = linalg.batch_matmul ins(%y, %w : tensor<1x1x32xf32>, tensor<1x32x16xf32>) outs(%acc : tensor<1x1x16xf32>) -> tensor<1x1x16xf32>
+  return %r : tensor<1x1x16xf32>
 }

@@ -2,8 +2,9 @@
 
 // Condition 3: an f16 contraction written as linalg.generic, both operands encoded in its dispatch.
 // Target none resolves every encoding to the identity layout: the first operand's set_encoding is
-// hoisted (that rule does not ask for tiles), the later operand's is not (on x86_64-avx2, with
-// tiles, it is: 4 plans).
+// hoisted (that rule does not ask for tiles, and condition 5 holds: no `noop` run folded it into its
+// source; tests/test_identity_fold_guards.py runs it after `noop`), the later operand's is not (on
+// x86_64-avx2, with tiles, it is: 4 plans).
 // CHECK-LABEL: plans for @dont_hoist_identity_layout_generic_operand: 2;
 // CHECK-SAME:  hoist-bubbled-set-encoding 1
 // CHECK-NOT:   hoist-generic-operand-set-encoding

@@ -213,3 +213,34 @@ util.func public @bubble_over_n_padding(%q: tensor<12x32xi8>, %scale: tensor<12x
   }
   util.return %r : tensor<12x32xf32, #rhs>
 }
+
+// -----
+
+// propagate_bubble.egg conditions 4 and 5 hold for an encoding AVX2 resolves to the identity layout (an f16
+// accumulator of f32 operands: no tiles, no padding), on a target with an encoding resolver, with no `noop` run to
+// fold the set_encoding away: it moves above the widening generic as IREE moves it, and the output map
+// (d0, d1, d2) -> (d1, d2, d0), a permutation that is not its own inverse, is inverted before the input's map is
+// appended: (d2, d0, d1) (IREE's lit case @bubble_through_non_involutive_permutation).
+// CHECK-LABEL: plans for @bubble_on_an_identity_layout: 2; {{.*}}bubble-set-encoding-through-generic 1
+// CHECK:       plan 1 of @bubble_on_an_identity_layout
+// CHECK:       #[[P:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d2, d0, d1)>
+// CHECK:       #[[ENC:encoding[0-9]*]] = #iree_encoding.encoding<operand_index = 1 : index, {{.*}} user_indexing_maps = [#map, [#map1, #[[P]]], #map]>
+// CHECK:       iree_encoding.set_encoding %arg0 : tensor<2x16x8xf16> -> tensor<2x16x8xf16, #[[ENC]]>
+#map = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#map1 = affine_map<(d0, d1, d2) -> (d1, d2, d0)>
+#map2 = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+#map3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#encoding = #iree_encoding.encoding<operand_index = 1 : index, op_type = matmul, element_types = [f32, f32, f16], user_indexing_maps = [#map2, #map3, #map2]>
+func.func @bubble_on_an_identity_layout(%arg0: tensor<2x16x8xf16>) -> tensor<16x8x2xf32, #encoding> {
+  %6 = flow.dispatch.region -> (tensor<16x8x2xf32, #encoding>) {
+    %8 = tensor.empty() : tensor<16x8x2xf32>
+    %11 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "parallel"]} ins(%arg0 : tensor<2x16x8xf16>) outs(%8 : tensor<16x8x2xf32>) {
+    ^bb0(%in: f16, %out: f32):
+      %18 = arith.extf %in : f16 to f32
+      linalg.yield %18 : f32
+    } -> tensor<16x8x2xf32>
+    %13 = iree_encoding.set_encoding %11 : tensor<16x8x2xf32> -> tensor<16x8x2xf32, #encoding>
+    flow.return %13 : tensor<16x8x2xf32, #encoding>
+  }
+  return %6 : tensor<16x8x2xf32, #encoding>
+}

@@ -65,37 +65,6 @@ func.func @dont_sink_into_reduction(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>)
 
 // -----
 
-// Condition 4, a transpose: the encoded tensor is read through (d0, d1) -> (d1, d0). IREE sinks it by
-// appending the inverse permutation to every operand's encoding; not modelled here.
-// CHECK-LABEL: plans for @dont_sink_transposed_read: 1; {{.*}} rule matches: none
-#map = affine_map<(d0, d1, d2) -> (d0, d2)>
-#map1 = affine_map<(d0, d1, d2) -> (d2, d1)>
-#map2 = affine_map<(d0, d1, d2) -> (d0, d1)>
-#lhs = #iree_encoding.encoding<operand_index = 0 : index, op_type = matmul, element_types = [f32, f32, f32], user_indexing_maps = [#map, #map1, #map2], iteration_sizes = [8, 32, 16]>
-#rhs = #iree_encoding.encoding<operand_index = 1 : index, op_type = matmul, element_types = [f32, f32, f32], user_indexing_maps = [#map, #map1, #map2], iteration_sizes = [8, 32, 16]>
-#out = #iree_encoding.encoding<operand_index = 2 : index, op_type = matmul, element_types = [f32, f32, f32], user_indexing_maps = [#map, #map1, #map2], iteration_sizes = [8, 32, 16]>
-func.func @dont_sink_transposed_read(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>) -> tensor<32x8xf32> {
-  %l = flow.tensor.encode %a : tensor<8x16xf32> -> tensor<8x16xf32, #lhs>
-  %r = flow.tensor.encode %b : tensor<16x32xf32> -> tensor<16x32xf32, #rhs>
-  %0 = flow.dispatch.region -> (tensor<32x8xf32>) {
-    %zero = arith.constant 0.0 : f32
-    %ee = tensor.empty() : tensor<8x32xf32, #out>
-    %f = linalg.fill ins(%zero : f32) outs(%ee : tensor<8x32xf32, #out>) -> tensor<8x32xf32, #out>
-    %m = linalg.matmul indexing_maps = [#map, #map1, #map2] ins(%l, %r : tensor<8x16xf32, #lhs>, tensor<16x32xf32, #rhs>) outs(%f : tensor<8x32xf32, #out>) -> tensor<8x32xf32, #out>
-    %u = iree_encoding.unset_encoding %m : tensor<8x32xf32, #out> -> tensor<8x32xf32>
-    %e = tensor.empty() : tensor<32x8xf32>
-    %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%u : tensor<8x32xf32>) outs(%e : tensor<32x8xf32>) {
-    ^bb0(%x: f32, %o: f32):
-      %t = arith.maximumf %x, %zero : f32
-      linalg.yield %t : f32
-    } -> tensor<32x8xf32>
-    flow.return %y : tensor<32x8xf32>
-  }
-  func.return %0 : tensor<32x8xf32>
-}
-
-// -----
-
 // Condition 7: the unset_encoding's source is no contraction result (an argument encoded as an LHS,
 // operand_index 0): there is no accumulator for the generic to run on.
 // CHECK-LABEL: plans for @dont_sink_non_result_encoding: 1; {{.*}} rule matches: none
