@@ -468,11 +468,19 @@ def test_irees_own_plan_misses_what_the_rules_lack(name: str) -> None:
 @pytest.mark.iree
 @pytest.mark.slow
 def test_a_chain_of_reshapes_between_dispatches_is_irees_one_reshape_in_the_egraph() -> None:
-    """IREE folds the chains of reshapes between its dispatches into one ``flow.tensor.reshape`` each; the
-    e-graph holds that reshape too (rules/noop_reshape.egg conditions 7-9), so the BERT block's plan is in
-    without looking through chains (before the rule it was not: IREE's folded reshape had no e-node)."""
-    m = _irees("models/bert_block/torch", NORMALIZATIONS - {"reshape-chains"})
-    assert m is not None and m.in_egraph, m and m.all_missing
+    """IREE folds each chain of reshapes between its dispatches into one ``flow.tensor.reshape``; the
+    e-graph holds that reshape too (rules/noop_reshape.egg conditions 7-8), and IREE's plan of the BERT
+    block is in through it: its choice takes the folded reshapes the importer composed. (Before the rule,
+    membership needed a normalization that read the chain as one reshape.)"""
+    from tests.test_iree_own_plan import _explored as explored_with_iree
+
+    result, plan = explored_with_iree("tests/fixtures/models/bert_block/torch.mlir", TARGET)
+    m = iree_plan_membership(result, plan)
+    assert m is not None and m.in_egraph and m.choice is not None, m and m.all_missing
+    composed = {key for _, key in result.imported.reshape_chains}
+    chosen = [result.data.nodes[n] for n in m.choice.values()]
+    folded = [n for n in chosen if n.op == "Op" and str(result.data.leaf_value(n.children[0])) in composed]
+    assert folded, "IREE's plan is in without a folded reshape"
 
 
 @needs_iree

@@ -35,15 +35,12 @@ Leaves are compared by what they stand for, not by how two imports spelled them:
   e-graph's const-eval keeps as ``Slice(Const …)`` or ``Op(reshape, Const …)``);
 - everything else (encodings, sizes, argument numbers) by value.
 
-Six differences of form are normalized: IREE's initializers encode with ``flow.tensor.encode``, read
+Differences of form normalized: IREE's initializers encode with ``flow.tensor.encode``, read
 as ``Dispatch(SetEncoding …)``, where the e-graph's const-eval holds ``ConstEval(SetEncoding …)`` (a
 load-time computation is not a run-time dispatch); a reshape between dispatches, read from IREE's
-``flow.tensor.reshape`` as ``Dispatch(Op reshape …)``, is the reshape itself (a view, no dispatch); and
-a chain of two or three reshapes in the e-graph is the one reshape to its last type IREE folds it into
-(``reshape-chains``; a reshape is compared by its result type, so the chain's last op stands for it).
-Between dispatches the e-graph holds that one reshape itself (rules/noop_reshape.egg conditions 7-9), so
-``reshape-chains`` is left for a chain a copy dispatch reads (an insert's source: the e-graph reads the
-chain inside the copy, IREE's copy reads the folded ``flow.tensor.reshape``).
+``flow.tensor.reshape`` as ``Dispatch(Op reshape …)``, is the reshape itself (a view, no dispatch).
+(A chain of reshapes IREE folds into one ``flow.tensor.reshape`` needs no normalization: the e-graph
+holds the folded reshape too, rules/noop_reshape.egg conditions 7-8.)
 A load-time computation of a value the e-graph holds as a constant is that constant
 (``load-time-noops``): IREE's initializer encodes a constant bias to a layout the target resolves to
 the identity, which the e-graph's ``noop`` family folds into the constant itself, leaving no
@@ -84,7 +81,6 @@ NORMALIZATIONS = frozenset(
         "folded-constants",
         "initializer-encodes",
         "reshape-views",
-        "reshape-chains",
         "load-time-noops",
         "identity-encodings",
         "reshape-sizes",
@@ -276,9 +272,6 @@ class _Matcher:
                     for source, below in self._sized_sources(node):
                         kids = (node.children[0], source, node.children[2])
                         self.index.setdefault(self._key(node.op, kids), []).append((node, below))
-                if "reshape-chains" in normalize and _is_reshape(g, node, imported):
-                    for kids, below in self._chained(node):
-                        self.index.setdefault(self._key(node.op, kids), []).append((node, below))
                 if node.op == "Const" and "load-time-noops" in normalize:  # a global of what c holds: c
                     self.index.setdefault(self._key("ConstEval", (c,)), []).append((node, ()))
                 if node.op in ("Arg", "Const") and "load-time-noops" in normalize:  # an encode dispatch of it
@@ -292,30 +285,6 @@ class _Matcher:
         self.parents: dict[str, str] = {}
         self.found: dict[str, dict[str, tuple[_Entry, tuple[object, ...]]]] = {}  # plan class -> its classes in g
         self.choice: dict[str, str] = {}  # class of g -> the node the plan chose there
-
-    def _chained(self, node: Node) -> list[tuple[tuple[str, ...], tuple[Node, ...]]]:
-        """``node`` (a reshape) read as one reshape of what a reshape under it reshapes: its children
-        with the operand list of the reshape below, and the nodes looked through (the operand list and
-        that reshape), two and three reshapes deep. IREE folds a chain of reshapes into the one
-        ``flow.tensor.reshape`` to the last type (its reshape folders); the e-graph keeps the chain."""
-        out: list[tuple[tuple[str, ...], tuple[Node, ...]]] = []
-        frontier: list[tuple[str, tuple[Node, ...]]] = [(node.children[1], ())]
-        for _ in range(2):
-            deeper: list[tuple[str, tuple[Node, ...]]] = []
-            for lst, below in frontier:
-                for cons in (self.g.nodes[n] for n in self.g.classes.get(lst, ())):
-                    if cons.op != "TCons" or len(cons.children) != 2:
-                        continue
-                    nil = self.g.classes.get(cons.children[1], ())
-                    if not any(self.g.nodes[n].op == "TNil" for n in nil):
-                        continue
-                    for inner in (self.g.nodes[n] for n in self.g.classes.get(cons.children[0], ())):
-                        if _is_reshape(self.g, inner, self.ours.imported):
-                            step = (*below, cons, inner)
-                            out.append(((node.children[0], inner.children[1], *node.children[2:]), step))
-                            deeper.append((inner.children[1], step))
-            frontier = deeper
-        return out
 
     def _sized_sources(self, node: Node) -> list[tuple[str, tuple[Node, ...]]]:
         """A reshape ``node`` of the e-graph keyed by what it reshapes (``reshape-sizes``): each class

@@ -425,6 +425,8 @@ class Emitter:
             return self._clone(proto, [v(a[1]), v(a[2]), v(a[3])], [typ], ctx)
         if op in ("Generic", "Op"):
             proto = self.imp.ops[a[0]]
+            if op == "Op" and proto.name == "flow.tensor.reshape" and ctx.in_dispatch:
+                return self._reshape_in_dispatch(v(a[1][0]), tensor_type(proto.results[0]), ctx)
             operands = [v(x) for x in a[1]] + ([v(x) for x in a[2]] if op == "Generic" else [])
             types = [typ] if op == "Generic" else [r.type for r in proto.results]
             new = self._clone(proto, operands, types, ctx)
@@ -462,6 +464,21 @@ class Emitter:
             name = "linalg.batch_mmt4d" if isinstance(typ, TensorType) and typ.rank == 5 else "linalg.mmt4d"
             return self.add(ctx, name, [lhs, rhs, acc], [typ], attributes=_seg(2, 1)).result
         raise EmitError(f"cannot emit term {op}")
+
+    def _reshape_in_dispatch(self, src: Value, result: TensorType, ctx: _Ctx) -> Value:
+        """A static ``flow.tensor.reshape`` (a chain of reshapes folded: rules/noop_reshape.egg conditions
+        7-8) read inside a dispatch, where a flow op may not stand: the source collapsed to one dim and
+        expanded to the result's shape, the same row-major bytes."""
+        source = tensor_type(src)
+        flat = TensorType((source.num_elements,), source.element)
+        if source.rank != 1:
+            groups = ArrayAttr((make_int_list(list(range(source.rank))),)) if source.rank else ArrayAttr(())
+            src = self.add(ctx, "tensor.collapse_shape", [src], [flat], attributes={"reassociation": groups}).result
+        if result.rank == 1:
+            return src
+        groups = ArrayAttr((make_int_list(list(range(result.rank))),)) if result.rank else ArrayAttr(())
+        attrs: dict[str, Attr] = {"reassociation": groups, "static_output_shape": make_int_list(result.static_shape)}
+        return self.add(ctx, "tensor.expand_shape", [src], [result], attributes=attrs).result
 
     def _copy_between_dispatches(self, t: Term, ctx: _Ctx) -> None:
         """A slice between dispatches (not of a constant, which folds) becomes a copy dispatch of its own
