@@ -7,7 +7,9 @@ tiling on) as the baseline. Recorded per program: ``baseline.in_egraph``, every 
 (``baseline.missing_all``; the first is ``baseline.missing``), and a class for each miss.
 
 Programs: ``--random N --seed S`` (default N=40): ``benchmarks/random_programs.py``'s programs of seeds
-S..S+N-1; ``--models``: the fixtures of ``tests/test_membership.py``'s ``IN`` and ``MISSED`` lists.
+S..S+N-1; ``--models-random N --seed S``: ``benchmarks/random_models.py``'s small transformer models of
+seeds S..S+N-1 (issue 51, point 6); ``--models``: the fixtures of ``tests/test_membership.py``'s ``IN``
+and ``MISSED`` lists.
 
 **Classes of a miss** (keyword rules over the miss text as ``membership`` prints it, ``no e-node
 HEAD(...)[, the operands of PARENT(...)]``; the first rule that matches wins; they read the text only,
@@ -47,6 +49,7 @@ traceback's last line; without one a refusal, listed with its message), **no bas
 was not read: no ``in_egraph`` in the JSON).
 
     .venv/bin/python benchmarks/bench_membership.py --random 40 --seed 0
+    .venv/bin/python benchmarks/bench_membership.py --models-random 30 --seed 0
     .venv/bin/python benchmarks/bench_membership.py --models [--write-doc docs/conformance.md]
 """
 
@@ -67,6 +70,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from random_models import model as random_model  # noqa: E402
+from random_models import params_of as model_params_of  # noqa: E402
 from random_programs import params_of, program  # noqa: E402
 
 TARGET = "x86_64-avx2"
@@ -288,18 +293,27 @@ def report(path: Path, doc: Path | None) -> int:
     """The summary (and table) of a run saved with ``--json``, classified by this module's rules."""
     saved = [Outcome(**r) for r in json.loads(path.read_text())]
     randoms = [r for r in saved if r.name.startswith("seed ")]
-    models = [r for r in saved if not r.name.startswith("seed ")]
+    random_models = [r for r in saved if r.name.startswith("model seed ")]
+    models = [r for r in saved if not r.name.startswith(("seed ", "model seed "))]
     examples = {r.name: program(int(r.name.split()[1])) for r in randoms}
+    examples |= {r.name: random_model(int(r.name.split()[2])) for r in random_models}
+    if random_models:
+        _print_results(f"({len(random_models)})", random_models, examples, [], None, "random models")
     _print_results(f"({len(randoms)})", randoms, examples, models, doc)
     return 0
 
 
 def _print_results(
-    which: str, randoms: list[Outcome], examples: dict[str, str], models: list[Outcome], doc: Path | None
+    which: str,
+    randoms: list[Outcome],
+    examples: dict[str, str],
+    models: list[Outcome],
+    doc: Path | None,
+    what: str = "random programs",
 ) -> None:
     """The random programs' summary, then the model fixtures' and their table (written into ``doc``)."""
     if randoms:
-        print(f"== random programs {which}, target {TARGET} ==")
+        print(f"== {what} {which}, target {TARGET} ==")
         print(summarize(randoms, examples))
     if models:
         print(f"== model fixtures (tests/test_membership.py IN and MISSED), target {TARGET} ==")
@@ -315,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--random", type=int, metavar="N", help="N random programs (default 40 without --models)")
     ap.add_argument("--seed", type=int, default=0, help="first seed of the random programs")
     ap.add_argument("--models", action="store_true", help="the model fixtures of tests/test_membership.py")
+    ap.add_argument(
+        "--models-random", type=int, metavar="N", help="N random small models (benchmarks/random_models.py)"
+    )
     ap.add_argument("--stage-seconds", type=float, default=20.0, help="explore's budget per stage")
     ap.add_argument("--timeout", type=float, default=240.0, help="wall-clock limit per program (s)")
     ap.add_argument("--write-doc", type=Path, metavar="MD", help="write the models table into this page")
@@ -323,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.from_json is not None:
         return report(args.from_json, args.write_doc)
-    if args.random is None and not args.models:
+    if args.random is None and not args.models and args.models_random is None:
         args.random = 40
     results: list[Outcome] = []
     examples: dict[str, str] = {}
@@ -338,16 +355,32 @@ def main(argv: list[str] | None = None) -> int:
             r = run_one(name, path, args.stage_seconds, args.timeout)
             results.append(r)
             _progress(f"{name} {params_of(seed)}", r)
+    model_randoms: list[Outcome] = []
+    with tempfile.TemporaryDirectory() as d:
+        for i in range(args.models_random or 0):
+            seed = args.seed + i
+            text = random_model(seed)
+            path = Path(d) / f"model{seed}.mlir"
+            path.write_text(text)
+            name = f"model seed {seed}"
+            examples[name] = text
+            r = run_one(name, path, args.stage_seconds, args.timeout)
+            model_randoms.append(r)
+            _progress(f"{name} {model_params_of(seed)}", r)
     model_results: list[Outcome] = []
     if args.models:
         for name in model_fixtures():
             r = run_one(name, ROOT / "tests" / "fixtures" / f"{name}.mlir", args.stage_seconds, args.timeout)
             model_results.append(r)
             _progress(name, r)
+    if model_randoms:
+        which = f"(seeds {args.seed}..{args.seed + len(model_randoms) - 1})"
+        _print_results(which, model_randoms, examples, [], None, "random models")
     which = f"(seeds {args.seed}..{args.seed + len(results) - 1})"
     _print_results(which, results, examples, model_results, args.write_doc)
     if args.json:
-        args.json.write_text(json.dumps([r.__dict__ for r in [*results, *model_results]], indent=1))
+        saved = [*results, *model_randoms, *model_results]
+        args.json.write_text(json.dumps([r.__dict__ for r in saved], indent=1))
     return 0
 
 

@@ -156,6 +156,9 @@ CASES = {
     ("clone/encode_copies.mlir", 1, "clone"): (  # ... of an argument, encoded in the contraction's dispatch
         "dispatch{tensor.extract_slice} dispatch{tensor.expand_shape, iree_encoding.set_encoding, "
     ),
+    ("fuse/fuse_encode_linalg.mlir", 0, "fuse"): (  # an encode fused after a generic contraction's collapse
+        "dispatch{linalg.fill, linalg.generic, tensor.collapse_shape, iree_encoding.set_encoding}"
+    ),
 }
 IDENTITY_CASE = ("fuse/fuse_encode_through_reshape_identity_layout.mlir", 0, "fuse,noop")
 """On target none every layout is the identity: ``noop`` folds the encode fused through the reshape, and

@@ -45,7 +45,8 @@ A load-time computation of a value the e-graph holds as a constant is that const
 (``load-time-noops``): IREE's initializer encodes a constant bias to a layout the target resolves to
 the identity, which the e-graph's ``noop`` family folds into the constant itself, leaving no
 ``ConstEval`` to find (the encode is redundant work IREE does once, at load); likewise an encode
-dispatch of an argument or a constant (``flow.tensor.encode``) to such a layout is the value itself.
+dispatch of an argument or a constant (``flow.tensor.encode``) to such a layout is the value itself, and
+so is one of a value a dispatch computes (``noop`` folds that set_encoding into the value too).
 Likewise a set or unset of an encoding the e-graph resolves to the identity layout is its operand
 (``identity-encodings``): IREE sinks a consumer under an unset whatever the layout, and with the
 identity the consumer it runs "encoded" is the plain one the e-graph holds, its unset a no-op. And a
@@ -365,6 +366,8 @@ class _Matcher:
                     found.setdefault(entry[0].eclass, (entry, kids))
             if not found and node.op in _ENCODING_OPS and "identity-encodings" in self.normalize:
                 found = self._identity_encoding(node)
+            if not found and node.op == "Dispatch" and "load-time-noops" in self.normalize:
+                found = self._identity_encode_dispatch(node)
             if not found:
                 missing.append(f"no e-node {self._describe(c)}{self._context(c)}")
                 lost.add(c)
@@ -430,6 +433,23 @@ class _Matcher:
             return {}
         rest = tuple(("leaf", self.theirs.leaf(self.plan.leaf_value(k))) for k in node.children[1:])
         return {k: (entry, (k, *rest)) for k, (entry, _) in self.found[operand].items()}
+
+    def _identity_encode_dispatch(self, node: Node) -> dict[str, tuple[_Entry, tuple[object, ...]]]:
+        """An encode dispatch of the plan (``flow.tensor.encode``, read as ``Dispatch(SetEncoding(v, e))``)
+        to an encoding the e-graph resolves to the identity layout, found where ``v`` was: ``noop`` folds
+        the set_encoding into ``v``, so the e-graph has no encode to put in a dispatch of its own (a
+        Dispatch in ``v``'s own class would nest without end); IREE still copies ``v`` once (redundant
+        work, no decision): ``load-time-noops``, as for an argument or a constant, here for a value a
+        dispatch computes (a residual encoded as an f32 x f16 matmul's accumulator, which AVX2 lays out
+        as the identity)."""
+        inner = node.children[0]
+        encode = self.plan.nodes[self.plan_choice[inner]] if inner in self.plan_choice else None
+        if encode is None or encode.op != "SetEncoding" or encode.children[0] not in self.found:
+            return {}
+        enc = self.plan.leaf_value(encode.children[1])
+        if enc is None or self._layouts().get(self.theirs.leaf(enc)) != "IdentityLayout":
+            return {}
+        return {k: (entry, (k,)) for k, (entry, _) in self.found[encode.children[0]].items()}
 
     def _plan_encoding(self, c: str) -> object:
         """The encoding the plan's class ``c`` is in: its ``encoding-of`` fact, or a generic's by its init

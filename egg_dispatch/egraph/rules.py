@@ -50,9 +50,9 @@ FAMILIES = ("clone", "hoist", "const_eval", "propagate", "noop", "untile", "sink
 
 
 FAMILY_FILES: dict[str, tuple[str, ...]] = {
-    "clone": ("clone", "flow_copies"),
+    "clone": ("clone", "flow_copies", "encode_copies"),
     "propagate": ("propagate_slice", "propagate_bubble", "propagate_cast"),
-    "fuse": ("fuse_pack", "fuse_elementwise", "fuse_encode"),
+    "fuse": ("fuse_pack", "fuse_elementwise", "fuse_encode", "fuse_encode_linalg"),
     "noop": ("noop", "noop_reshape"),
 }
 """The rule files of a family that mirrors several IREE behaviours, in load order (the first declares
