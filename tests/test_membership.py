@@ -32,14 +32,14 @@ TARGET = "x86_64-avx2"
 
 
 def _explored(source: str | Path, top_k: int = 0, target: str = TARGET) -> Exploration:
-    return explore(source, target, start="input", top_k=top_k)
+    return explore(source, target, start="input", top_k=top_k, compile_check=False)
 
 
 def _member(result: Exploration, plan: Module | str, without: str | None = None) -> Membership:
     """``plan`` (a module, or its text) imported alone, with no rule, against ``result``'s e-graph
     (``without`` one of the normalizations)."""
     module = parse_mlir(plan, "<plan>") if isinstance(plan, str) else plan
-    own = explore(module, result.target, families=(), baseline=False, start="input")
+    own = explore(module, result.target, families=(), baseline=False, start="input", compile_check=False)
     normalize = NORMALIZATIONS - {without} if without else NORMALIZATIONS
     return plan_membership(result.data, result.imported, own.data, own.best.choice, own.imported, normalize)
 
@@ -431,6 +431,9 @@ IN = [
     "models/hf_phi3/torch",
     # o_proj's set_encoding fused after the attention through its reshapes (fuse_encode condition 3)
     "models/llama_decode/torch",
+    # the K projection's transpose on the encoded f32 x f16 accumulator, an identity layout on AVX2,
+    # next to noop's fold (sink_unset condition 8)
+    "random_model_14",
 ]  # fmt: skip
 MISSED: dict[str, str] = {
     # the first decision of IREE's plan the e-graph lacks, as the report names it (issue 29, point 2:

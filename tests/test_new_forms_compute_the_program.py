@@ -147,6 +147,9 @@ CASES = {
     ("sink_unset/sink_transposed_read.mlir", 1, "sink_unset"): (  # on an identity-layout accumulator
         "dispatch{iree_encoding.set_encoding, linalg.generic, iree_encoding.unset_encoding}"
     ),
+    ("sink_unset/sink_transposed_write.mlir", 0, "sink_unset"): (  # f32 x f16, written transposed, encoded
+        "linalg.matmul, linalg.generic, iree_encoding.unset_encoding}"
+    ),
     ("propagate/bubble_through_elementwise.mlir", 9, "propagate"): (  # an identity layout, a 3-cycle output map
         "dispatch{iree_encoding.set_encoding, linalg.generic}"
     ),

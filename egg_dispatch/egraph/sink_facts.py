@@ -35,11 +35,12 @@ runs on either accumulator, the other input encoded to match. IREE's own, the un
 generic's dispatch, is the first site (``SinkSite``; the others are its ``also``), and its result's
 encoding is what a chain continues with.
 
-Condition 8 (the accumulator's layout tiled, or the identity on a target with an encoding resolver
-while ``noop`` has not folded the unset_encoding) is the rule's own (``layout-of``), but for the
-resolver, checked here (``sink_facts``). IREE's "the unset_encoding has one use" is
-no condition of the e-graph (a plan that also needs the plain result keeps the unset for that use, and
-the cost model charges both); the modelled baseline applies it (``plan/baseline.py``).
+Condition 8 (the accumulator's layout tiled, or the identity on a target with an encoding resolver,
+whether or not ``noop`` has folded the unset_encoding: IREE sinks without asking the layout) is the
+rule's own (``layout-of``), but for the resolver, checked here (``sink_facts``). IREE's "the
+unset_encoding has one use" is no condition of the e-graph (a plan that also needs the plain result
+keeps the unset for that use, and the cost model charges both); the modelled baseline applies it
+(``plan/baseline.py``).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ func.func @sink_transposed_read(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %bi
 // -----
 
 // Condition 8 with the identity layout: AVX2 has no tiles for f8 operands, so the accumulator's layout is the
-// identity; on a target with an encoding resolver, and with no `noop` run to fold the unset_encoding away, the
+// identity; on a target with an encoding resolver (with `noop` run first too: sink_transposed_write.mlir), the
 // bf16-truncating scale runs on the encoded value as IREE runs it (IREE's lit case
 // @propagate_unset_encoding_through_generic: a transpose of the accumulator and a rank-0 scale, encoded on no dims).
 // CHECK-LABEL: plans for @sink_on_an_identity_layout: 2; {{.*}}sink-unset-through-elementwise-identity-layout 1
