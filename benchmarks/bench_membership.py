@@ -153,7 +153,7 @@ def run_one(name: str, path: Path, stage_seconds: float, timeout: float) -> Outc
     exe = Path(sys.executable).with_name("egg-dispatch")
     cmd = [
         str(exe), "explore", str(path), "--target", TARGET, "--baseline", "iree", "--extractor", "greedy",
-        "--no-cache", "--emit", "json", "--budget", f"seconds={stage_seconds}",
+        "--no-compile-check", "--no-cache", "--emit", "json", "--budget", f"seconds={stage_seconds}",
     ]  # fmt: skip
     out = Outcome(name, len(path.read_text().splitlines()))
     t0 = time.perf_counter()

@@ -31,14 +31,13 @@ from typing import cast
 
 from egg_dispatch.cost import (
     Assumption,
-    CostTable,
     MeasuredTimes,
     conflicts_of,
     cost_at_sizes,
     cost_table,
     default_lambda,
     size_plan,
-    violated_conflicts,
+    violated,
 )
 from egg_dispatch.egraph.data import EGraphData, build_term
 from egg_dispatch.egraph.importer import import_function
@@ -48,6 +47,7 @@ from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.dims import UnknownSize
 from egg_dispatch.emit.emitter import Emitter, class_shapes
 from egg_dispatch.extract import ExtractionResult, exact_ilp, exact_ilp_many, greedy_dag, k_best
+from egg_dispatch.iree.compile_check import compile_checked
 from egg_dispatch.iree.dispatch_creation import (
     IREE_PLAN,
     count_printed,
@@ -259,6 +259,7 @@ def explore(
     measured: MeasuredTimes | None = None,
     top_k: int = 0,
     assume: Mapping[str, Assumption] | Sequence[str] | None = None,
+    compile_check: bool | None = None,
 ) -> Exploration:
     """Run the pipeline on MLIR text, a file, or a parsed module; see ``Exploration``.
 
@@ -268,7 +269,9 @@ def explore(
     it has one. ``top_k``: also the k best distinct plans by the model (``Exploration.top``; exact
     extractor only), the candidates ``tune`` measures. ``assume``: the sizes of dynamic dimensions
     (``{"arg0.d1": ((128, 1.0),)}`` or ``["arg0.d1=128,512"]``; ``cost.sizes``): what the cost averages
-    over, and the only sizes the legality facts must hold for.
+    over, and the only sizes the legality facts must hold for. ``compile_check``: compile the chosen
+    plan's new dispatches alone with IREE and extract again without those it rejects
+    (``iree.compile_check``; None: when IREE is installed).
 
     Every stage runs under ``budget.seconds`` (``util.deadline``): saturation and extraction (the best
     plan, the frontier, the k best) stop there and hand on their best answer; import and emission are
@@ -338,7 +341,7 @@ def explore(
     timings["extract"] = time.perf_counter() - t2
     best = candidate("best", result.choice, result)
     base = None
-    warnings = [*module.warnings, *_kept_warnings(data, best.choice, report, costs)]
+    warnings: list[str] = []
     membership = None
     if baseline:
         try:
@@ -347,6 +350,13 @@ def explore(
             warnings.append(f"warning: no modelled IREE baseline: {e}")
         else:  # a choice of this e-graph, so in it; legality may refuse a node of it
             membership = choice_membership(data, base.choice, imported)
+    table_conflicts = costs.conflicts
+    best, checked = compile_checked(
+        data, costs, imported.function, tgt, best, lambda: extract(lam), lambda r: candidate("best", r.choice, r),
+        base, stage_seconds, enabled=compile_check, progress=say,
+    )  # fmt: skip
+    timings["compile_check"] = checked.seconds
+    warnings = [*module.warnings, *_kept_warnings(data, best.choice, report, table_conflicts), *warnings]
     front: list[Candidate] = []
     if pareto:
         say("sweeping λ for the time/memory frontier")
@@ -392,11 +402,12 @@ def explore(
         baseline_membership=membership,
         stage_seconds=stage_seconds,
         stops=stops,
+        compile_check=checked,
     )
 
 
 def _kept_warnings(
-    data: EGraphData, choice: Mapping[str, str], report: SaturationReport, costs: CostTable
+    data: EGraphData, choice: Mapping[str, str], report: SaturationReport, conflicts: Sequence[tuple[str, ...]]
 ) -> list[str]:
     """Warnings for a plan that keeps what legality refuses, or combinations IREE's codegen rejects,
     because no alternative is in the e-graph."""
@@ -411,7 +422,7 @@ def _kept_warnings(
             f"warning: the plan keeps forms legality refuses ({', '.join(kept)} with a pack fused into its "
             f"dispatch, IREE #21100): {why}"
         )
-    if bad := violated_conflicts(costs, choice):
+    if bad := violated(conflicts, choice):
         out.append(
             f"warning: the plan keeps {len(bad)} combination(s) of nodes IREE's codegen rejects (cost/conflicts.py: "
             "a set_encoding after a plain generic of an unset_encoding in one dispatch, over the stack limit, or "
@@ -560,7 +571,7 @@ def iree_plan(
     try:
         own = parse_mlir(text, f"<{IREE_PLAN}>")
         own.warnings = iree_output_warnings(own, IREE_PLAN)
-        result = explore(own, tgt, families=(), baseline=False, function=function, assume=assume)
+        result = explore(own, tgt, families=(), baseline=False, function=function, assume=assume, compile_check=False)
     except (ValueError, KeyError) as e:  # the model rejects a form IREE compiled (e.g. a fused pack it calls illegal)
         plan.error = str(e.args[0] if e.args else e)
         return plan

@@ -155,7 +155,9 @@ def test_json_report_schema() -> None:
         "baseline",
         "pareto",
         "warnings",
+        "compile_check",  # iree.compile_check: "not checked" without IREE
     }
+    assert set(data["compile_check"]) >= {"status", "reason", "checked", "excluded", "kept"}
     assert set(data["egraph"]) == {"enodes", "eclasses", "iterations", "stop_reason", "rule_matches"}
     assert set(data["input"]) == {"form", "explored_form", "steps", "notes"} and data["input"]["form"] == "linalg"
     assert data["costs"] == {

@@ -36,7 +36,7 @@ from egg_dispatch.cost import AssumeError
 from egg_dispatch.egraph.imported import ImportError_
 from egg_dispatch.evaluate.values import EvaluationError
 from egg_dispatch.mlir.ir import Module
-from egg_dispatch.result.decision import MIN_GAIN, decide
+from egg_dispatch.result.decision import MIN_GAIN, Decision, decide
 
 if TYPE_CHECKING:
     from egg_dispatch.result.exploration import Exploration
@@ -76,6 +76,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="for every set_encoding: the alternatives held, why others were refused, what decided",
     )
     p.add_argument("--timings", action="store_true", help="include wall times in the report (not deterministic)")
+    p.add_argument(
+        "--no-compile-check",
+        dest="compile_check",
+        action="store_false",
+        help="do not compile the chosen plan's new dispatches with IREE (by default, when IREE is installed, "
+        "each dispatch IREE's own plan does not have is compiled alone, and one IREE rejects is excluded)",
+    )
     p.add_argument(
         "--baseline",
         choices=("auto", "iree", "modelled"),
@@ -158,6 +165,9 @@ def _use_iree_baseline(result: Exploration, module: Module, args: argparse.Names
             result.warnings += plan.warnings
             result.iree_plan_text = plan.text
             result.decision = decide(result.best.metrics.run_seconds, plan.candidate.metrics.run_seconds, args.min_gain)
+            if (check := result.compile_check) is not None and check.status == "rejected":
+                why = f"ours has a dispatch IREE rejects ({check.reason})"
+                result.decision = Decision(True, f"IREE's own plan is kept: {why}")
             return
         why = f"our model cannot cost IREE's plan: {plan.error}"
     if args.baseline == "iree":
@@ -190,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
             start=args.start,
             measured=measurement_cache(args, target),
             assume=args.assume,
+            compile_check=None if args.compile_check else False,
         )
     except UnsupportedInput as e:
         raise InputError(str(e)) from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from egg_dispatch.egraph.data import EGraphData
 
-__all__ = ["normalize_choice"]
+__all__ = ["normalize_choice", "twins"]
 
 _ENCODING_LEVEL = {"Pack": "SetEncoding", "Unpack": "UnsetEncoding", "Mmt4d": "Contract"}
 
@@ -37,3 +37,13 @@ def normalize_choice(g: EGraphData, choice: dict[str, str], materialized: bool) 
                 out[c] = alt.id
                 break
     return out
+
+
+def twins(g: EGraphData, nid: str) -> list[str]:
+    """The nodes of ``nid``'s class that spell it at the other level (``Pack`` for ``SetEncoding``, ...),
+    which the plan emits as the same op (``normalize_choice``)."""
+    node = g.nodes[nid]
+    ops = {node.op, *(k for k, v in _ENCODING_LEVEL.items() if v == node.op), _ENCODING_LEVEL.get(node.op, "")}
+    ops.discard(node.op)
+    key = _operands(node.op, node.children)
+    return [alt.id for alt in g.choices(node.eclass) if alt.op in ops and _operands(alt.op, alt.children) == key]

@@ -214,9 +214,11 @@ def solve_ilp(
     mapped = mapped_res.choice  # only what the root still reaches: the rest may be pruned away
     excluded = [frozenset({c: p.kept(n) for c, n in e.items()}.items()) for e in exclude]
 
-    # Conflicts (combinations IREE's codegen rejects) are excluded when greedy found a plan without them;
-    # else the e-graph may hold none, and the model's best is returned (explore warns that it keeps them).
-    conflicts = () if violated_conflicts(costs, greedy.choice) else CostTable.of(costs).conflicts
+    # Conflicts (combinations IREE's codegen rejects) are excluded when greedy found a plan without them
+    # (so some plan satisfies them all); one greedy's plan keeps, the e-graph may hold no plan without:
+    # it is not imposed (explore warns that the plan keeps it).
+    kept = set(violated_conflicts(costs, greedy.choice))
+    conflicts = tuple(c for c in CostTable.of(costs).conflicts if c not in kept)
 
     def allowed(choice: Mapping[str, str]) -> bool:
         mapped_choice = frozenset({c: p.kept(n) for c, n in choice.items()}.items())

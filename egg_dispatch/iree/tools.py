@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from egg_dispatch.util.files import atomic_write
+
 __all__ = [
     "CACHE_ENV",
     "DEFAULT_COMPILE_TIMEOUT",
@@ -256,9 +258,7 @@ def _compiled(
     tool = _require_tool("iree-compile")
     cache = os.environ.get(CACHE_ENV)
     if not cache:
-        with tempfile.TemporaryDirectory(prefix="egg_dispatch_iree_") as tmp:
-            out = Path(tmp) / "module.out"
-            _compile_into(tool, source, flags, timeout, out, stderr_file)
+        with _compiled_in_temp(tool, source, flags, timeout, stderr_file) as out:
             yield out
         return
     folder = Path(cache)
@@ -270,9 +270,7 @@ def _compiled(
     kept = folder / f"{key}.out"
     with _locked(folder / f"{key}.lock"):
         if not kept.is_file() or (stderr_file and not kept.with_suffix(".stderr").is_file()):
-            with tempfile.TemporaryDirectory(prefix="egg_dispatch_iree_", dir=folder) as tmp:
-                out = Path(tmp) / "module.out"
-                _compile_into(tool, source, flags, timeout, out, stderr_file)
+            with _compiled_in_temp(tool, source, flags, timeout, stderr_file, folder) as out:
                 if stderr_file:
                     out.with_suffix(".stderr").replace(kept.with_suffix(".stderr"))
                 out.replace(kept)  # a reader never sees half a file: rename within one folder
@@ -288,35 +286,48 @@ def _locked(path: Path) -> Iterator[None]:
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
-    with open(path, "w") as lock:
+    if not path.exists():  # an empty lock file (two processes racing here may each lock their own
+        with atomic_write(path):  # and compile the key twice; the bytes are the same)
+            pass
+    with open(path) as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         yield
 
 
-def _compile_into(
-    tool: Path, source: str | os.PathLike[str], flags: list[str], timeout: float, out: Path, stderr_file: bool
-) -> None:
-    """``iree-compile`` with output ``out`` (and, with ``stderr_file``, its stderr in ``out.stderr``);
-    raises ``IreeError`` on failure."""
-    if _is_path(source):
-        src, stdin = str(Path(source)), None
-    else:
-        src, stdin = "-", str(source).encode()
-    cmd = [str(tool), src, *flags, "-o", str(out)]
-    if stderr_file:
-        with open(out.with_suffix(".stderr"), "wb") as err_f:
-            try:
-                proc = subprocess.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=err_f, timeout=timeout)
-            except subprocess.TimeoutExpired as exc:
-                raise IreeError(f"iree-compile timed out after {timeout:g} s", cmd=cmd) from exc
-        if proc.returncode != 0 or not out.is_file():
-            err = out.with_suffix(".stderr").read_text(errors="replace")[-20000:]
-            raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
-        return
-    proc = _run(cmd, stdin=stdin, timeout=timeout)
-    if proc.returncode != 0 or not out.is_file():
-        err = proc.stderr.decode(errors="replace")
-        raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
+@contextlib.contextmanager
+def _compiled_in_temp(
+    tool: Path,
+    source: str | os.PathLike[str],
+    flags: list[str],
+    timeout: float,
+    stderr_file: bool,
+    folder: Path | None = None,
+) -> Iterator[Path]:
+    """``iree-compile`` into a temporary directory (in ``folder``, default the system's), which is
+    removed afterwards; yields its output file (with, for ``stderr_file``, its stderr in
+    ``<output>.stderr``); raises ``IreeError`` on failure."""
+    with tempfile.TemporaryDirectory(prefix="egg_dispatch_iree_", dir=folder) as tmp:
+        out = Path(tmp) / "module.out"
+        if _is_path(source):
+            src, stdin = str(Path(source)), None
+        else:
+            src, stdin = "-", str(source).encode()
+        cmd = [str(tool), src, *flags, "-o", str(out)]
+        if stderr_file:
+            with open(out.with_suffix(".stderr"), "wb") as err_f:
+                try:
+                    proc = subprocess.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=err_f, timeout=timeout)
+                except subprocess.TimeoutExpired as exc:
+                    raise IreeError(f"iree-compile timed out after {timeout:g} s", cmd=cmd) from exc
+            if proc.returncode != 0 or not out.is_file():
+                err = out.with_suffix(".stderr").read_text(errors="replace")[-20000:]
+                raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
+        else:
+            proc = _run(cmd, stdin=stdin, timeout=timeout)
+            if proc.returncode != 0 or not out.is_file():
+                err = proc.stderr.decode(errors="replace")
+                raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
+        yield out
 
 
 def iree_opt_parses(text: str, *, timeout: float = DEFAULT_COMPILE_TIMEOUT) -> tuple[bool, str]:

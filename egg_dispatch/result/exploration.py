@@ -30,6 +30,7 @@ from egg_dispatch.util.deadline import Deadline, StageStop
 
 if TYPE_CHECKING:
     from egg_dispatch.extract.common import ExtractionResult
+    from egg_dispatch.iree.compile_check import CompileCheck
 
 __all__ = ["Candidate", "CheckResult", "Exploration", "InputInfo"]
 
@@ -143,6 +144,9 @@ class Exploration:
     IREE's own plan, the check) run under too."""
     stops: list[StageStop] = field(default_factory=list)
     """The stages that reached their budget, in the order they ran, and what each handed on."""
+    compile_check: CompileCheck | None = None
+    """Whether IREE compiles the chosen plan's new dispatches, and what was excluded because it did not
+    (``iree.compile_check``; None: an ``Exploration`` built by hand)."""
 
     @property
     def recommended(self) -> Candidate:

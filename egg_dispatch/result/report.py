@@ -8,7 +8,9 @@ asked for)::
      egraph: {enodes, eclasses, iterations, stop_reason, rule_matches: {rule: n}},
      best: PLAN, baseline: PLAN & {in_egraph, missing, missing_all?, refused, redundant?} | null, pareto: [PLAN],
      warnings: [str], stops?: [{stage, seconds, handed_on}] (stages that reached their budget,
-     util.deadline), decision?: {keep_iree, reason}}  (the CLI's recommendation, ``result.decision``)
+     util.deadline), decision?: {keep_iree, reason}  (the CLI's recommendation, ``result.decision``),
+     compile_check?: {status, reason, checked, shared_with_iree, not_checked, compiled, rounds,
+                      excluded: [{dispatch, error, nodes}], kept: [...]}}  (``iree.compile_check``)
     PLAN = {label, signature, objective, run_seconds, load_seconds, persistent_bytes,
             transient_bytes, peak_live_bytes, dispatches: [{name, ops, bytes_in, bytes_out,
             seconds, seconds_max_form}], globals: [{name, bytes, initializer_ops}],
@@ -209,6 +211,8 @@ def to_json(e: Exploration, with_timings: bool = False) -> dict:
         out["stops"] = [{"stage": s.stage, "seconds": s.seconds, "handed_on": s.handed_on} for s in e.stops]
     if e.decision is not None:
         out["decision"] = {"keep_iree": e.decision.keep_iree, "reason": e.decision.reason}
+    if e.compile_check is not None:
+        out["compile_check"] = e.compile_check.to_json()
     if with_timings:
         out["timings"] = e.timings
     return out
@@ -321,6 +325,9 @@ def text(e: Exploration, include_mlir: bool = True) -> str:
             gap = gap or ", gap unknown (no lower bound yet)"
             gap += f"; stopped by its time limit (plan: {ex.stats.get('source')})"
         lines.append(f"  extractor: {ex.method}{' (optimal)' if ex.optimal else ''}{gap}")
+    if e.compile_check is not None:
+        lines.append(f"  {e.compile_check.summary()}")
+        lines += [f"  {d}" for d in e.compile_check.details()]
     lines.append("")
     names = _names(c)
     rows = [

@@ -1,0 +1,600 @@
+"""Every recommended plan compiles: the chosen plan's new dispatches compiled alone by IREE, rejections as conflicts.
+
+The codegen-limit tables (``cost.conflicts``) predict some of IREE's rejections; this asks IREE itself.
+After extraction, each dispatch of the chosen plan (a ``flow.dispatch.region``, or an encode outside any
+dispatch) that IREE's own plan does not have -- the modelled baseline of the same e-graph, compared by the
+text of the dispatch compiled alone -- is compiled on its own for the target: a module holding that one
+dispatch, its operands as function arguments (scalar constants and ``tensor.empty`` cloned in, as IREE's
+dispatch formation clones them), through ``iree-compile --compile-from=dispatch-creation
+--compile-to=executable-targets`` (codegen included; LLVM's serialization, which IREE's limits never reach,
+left out: it costs seconds per module). The dispatches of one round go to one ``iree-compile`` with
+``--split-input-file``, each a chunk, and IREE's diagnostics name the chunk they belong to.
+
+A rejected dispatch becomes a *conflict* (``CostTable.conflicts``): the set of e-nodes the plan chose to
+make it -- its ``Dispatch`` (or encode) node and every node computed inside it, down to the stored values
+it reads -- which no plan may choose all of again. The extractor runs again, and so on until every new
+dispatch compiles, or the rounds or seconds of the budget run out, or the extractor keeps a rejected
+dispatch (no plan without it: the e-graph may hold none), which ``CompileCheck`` says.
+
+Results are cached by the dispatch's text (which holds its shapes, encodings and the target's device),
+the target and IREE's version, one small file per key under ``<user cache dir>/egg-dispatch/compile-check``
+(``EGG_DISPATCH_CACHE_DIR`` overrides the directory, ``target.host.cache_dir``): a model's repeated
+layers compile once, and a second run compiles nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import json
+import math
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from egg_dispatch.egraph.data import EGraphData
+from egg_dispatch.egraph.terms import STORED
+from egg_dispatch.mlir.ir import (
+    Block,
+    FunctionType,
+    Module,
+    Operation,
+    Region,
+    StrAttr,
+    TensorType,
+    TypeAttr,
+    Value,
+)
+from egg_dispatch.target.host import cache_dir
+from egg_dispatch.target.profile import Target
+from egg_dispatch.util.deadline import Deadline
+from egg_dispatch.util.files import atomic_write
+
+if TYPE_CHECKING:
+    from egg_dispatch.cost import CostTable
+    from egg_dispatch.extract.common import ExtractionResult
+
+
+class _Plan(Protocol):
+    """What this module reads of a chosen plan (``result.exploration.Candidate``, of a later stage)."""
+
+    @property
+    def choice(self) -> dict[str, str]: ...
+    @property
+    def mlir(self) -> Module: ...
+    @property
+    def dispatch_order(self) -> tuple[tuple[str, str], ...]: ...
+
+
+__all__ = [
+    "MAX_ROUNDS",
+    "MAX_SPELLINGS",
+    "CompileCheck",
+    "Rejection",
+    "Unit",
+    "compile_checked",
+    "compile_units",
+    "plan_units",
+]
+
+MAX_ROUNDS = 8
+"""Extractions after the first that the check may ask for before it stops (each round excludes what IREE
+rejected in the plan before)."""
+
+MAX_SPELLINGS = 64
+"""Conflicts one rejected dispatch may become (one per spelling of its encodes at the two levels)."""
+
+TIMED_OUT = "not compiled in time"
+"""How an answer begins when ``iree-compile`` ran out of time (counted as rejected, never cached)."""
+
+CACHE_FOLDER = "compile-check"
+"""The folder of the cache under the user's cache directory."""
+
+_ENCODES = ("flow.tensor.encode", "iree_encoding.set_encoding", "iree_encoding.unset_encoding")
+_CLONED = ("arith.constant", "tensor.empty", "arith.index_cast", "arith.muli", "arith.addi", "arith.divui")
+"""Ops a dispatch's captured value is cloned with rather than read as an argument (scalar constants,
+``tensor.empty``, index arithmetic on them): IREE's dispatch formation clones them in too."""
+
+
+class NoAnswer(RuntimeError):
+    """``iree-compile`` ended without a diagnostic (not found, or crashed): the plan is not checked."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One dispatch of a plan, compiled alone."""
+
+    label: str
+    """``dispatch N {ops}`` or ``encode N <type>``: how the report names it."""
+    nodes: tuple[str, ...]
+    """The e-nodes the plan chose to make it (the conflict when IREE rejects it)."""
+    text: str
+    """The module holding only this dispatch, in IREE's post-dispatch-creation form ("" when it has none)."""
+    skipped: str = ""
+    """Why the dispatch cannot be compiled alone (a scalar result, which IREE's ABI does not return)."""
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A dispatch IREE rejected, and the conflict it became."""
+
+    label: str
+    error: str
+    """IREE's first error line."""
+    nodes: tuple[str, ...]
+
+
+@dataclass
+class CompileCheck:
+    """What the compile check of the chosen plan did (``Exploration.compile_check``)."""
+
+    status: str
+    """``compiles`` (every new dispatch of the plan compiled), ``rejected`` (the plan keeps a dispatch IREE
+    rejects: the budget ran out, or no plan avoids it), ``not checked`` (IREE not installed, the check
+    turned off, or a plan the check cannot split into dispatches)."""
+    reason: str = ""
+    """Why not checked, or why the plan keeps a rejected dispatch."""
+    checked: int = 0
+    """Dispatches of the final plan compiled alone (or found in the cache)."""
+    shared: int = 0
+    """Dispatches of the final plan IREE's own plan has too (not compiled)."""
+    skipped: list[str] = field(default_factory=list)
+    """Dispatches of the final plan that cannot be compiled alone, and why (not checked)."""
+    compiled: int = 0
+    """Dispatches ``iree-compile`` compiled in this run (the others came from the cache)."""
+    rounds: int = 0
+    """Extractions the check asked for after the first."""
+    excluded: list[Rejection] = field(default_factory=list)
+    """Every dispatch IREE rejected, in the order found (each now a conflict)."""
+    kept: list[Rejection] = field(default_factory=list)
+    """Rejected dispatches the final plan still has."""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "compiles"
+
+    def summary(self) -> str:
+        """One line for the text report."""
+        if self.status == "not checked":
+            return f"compile check: not checked ({self.reason})"
+        new = f"{self.checked} new dispatch(es) compiled alone by iree-compile"
+        new += f", {self.shared} also in IREE's plan as modelled, not compiled" if self.shared else ""
+        new += f", {len(self.skipped)} not compilable alone, not checked" if self.skipped else ""
+        if self.status == "compiles":
+            head = f"compile check: the plan compiles ({new}"
+        else:
+            head = f"compile check: the plan keeps {len(self.kept)} dispatch(es) IREE rejects: {self.reason} ({new}"
+        rounds = f"; {self.rounds} re-extraction(s)" if self.rounds else ""
+        return f"{head}{rounds})"
+
+    def details(self) -> list[str]:
+        """A line per excluded dispatch: what it was and IREE's error."""
+        out = [f"  excluded: {r.label}: {r.error}" for r in self.excluded]
+        out += [f"  not checked: {s}" for s in self.skipped]
+        return out + [f"  kept: {r.label}: {r.error}" for r in self.kept]
+
+    def to_json(self) -> dict[str, object]:
+        def rej(r: Rejection) -> dict[str, object]:
+            return {"dispatch": r.label, "error": r.error, "nodes": len(r.nodes)}
+
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "checked": self.checked,
+            "shared_with_iree": self.shared,
+            "not_checked": self.skipped,
+            "compiled": self.compiled,
+            "rounds": self.rounds,
+            "excluded": [rej(r) for r in self.excluded],
+            "kept": [rej(r) for r in self.kept],
+        }
+
+
+# ------------------------------------------------------------------------------------ the dispatches
+
+
+def plan_units(g: EGraphData, cand: _Plan, function: str, target: Target) -> list[Unit] | str:
+    """Each dispatch and encode of ``cand``'s function, alone, with the e-nodes that make it (its encodings
+    spelled physically when the plan's are, ``emit.iree.needs_materialization``); or why the plan cannot be
+    split so (its ops and ``dispatch_order`` differ)."""
+    from egg_dispatch.emit.iree.builder import EmitIreeError
+    from egg_dispatch.emit.iree.module import emit_iree, needs_materialization
+
+    physical = needs_materialization(cand.mlir, target)  # as the plan is emitted: pack / mmt4d / unpack
+    mismatch = "its dispatches could not be matched with the e-graph's classes"
+    func = cand.mlir.function(function)
+    ops = func.regions[0].entry.ops
+    regions = [op for op in ops if op.name in ("flow.dispatch.region", "flow.dispatch.workgroups")]
+    encodes = [op for op in ops if op.name in _ENCODES]
+    out: list[Unit] = []
+    n_dispatch = n_encode = 0
+    for kind, c in cand.dispatch_order:
+        node = g.nodes[cand.choice[c]]
+        if kind == "encode" and node.op != "Dispatch" and _of_constant(g, cand.choice, node.id):
+            continue  # an encode of a constant: hoisted into an initializer
+        if kind == "encode":
+            if n_encode >= len(encodes):
+                return mismatch
+            op = encodes[n_encode]
+            n_encode += 1
+            label = f"encode {n_encode} to {_type_text(op.results[0])}, encoded"
+        elif node.op == "Dispatch":
+            if n_dispatch >= len(regions):
+                return mismatch
+            op = regions[n_dispatch]
+            n_dispatch += 1
+            if op.name != "flow.dispatch.region":
+                continue  # a dispatch IREE formed and the model does not see into: IREE's own
+            label = f"dispatch {n_dispatch} {{{', '.join(_region_ops(op))}}}"
+        else:
+            continue  # a slice between dispatches: a copy
+        try:
+            text, skipped = emit_iree(_alone(op, function), target, materialize=physical), ""
+        except EmitIreeError as e:
+            text, skipped = "", str(e)
+        except (TypeError, ValueError, KeyError, AssertionError) as e:  # an emission our rewrites lack
+            text, skipped = "", f"cannot be emitted alone ({type(e).__name__}: {e})"
+        out.append(Unit(label, _dispatch_nodes(g, cand.choice, c), text, skipped))
+    if n_dispatch != len(regions) or n_encode != len(encodes):
+        return mismatch
+    return out
+
+
+def _of_constant(g: EGraphData, choice: dict[str, str], nid: str) -> bool:
+    """The encode ``nid`` reads a constant (through slices and reshapes): the plan computes it at load."""
+    node = g.nodes[nid]
+    for _ in range(16):
+        kids = g.term_kids(node.id)
+        if not kids or kids[0] not in choice:
+            return False
+        node = g.nodes[choice[kids[0]]]
+        if node.op in STORED:
+            return node.op in ("Const", "ConstEval")
+    return False
+
+
+def _type_text(v: Value) -> str:
+    """``v``'s type without its encoding (the report's line would be a screen wide with it)."""
+    from egg_dispatch.emit.iree.builder import type_text
+
+    t = v.type
+    return type_text(replace(t, encoding=None) if isinstance(t, TensorType) else t)
+
+
+def _region_ops(op: Operation) -> list[str]:
+    skip = ("flow.return", "arith.constant", "tensor.empty")
+    return [o.name for o in op.regions[0].entry.ops if o.name not in skip]
+
+
+def _dispatch_nodes(g: EGraphData, choice: dict[str, str], c: str) -> tuple[str, ...]:
+    """The chosen node of class ``c`` and every chosen node computed under it, down to stored values
+    (arguments, constants, other dispatches and globals: what the dispatch reads)."""
+    out = [choice[c]]
+    seen = {c}
+    todo = list(g.term_kids(choice[c]))
+    while todo:
+        k = todo.pop()
+        if k in seen or k not in choice:
+            continue
+        seen.add(k)
+        node = g.nodes[choice[k]]
+        if node.op in STORED:
+            continue
+        out.append(node.id)
+        todo.extend(g.term_kids(node.id))
+    return tuple(dict.fromkeys(out))
+
+
+def _alone(op: Operation, function: str) -> Module:
+    """A module whose function ``function`` runs only ``op`` (a top-level op of a plan's function): what it
+    reads from outside as arguments, cheap definitions (``_CLONED``) cloned in, its results returned."""
+    from egg_dispatch.start.clone import clone_op
+
+    block = Block()
+    mapping: dict[Value, Value] = {}
+    args: list[Value] = []
+
+    def provide(v: Value) -> None:
+        if v in mapping:
+            return
+        owner = v.owner
+        if isinstance(owner, Operation) and owner.name in _CLONED and not owner.regions:
+            if owner.name != "arith.constant" or not isinstance(v.type, TensorType):
+                for w in owner.operands:
+                    provide(w)
+                block.ops.append(clone_op(owner, mapping))
+                return
+        t = v.type
+        if isinstance(t, TensorType) and t.encoding is not None:  # IREE's ABI takes no encoded tensor:
+            arg = Value(f"arg{len(args)}", replace(t, encoding=None), block, len(args))  # encoded outside
+            mapping[v] = _add(block, "iree_encoding.set_encoding", [arg], t)
+        else:
+            arg = mapping[v] = Value(f"arg{len(args)}", t, block, len(args))
+        args.append(arg)
+
+    for v in _free_values(op):
+        provide(v)
+    new = clone_op(op, mapping)
+    block.ops.append(new)
+    results = [
+        _add(block, "iree_encoding.unset_encoding", [r], replace(r.type, encoding=None))
+        if isinstance(r.type, TensorType) and r.type.encoding is not None
+        else r
+        for r in new.results
+    ]
+    block.ops.append(Operation("func.return", results))
+    block.args = args
+    ft = FunctionType(tuple(a.type for a in args), tuple(r.type for r in results))
+    attrs = {"sym_name": StrAttr(function), "function_type": TypeAttr(ft)}
+    return Module(ops=[Operation("func.func", attributes=attrs, regions=[Region([block])])], file="<dispatch>")
+
+
+def _add(block: Block, name: str, operands: list[Value], t: TensorType) -> Value:
+    op = Operation(name, operands)
+    op.results = [Value(f"v{len(block.ops)}", t, op, 0)]
+    block.ops.append(op)
+    return op.results[0]
+
+
+def _free_values(op: Operation) -> list[Value]:
+    inner = {v for o in op.walk() for v in o.results}
+    inner |= {a for o in op.walk() for r in o.regions for b in r.blocks for a in b.args}
+    return list(dict.fromkeys(v for o in op.walk() for v in o.operands if v not in inner))
+
+
+# ------------------------------------------------------------------------------------ compiling
+
+
+@functools.cache
+def iree_identity() -> str:
+    """IREE's version (the compiler package's) and the ``iree-compile`` binary's size and time stamp."""
+    from egg_dispatch.iree.tools import find_tool
+
+    try:
+        version = metadata.version("iree-base-compiler")
+    except metadata.PackageNotFoundError:  # pragma: no cover - IREE installed some other way
+        version = "unknown"
+    tool = find_tool("iree-compile")
+    stat = tool.stat() if tool is not None else None
+    return f"{version}:{tool}:{stat.st_size if stat else 0}:{stat.st_mtime_ns if stat else 0}"
+
+
+def _key(text: str, target: Target) -> str:
+    material = "\0".join([text, target.name, iree_identity()]).encode()
+    return hashlib.sha256(material).hexdigest()[:40]
+
+
+def _cache_folders() -> list[Path]:
+    """The user's cache, and the folder of kept ``iree-compile`` outputs when one is set
+    (``EGG_DISPATCH_IREE_CACHE``: the test suite's, shared by its tests; an answer is a function of
+    ``iree-compile``'s input and version, like the outputs kept there)."""
+    from egg_dispatch.iree.tools import CACHE_ENV
+
+    shared = os.environ.get(CACHE_ENV)
+    return [cache_dir() / CACHE_FOLDER, *([Path(shared) / CACHE_FOLDER] if shared else [])]
+
+
+def _cached(key: str) -> str | bool | None:
+    """The cached answer for ``key``: None (compiles), IREE's error line, or False (not cached)."""
+    for folder in _cache_folders():
+        try:
+            data = json.loads((folder / f"{key}.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and "error" in data:
+            return data["error"] if isinstance(data["error"], str) else None
+    return False
+
+
+def _store(key: str, error: str | None) -> None:
+    for folder in _cache_folders():
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with atomic_write(folder / f"{key}.json") as f:  # a reader never sees half a file
+                f.write(json.dumps({"error": error}))
+        except OSError:  # a read-only cache directory: the answer is only not kept
+            pass
+
+
+_SPLIT = re.compile(r"^within split at .*?:(\d+) offset :\d+:\d+: error: (.*)$")
+_LOCATION = re.compile(r"^\S*:\d+:\d+: (?=error: )")
+
+
+def compile_units(texts: Sequence[str], target: Target) -> tuple[list[str | None], int]:
+    """(per text: None when IREE compiles it alone for ``target``, else IREE's first error line; how many
+    were compiled, not found in the cache). Uncached texts go to one ``iree-compile --split-input-file``;
+    a run that fails without naming its chunks (a crash) is repeated text by text."""
+    from egg_dispatch.iree.dispatch_creation import first_error_line
+
+    keys = [_key(t, target) for t in texts]
+    answers: dict[str, str | None] = {}
+    for k in keys:
+        hit = _cached(k)
+        if hit is not False:
+            answers[k] = hit if isinstance(hit, str) else None
+    todo = list(dict.fromkeys((k, t) for k, t in zip(keys, texts, strict=True) if k not in answers))
+    if todo:
+        errors = _compile_split([t for _, t in todo], target)
+        if errors is None:
+            errors = [_compile_one(t, target, first_error_line) for _, t in todo]
+        for (k, _), err in zip(todo, errors, strict=True):
+            answers[k] = err
+            if err is None or not err.startswith(TIMED_OUT):  # a slow machine's answer is not kept
+                _store(k, err)
+    return [answers[k] for k in keys], len(todo)
+
+
+def _flags(target: Target, extra: Sequence[str]) -> dict[str, object]:
+    from egg_dispatch.iree.dispatch_creation import iree_compile_flags
+
+    _, cpu, others = iree_compile_flags(target)
+    return {
+        "data_tiling": False,
+        "target_cpu": cpu,
+        "extra_flags": [*others, *extra, "--compile-to=executable-targets"],
+        "compile_from": "dispatch-creation",
+    }
+
+
+def _compile_one(text: str, target: Target, first_error_line: Callable[[str], str]) -> str | None:
+    from egg_dispatch.iree.tools import IreeError, compile_module
+
+    try:
+        compile_module(text, **_flags(target, ()))  # type: ignore[arg-type]
+    except IreeError as e:
+        if not e.stderr and "timed out" in str(e):
+            return f"{TIMED_OUT} ({str(e).splitlines()[0]})"
+        if not e.stderr.strip():  # no diagnostic: IREE missing or crashed, not a rejection of the dispatch
+            raise NoAnswer(str(e).splitlines()[0]) from None
+        return _LOCATION.sub("", first_error_line(e.stderr))
+    return None
+
+
+def _compile_split(texts: Sequence[str], target: Target) -> list[str | None] | None:
+    """Every text as a chunk of one ``iree-compile --split-input-file``: per text None or its first error
+    line; None when the run failed without naming the chunks that failed."""
+    from egg_dispatch.iree.tools import IreeError, compile_module
+
+    starts: list[int] = []
+    line = 1
+    parts = []
+    for i, t in enumerate(texts):
+        starts.append(line)  # IREE names a chunk by its first line, the separator's after the first
+        if i:
+            parts.append("// -----\n")
+            line += 1
+        body = t if t.endswith("\n") else t + "\n"
+        parts.append(body)
+        line += body.count("\n")
+    try:
+        compile_module("".join(parts), **_flags(target, ("--split-input-file",)))  # type: ignore[arg-type]
+    except IreeError as e:
+        if not e.stderr and "timed out" in str(e):
+            return [f"{TIMED_OUT} ({str(e).splitlines()[0]})"] * len(texts)
+        found: dict[int, str] = {}
+        for err_line in e.stderr.splitlines():
+            m = _SPLIT.match(err_line.strip())
+            if m is not None:
+                found.setdefault(int(m[1]), f"error: {m[2]}")
+        if not found or not set(found) <= set(starts):
+            return None
+        return [found.get(s) for s in starts]
+    return [None] * len(texts)
+
+
+# ------------------------------------------------------------------------------------ the loop
+
+
+def compile_checked[Candidate: _Plan](
+    g: EGraphData,
+    costs: CostTable,
+    function: str,
+    target: Target,
+    best: Candidate,
+    extract: Callable[[], ExtractionResult],
+    build: Callable[[ExtractionResult], Candidate],
+    baseline: Candidate | None,
+    seconds: float,
+    rounds: int = MAX_ROUNDS,
+    *,
+    enabled: bool | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[Candidate, CompileCheck]:
+    """The chosen plan ``best``, re-extracted (``extract()``, which reads ``costs``; ``build`` makes the
+    candidate) with a conflict for every new dispatch IREE rejects until every one compiles or ``rounds``
+    / ``seconds`` end. ``enabled``: False turns the check off; None runs it when IREE is installed."""
+    from egg_dispatch.iree.tools import iree_available
+
+    if enabled is False:
+        return best, CompileCheck("not checked", reason="turned off by --no-compile-check")
+    if not iree_available():
+        return best, CompileCheck("not checked", reason="IREE is not installed")
+    if (why := _foreign(target)) is not None:
+        return best, CompileCheck("not checked", reason=why)
+    if progress is not None:
+        progress("compiling the plan's new dispatches with IREE")
+    started = time.perf_counter()
+    clock = Deadline(seconds)
+    check = CompileCheck("compiles")
+    shared = _shared_texts(g, baseline, function, target)
+    known: set[str] = set()  # texts of the dispatches rejected so far
+    cand = best
+    while True:
+        units = plan_units(g, cand, function, target)
+        if isinstance(units, str):
+            check.status, check.reason = "not checked", units
+            break
+        new = [u for u in units if u.text not in shared and not u.skipped]
+        try:
+            errors, compiled = compile_units([u.text for u in new], target)
+        except NoAnswer as e:
+            check.status, check.reason = "not checked", f"iree-compile gave no answer: {e}"
+            break
+        check.compiled += compiled
+        check.checked, check.skipped = len(new), [f"{u.label}: {u.skipped}" for u in units if u.skipped]
+        check.shared = len(units) - len(new) - len(check.skipped)
+        rejected = [(u, err) for u, err in zip(new, errors, strict=True) if err is not None]
+        bad = [Rejection(u.label, err, u.nodes) for u, err in rejected]
+        for (u, _), r in zip(rejected, bad, strict=True):
+            if u.text not in known:  # a model's repeated layers: one dispatch text, several node sets
+                known.add(u.text)
+                check.excluded.append(r)
+        if not bad:
+            check.status, check.kept = "compiles", []
+            break
+        check.status, check.kept = "rejected", bad
+        added = {_ordered(c, baseline) for r in bad for c in _spellings(g, r.nodes)} - set(costs.conflicts)
+        if not added:  # conflicts already: the extractor kept them (greedy found no plan without them)
+            check.reason = "no plan of the e-graph avoids it"
+            break
+        if check.rounds >= rounds or clock.expired():
+            check.reason = f"the check's budget ended ({check.rounds} re-extractions, {clock.seconds:g} s)"
+            break
+        costs.conflicts = tuple(sorted({*costs.conflicts, *added}))
+        check.rounds += 1
+        cand = build(extract())
+    check.seconds = time.perf_counter() - started
+    return cand, check
+
+
+def _spellings(g: EGraphData, nodes: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The conflicts that forbid the dispatch ``nodes`` make in every spelling of it: each node replaced by
+    its twins at the other encoding level (``emit.choice.twins``), which emit the same dispatch. Beyond
+    ``MAX_SPELLINGS`` the nodes with twins are left out (a coarser conflict: it forbids more plans)."""
+    from egg_dispatch.emit.choice import twins
+
+    options = [(n, *twins(g, n)) for n in nodes]
+    if math.prod(len(o) for o in options) > MAX_SPELLINGS:
+        kept = tuple(o[0] for o in options if len(o) == 1)
+        return [kept] if kept else [nodes]
+    return [tuple(combo) for combo in itertools.product(*options)]
+
+
+def _foreign(target: Target) -> str | None:
+    """Why IREE cannot compile plans for ``target`` as priced: a profile that is none of IREE's CPUs (a
+    built-in one, or one calibrated from it: ``<name>-host``) has layouts IREE does not choose."""
+    from egg_dispatch.emit.iree.device import IREE_CPUS
+
+    if any(target.name == k or target.name.startswith(f"{k}-") for k in IREE_CPUS):
+        return None
+    return f"the profile {target.name} is none of IREE's CPUs ({', '.join(IREE_CPUS)}) nor calibrated from one"
+
+
+def _ordered(nodes: tuple[str, ...], baseline: _Plan | None) -> tuple[str, ...]:
+    """The conflict's nodes, those IREE's plan does not choose first (greedy's repair bans the first)."""
+    ours = set(baseline.choice.values()) if baseline is not None else set()
+    return tuple(sorted(nodes, key=lambda n: n in ours))
+
+
+def _shared_texts(g: EGraphData, baseline: _Plan | None, function: str, target: Target) -> set[str]:
+    if baseline is None:
+        return set()
+    units = plan_units(g, baseline, function, target)
+    return {u.text for u in units if u.text} if not isinstance(units, str) else set()
