@@ -45,6 +45,9 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ssa_writer import SsaWriter, Value, affine_map, float_literal, tensor_type
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -115,51 +118,13 @@ def params_of(seed: int) -> Params:
 # ----------------------------------------------------------------------------------------- values
 
 
-def _ttype(shape: list[int], et: str) -> str:
-    return "tensor<" + "".join(f"{d}x" for d in shape) + f"{et}>"
+_ttype = tensor_type
+_map = affine_map
+_f = float_literal
 
 
-def _map(n: int, results: list[str]) -> str:
-    dims = ", ".join(f"d{i}" for i in range(n))
-    return f"affine_map<({dims}) -> ({', '.join(results)})>"
-
-
-def _f(v: float) -> str:
-    return f"{v:e}"
-
-
-@dataclass
-class Value:
-    name: str
-    shape: list[int]
-    et: str
-
-    @property
-    def type(self) -> str:
-        return _ttype(self.shape, self.et)
-
-
-class Builder:
+class Builder(SsaWriter):
     """One function body, a fresh SSA name per value (bodies included)."""
-
-    def __init__(self, rng: random.Random) -> None:
-        self.r = rng
-        self.np = np.random.RandomState(rng.randrange(2**31))
-        self.lines: list[str] = []
-        self.args: list[Value] = []
-        self.n = 0
-
-    def fresh(self, prefix: str = "v") -> str:
-        self.n += 1
-        return f"%{prefix}{self.n}"
-
-    def emit(self, line: str) -> None:
-        self.lines.append("  " + line)
-
-    def arg(self, shape: list[int], et: str) -> Value:
-        v = Value(f"%arg{len(self.args)}", list(shape), et)
-        self.args.append(v)
-        return v
 
     def scalar(self, v: float, et: str = "f32") -> str:
         name = self.fresh("s")

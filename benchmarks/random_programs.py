@@ -42,10 +42,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Params", "params_of", "program", "programs"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ssa_writer import Dim, SsaWriter, Value, affine_map, float_literal, tensor_type
 
-Dim = int | str
-"""A static size, or the SSA name of an ``index`` value (a dynamic size)."""
+__all__ = ["Params", "params_of", "program", "programs"]
 
 DIMS = (4, 8, 12, 16, 24, 32, 48, 64, 100, 128)
 EVEN = (8, 16, 32, 64, 128)
@@ -79,55 +79,20 @@ def params_of(seed: int) -> Params:
     )
 
 
-def _ttype(shape: list[Dim], et: str) -> str:
-    return "tensor<" + "x".join(str(d) if isinstance(d, int) else "?" for d in shape) + f"x{et}>"
-
-
-def _dims(n: int) -> str:
-    return ", ".join(f"d{i}" for i in range(n))
+_ttype = tensor_type
+_float_literal = float_literal
 
 
 def _map(n: int, results: list[int]) -> str:
-    return f"affine_map<({_dims(n)}) -> ({', '.join(f'd{i}' for i in results)})>"
+    return affine_map(n, [f"d{i}" for i in results])
 
 
-def _float_literal(v: float) -> str:
-    return f"{v:e}"
-
-
-@dataclass
-class Value:
-    name: str
-    shape: list[Dim]
-    et: str
-
-    @property
-    def type(self) -> str:
-        return _ttype(self.shape, self.et)
-
-
-class Builder:
+class Builder(SsaWriter):
     """Writes one function body, with a fresh SSA name per value (bodies included)."""
 
     def __init__(self, rng: random.Random) -> None:
-        self.r = rng
-        self.np = np.random.RandomState(rng.randrange(2**31))
-        self.lines: list[str] = []
-        self.args: list[Value] = []
-        self.n = 0
+        super().__init__(rng)
         self.index_consts: dict[int, str] = {}
-
-    def fresh(self, prefix: str = "v") -> str:
-        self.n += 1
-        return f"%{prefix}{self.n}"
-
-    def emit(self, line: str) -> None:
-        self.lines.append("  " + line)
-
-    def arg(self, shape: list[Dim], et: str) -> Value:
-        v = Value(f"%arg{len(self.args)}", shape, et)
-        self.args.append(v)
-        return v
 
     def index(self, k: int) -> str:
         if k not in self.index_consts:
