@@ -63,6 +63,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -342,31 +343,25 @@ def main(argv: list[str] | None = None) -> int:
         return report(args.from_json, args.write_doc)
     if args.random is None and not args.models and args.models_random is None:
         args.random = 40
-    results: list[Outcome] = []
     examples: dict[str, str] = {}
-    with tempfile.TemporaryDirectory() as d:
-        for i in range(args.random or 0):
-            seed = args.seed + i
-            text = program(seed)
-            path = Path(d) / f"seed{seed}.mlir"
-            path.write_text(text)
-            name = f"seed {seed}"
-            examples[name] = text
-            r = run_one(name, path, args.stage_seconds, args.timeout)
-            results.append(r)
-            _progress(f"{name} {params_of(seed)}", r)
-    model_randoms: list[Outcome] = []
-    with tempfile.TemporaryDirectory() as d:
-        for i in range(args.models_random or 0):
-            seed = args.seed + i
-            text = random_model(seed)
-            path = Path(d) / f"model{seed}.mlir"
-            path.write_text(text)
-            name = f"model seed {seed}"
-            examples[name] = text
-            r = run_one(name, path, args.stage_seconds, args.timeout)
-            model_randoms.append(r)
-            _progress(f"{name} {model_params_of(seed)}", r)
+
+    def generated(count: int, kind: str, write: Callable[[int], str], params: Callable[[int], object]) -> list[Outcome]:
+        """Seeds ``args.seed``.. of a generator, each written to a file and explored (its text kept in
+        ``examples`` by name, ``<kind>seed N``)."""
+        out: list[Outcome] = []
+        with tempfile.TemporaryDirectory() as d:
+            for seed in range(args.seed, args.seed + count):
+                text = write(seed)
+                path = Path(d) / f"{kind.replace(' ', '')}seed{seed}.mlir"
+                path.write_text(text)
+                name = f"{kind}seed {seed}"
+                examples[name] = text
+                out.append(run_one(name, path, args.stage_seconds, args.timeout))
+                _progress(f"{name} {params(seed)}", out[-1])
+        return out
+
+    results = generated(args.random or 0, "", program, params_of)
+    model_randoms = generated(args.models_random or 0, "model ", random_model, model_params_of)
     model_results: list[Outcome] = []
     if args.models:
         for name in model_fixtures():

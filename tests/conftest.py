@@ -9,22 +9,17 @@ priced by measurement unless the test records it.
 Importing ``tests.hypothesis_profiles`` loads the hypothesis profile ``HYPOTHESIS_PROFILE`` names
 (``ci`` unless set) before any test is collected.
 
-``vmfb_cache`` compiles a fixture with ``iree-compile`` once for the whole run, however many test
-files and xdist workers ask for it (``test_iree_ground_truth``, ``test_iree_fixtures``). More
-generally, every ``iree-compile`` the package runs in this run (and in the commands tests start) goes
-through one cache directory the xdist workers share (``EGG_DISPATCH_IREE_CACHE``,
-``egg_dispatch.iree.tools``): the model tests ask IREE for the same fixture's dispatch creation many
-times, and IREE's output is a function of its input and flags.
+Every ``iree-compile`` the package runs in this run (and in the commands tests start) goes through one
+cache directory the xdist workers share (``EGG_DISPATCH_IREE_CACHE``, ``egg_dispatch.iree.tools``):
+IREE's output is a function of its input and flags, and many tests ask for the same one (the model
+tests for a fixture's dispatch creation; ``vmfb_cache``'s users, ``test_iree_ground_truth`` and
+``test_iree_fixtures``, for a fixture's vmfb).
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import os
-import platform
 from collections.abc import Callable, Iterator
-from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -79,62 +74,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_run_order)
 
 
-def _iree_version() -> str:
-    try:
-        return metadata.version("iree-base-compiler")
-    except metadata.PackageNotFoundError:  # pragma: no cover - IREE installed some other way
-        return "unknown"
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock on ``path`` across processes and threads (none where ``fcntl`` is missing)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: the workers may compile a vmfb twice
-        yield
-        return
-    with open(path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        yield
-
-
 VmfbCache = Callable[..., bytes]
 """``get(path, *, data_tiling, compile_from=None)``: the vmfb ``compile_module`` makes of the file."""
 
 
 @pytest.fixture(scope="session")
-def vmfb_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> VmfbCache:
-    """``compile_module`` of a fixture file, compiled once per run, not once per worker and test file.
-
-    The vmfbs live in pytest's cache directory (so a later run reuses them), keyed by the file's text,
-    the flags, IREE's version and the machine; without the cache plugin (``-p no:cacheprovider``), in a
-    directory of this run that its xdist workers share. A lock per vmfb makes a worker that asks for
-    one another worker is compiling wait for it instead of compiling it again. A failure raises
-    ``IreeError`` and is not cached.
-    """
-    from egg_dispatch.iree.tools import compile_flags, compile_module
-
-    cache = getattr(request.config, "cache", None)
-    if cache is not None:
-        cache_dir = Path(cache.mkdir("egg_dispatch_vmfb"))
-    else:
-        base = tmp_path_factory.getbasetemp()
-        cache_dir = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "egg_dispatch_vmfb"
-        cache_dir.mkdir(parents=True, exist_ok=True)
-    version = _iree_version()
+def vmfb_cache(_shared_iree_outputs: Path) -> VmfbCache:
+    """``compile_module`` of a fixture file, compiled once per run, not once per worker and test file:
+    ``compile_module`` keeps its output in the run's shared ``EGG_DISPATCH_IREE_CACHE`` folder
+    (``_shared_iree_outputs``), keyed by the file's text, the flags and IREE, with a lock per key so that
+    a worker asking for one another worker is compiling waits for it. A failure raises ``IreeError``
+    and is not kept."""
+    from egg_dispatch.iree.tools import compile_module
 
     def get(path: Path, *, data_tiling: bool, compile_from: str | None = None) -> bytes:
-        flags = compile_flags(data_tiling=data_tiling, compile_from=compile_from)
-        key = hashlib.sha256("\0".join([path.read_text(), *flags, version, platform.node()]).encode()).hexdigest()
-        cached = cache_dir / f"{path.stem}-{key[:16]}.vmfb"
-        with _locked(cache_dir / f"{cached.name}.lock"):
-            if cached.is_file():
-                return cached.read_bytes()
-            vmfb = compile_module(path, data_tiling=data_tiling, compile_from=compile_from)
-            partial = cached.with_name(f"{cached.name}.{os.getpid()}.partial")
-            partial.write_bytes(vmfb)
-            partial.replace(cached)  # a reader never sees half a vmfb
-            return vmfb
+        return compile_module(path, data_tiling=data_tiling, compile_from=compile_from)
 
     return get
