@@ -206,7 +206,7 @@ def check_every_plan(case: tuple[str, int, str], form: str, target: str, tmp_pat
 @pytest.mark.skipif(not iree_available(), reason="IREE not installed")
 def test_a_reshape_chain_folded_between_dispatches_compiles_and_runs_on_iree(tmp_path: Path) -> None:
     """The plan spelling a chain of reshapes between dispatches as the one ``flow.tensor.reshape``
-    (rules/noop_reshape.egg conditions 7-9) is IREE input: ``--emit iree`` of it compiles, for a CPU any
+    (rules/noop_reshape.egg conditions 7-8) is IREE input: ``--emit iree`` of it compiles, for a CPU any
     x86-64 host runs, and IREE's numbers are the program's."""
     path, chunk, families = ("noop/fold_reshape_chain.mlir", 0, "noop")
     text = (RULES / path).read_text().split("\n// -----\n")[chunk]

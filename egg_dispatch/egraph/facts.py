@@ -383,7 +383,7 @@ def _op_facts(imported: ImportedProgram) -> list[str]:
 def _reshape_chain_facts(imported: ImportedProgram) -> list[str]:
     """``(reshape-chain2 k1 k2 k)`` and ``(reshape-chain3 k1 k2 k3 k)``: the reshapes ``k1`` then ``k2``
     (then ``k3``) are the one ``flow.tensor.reshape`` ``k`` (``ImportedProgram.reshape_chains``;
-    rules/noop_reshape.egg conditions 7-9)."""
+    rules/noop_reshape.egg conditions 7-8)."""
     lines: list[str] = []
     for keys, composed in imported.reshape_chains:
         lines.append(f"(reshape-chain{len(keys)} {' '.join(quote(k) for k in (*keys, composed))})")

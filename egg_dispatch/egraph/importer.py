@@ -299,7 +299,7 @@ class _Importer:
     def compose_reshapes(self) -> None:
         """``reshape_chains``: for every chain of two or three static reshapes of the program (each op's
         result type the next one's operand type), the one ``flow.tensor.reshape`` from the first operand's
-        type to the last result's, registered as an op of its own (rules/noop_reshape.egg conditions 7-9).
+        type to the last result's, registered as an op of its own (rules/noop_reshape.egg conditions 7-8).
         Only plain (unencoded) static tensors with one operand, whose first and last types differ (a chain
         back to its source's shape is ``fold-reshape-round-trip``'s)."""
         reshapes = [
