@@ -24,6 +24,8 @@ from egg_dispatch.cli.args import (
     positive_int,
     require_iree,
 )
+from egg_dispatch.cli.run import evaluation_input_error
+from egg_dispatch.evaluate import EvaluationError
 from egg_dispatch.iree.dispatch_creation import first_error_line
 from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError
 from egg_dispatch.measure.bench import DEFAULT_REPEATS, bench, render, report_json
@@ -73,12 +75,13 @@ def run(args: argparse.Namespace) -> int:
     target = load_target_arg(args.target)
     path = input_path(args.file)  # missing, or a directory: one line, exit 2
     require_iree("bench", ("iree-compile", "iree-benchmark-module"))
+    parameters = parameters_from_args(args)
     try:
         report = bench(
             path,
             target,
             pareto=args.pareto,
-            parameters=parameters_from_args(args),
+            parameters=parameters,
             explore_options=explore_options(args),
             repeats=args.repeats,
             min_time=args.min_time,
@@ -87,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
     except IreeError as e:
         detail = f": {first_error_line(e.stderr)}" if e.stderr else ""
         raise InputError(f"{args.file}: {str(e).splitlines()[0]}{detail}") from None
+    except EvaluationError as e:  # a parameter the files given cannot provide (wrong scope, key or size)
+        raise evaluation_input_error(e, args.file) from None
+    for w in parameters.warnings:
+        print(w, file=sys.stderr)
     print(json.dumps(report_json(report), indent=2) if args.emit == "json" else render(report))
     if not report.numbers_ok:
         bad = [p.label for p in report.plans if p.max_rel_error is not None and p.max_rel_error > report.tolerance]

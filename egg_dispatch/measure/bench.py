@@ -32,6 +32,7 @@ from egg_dispatch.evaluate.parameters import Parameters
 from egg_dispatch.iree.dispatch_creation import first_error_line, iree_compile_flags
 from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, benchmark_module, compile_module, run_module
 from egg_dispatch.measure.measured_plan import MeasuredPlan
+from egg_dispatch.measure.stand_in import runtime_parameters
 from egg_dispatch.mlir.ops import sym_name
 from egg_dispatch.pipeline import explore, for_iree, iree_plan
 from egg_dispatch.target.profile import Target, load_target
@@ -171,7 +172,6 @@ def bench(
     fname = ex.imported.function
     shell = abi_shell(ex.module, fname)
     entry = sym_name(shell.wrappers[0]) if shell is not None and shell.wrappers else fname
-    param_files = [(p.scope, str(p.path)) for p in parameters.files] if parameters is not None else []
     notes: list[str] = []
     say("IREE's own plan")
     iree = iree_plan(source, tgt)
@@ -204,10 +204,25 @@ def bench(
     inputs = function_inputs(select_function(ex.module, fname), seed)
     reference = evaluate(ex.module, inputs, function=fname, parameters=parameters)
     timed = [p for p in plans if p.vmfb is not None]
-    for p in timed:
-        assert p.vmfb is not None  # timed: the compiled plans
-        got = run_module(p.vmfb, entry, inputs, parameters=param_files)
-        p.max_rel_error = max((relative_error(a, b) for a, b in zip(got, reference, strict=True)), default=0.0)
+    with runtime_parameters(ex.module, parameters) as param_files:  # given, else the evaluator's stand-ins
+        for p in timed:
+            assert p.vmfb is not None  # timed: the compiled plans
+            got = run_module(p.vmfb, entry, inputs, parameters=param_files)
+            p.max_rel_error = max((relative_error(a, b) for a, b in zip(got, reference, strict=True)), default=0.0)
+        _time(timed, entry, inputs, param_files, repeats, min_time, say)
+    return report
+
+
+def _time(
+    timed: list[BenchPlan],
+    entry: str,
+    inputs: Sequence[np.ndarray],
+    param_files: Sequence[tuple[str | None, str]],
+    repeats: int,
+    min_time: float,
+    say: Callable[[str], None],
+) -> None:
+    """``repeats`` interleaved rounds of ``timed`` (whole calls, ``iree-benchmark-module``)."""
     with tempfile.TemporaryDirectory(prefix="egg_dispatch_bench_") as tmp:
         paths = []
         for i, x in enumerate(inputs):
@@ -222,7 +237,6 @@ def bench(
             say(f"timing, repeat {r + 1}/{repeats}")
             for p, f in zip(timed, files, strict=True):
                 p.measured.append(benchmark_module(f, entry, paths, min_time=min_time, parameters=param_files))
-    return report
 
 
 def report_json(report: BenchReport) -> dict:
