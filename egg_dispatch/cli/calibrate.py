@@ -4,12 +4,20 @@ Compiles and times micro-programs with IREE (``measure.calibrate`` says what and
 model's kernel costs, and writes a profile that ``--target host`` (the default of every command) then
 uses, or ``--target-file FILE`` when written elsewhere with ``-o``. Default ≤ 10 minutes on a 2-core
 machine (``--quick`` ≤ 2), with a progress bar on stderr; Ctrl-C leaves the previous profile as it was.
-Exit codes: 0 written, 2 bad input (IREE not installed, unknown CPU, bad flags).
+A run on a busy machine is said so: points whose repeats spread over 10% are timed again (at most
+two rounds), and what stays noisy, or other load over half the CPUs, is a warning line; the profile
+records the spread (overall and per kind of sample) and the load (``provenance.spread``,
+``provenance.noise``). A profile with a fit that misses its own samples by more than 2x in the median
+(``measure.calibrate.REFUSE_ERROR``) is not written, unless ``--force``.
+Exit codes: 0 written, 1 not written: a fit's error on its own samples over the limit (the message
+names the worst fit; ``--force`` writes it anyway), 2 bad input (IREE not installed, unknown CPU, bad
+flags).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -76,6 +84,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="SAMPLES",
         help="measure nothing: fit the measurements a --samples FILE recorded (on whatever machine) again",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write the profile even when a fit misses its own samples by more than 2x (exit 1 otherwise)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -113,11 +126,15 @@ def run(args: argparse.Namespace) -> int:
     if not cal.samples:
         raise InputError("error: nothing was measured within the time budget")
     profile = profile_dict(base, cal, quick=args.quick)
-    write_profile(profile, out)
-    if args.samples:
+    if cal.noise is not None and (warning := cal.noise.warning()):
+        print(warning, file=sys.stderr)
+    if args.samples:  # the measurements are kept even when the profile is refused: --refit can fit them
         from egg_dispatch.measure.calibrate import samples_dict
 
         write_profile(samples_dict(cal, profile), Path(args.samples))
+    if _refused(profile, out, args.force):
+        return 1
+    write_profile(profile, out)
     k = cal.kernels
     assert k is not None
     print(
@@ -162,6 +179,8 @@ def _refit(args: argparse.Namespace) -> int:
         raise InputError(f"{path}: error: no measurements in it")
     out = Path(args.output) if args.output else calibrated_profile_path()
     profile = profile_dict(base, cal, quick=False, measured=measured)
+    if _refused(profile, out, args.force):
+        return 1
     write_profile(profile, out)
     print(f"wrote {out} (refit of {path}: measured on {measured.get('cpu')}, {measured.get('date')})")
     if args.samples:  # the same measurements with the new fits next to them (what the notebook plots)
@@ -171,6 +190,29 @@ def _refit(args: argparse.Namespace) -> int:
         print(f"wrote {args.samples}")
     _print_residuals(cal.residuals)
     return 0
+
+
+def _refused(profile: dict, out: Path, force: bool) -> bool:
+    """True (and one line on stderr) when the profile's worst fit is over the limit and not ``force``;
+    with ``force`` the profile says it was written past the limit (``provenance.forced``)."""
+    worst = profile["provenance"].get("worst_fit")
+    if not worst or not worst["over_limit"]:
+        return False
+    if force:
+        profile["provenance"]["forced"] = True
+        print(
+            f"warning: --force: writing a profile whose fit {worst['fit']} misses its own samples by "
+            f"{worst['error']:.2f} (limit {worst['limit']:.2f})",
+            file=sys.stderr,
+        )
+        return False
+    print(
+        f"error: {out} not written: fit {worst['fit']} misses its own {worst['samples']} samples by "
+        f"{worst['error']:.2f} (median |log(model/measured)|; limit {worst['limit']:.2f}): calibrate again on a "
+        "quiet machine, or --force to write it anyway",
+        file=sys.stderr,
+    )
+    return True
 
 
 def _print_residuals(residuals: dict[str, float]) -> None:

@@ -16,7 +16,10 @@ post-dispatch-creation form (``emit.iree``, so the dispatch boundaries are ours)
 ``iree-benchmark-module`` on the single-threaded ``local-sync`` device with IREE's host-execution
 profiling, which gives every dispatch's kernel time; the whole call is also timed without profiling.
 Repeats are interleaved across programs and the fastest is kept: other work on the machine only ever
-adds time, so the minimum is the estimate least disturbed by it.
+adds time, so the minimum is the estimate least disturbed by it. But the fastest of disturbed repeats
+is disturbed too: a program holding a point whose repeats spread over ``noise.SPREAD_LIMIT`` is timed
+again (``noise.RETRIES`` rounds at most), and what stays noisy, with the load seen, is reported
+(``Calibration.noise``) and recorded in the profile (``provenance.spread``, ``provenance.noise``).
 
 The samples are fitted in ``measure.kernel_fit`` (``fit_kernels``, on the numerics of
 ``measure.fit``): ``seconds = fixed + work / rate + bytes / bandwidth`` per kind, each with its median
@@ -24,7 +27,8 @@ The samples are fitted in ``measure.kernel_fit`` (``fit_kernels``, on the numeri
 the per-call overheads from the chains and fans (call = per-call + results x output + [any
 transient] x transient step + dispatches x launch + Σ kernels), then the memory knee and the
 per-shape residuals. The profile (``profile_dict``) carries provenance for every number (CPU, flags,
-IREE version, date, residual) and is written by ``target.profile.write_profile``, atomically, so an
+IREE version, date, residual, the worst fit's error on its own samples: ``worst_fit``, which the CLI
+refuses past ``REFUSE_ERROR``) and is written by ``target.profile.write_profile``, atomically, so an
 interrupted run leaves the previous profile as it was.
 """
 
@@ -41,7 +45,7 @@ from egg_dispatch.egraph.facts import fused_footprint_legal
 from egg_dispatch.emit.iree.module import emit_iree, iree_cpu
 from egg_dispatch.iree.profiling import DispatchTimes, profile_module
 from egg_dispatch.iree.tools import compile_module
-from egg_dispatch.measure.kernel_fit import Calibration, fit_kernels, layout_bytes
+from egg_dispatch.measure.kernel_fit import Calibration, fit_errors, fit_kernels, layout_bytes
 from egg_dispatch.measure.micro import (
     MATH_OPS,
     UNPACK_IN_DISPATCH,
@@ -58,6 +62,15 @@ from egg_dispatch.measure.micro import (
     slice_copy,
     throttle,
 )
+from egg_dispatch.measure.noise import (
+    RETRIES,
+    LoadReader,
+    Noise,
+    point_spread,
+    read_load,
+    spread_summary,
+    worst_first,
+)
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.target.host import host_cpu
 from egg_dispatch.target.kernels import MATVEC, Fit, kernels_to_dict
@@ -65,7 +78,9 @@ from egg_dispatch.target.profile import Target
 
 __all__ = [
     "MATH_OP_ELEMENTS",
+    "REFUSE_ERROR",
     "Plan",
+    "Timer",
     "calibrate",
     "calibration_from_samples",
     "micro_programs",
@@ -74,6 +89,7 @@ __all__ = [
     "samples_dict",
     "size_classes",
     "unique_encode_groups",
+    "worst_fit",
 ]
 
 MATH_OP_ELEMENTS = (512, 1 << 16)
@@ -332,6 +348,10 @@ def _lookup(times: DispatchTimes, prog: MicroProgram, case: Case) -> float | Non
     return found[0] if len(found) == 1 and same == 1 else None
 
 
+Timer = Callable[..., DispatchTimes]
+"""How one program is timed: ``profile_module(vmfb, function, inputs, min_time=...)`` (tests pass a fake)."""
+
+
 def calibrate(
     target: Target,
     *,
@@ -340,16 +360,27 @@ def calibrate(
     deadline: float | None = None,
     clock: Callable[[], float] | None = None,
     jobs: int = 2,
+    timer: Timer | None = None,
+    compiler: Callable[[MicroProgram], bytes] | None = None,
+    load: LoadReader | None = None,
 ) -> Calibration:
     """Measure the micro-programs for ``target``'s CPU and fit its kernel costs (see module doc).
     ``deadline`` (on ``clock``, default ``time.monotonic``) stops measuring early; what was measured
     is fitted, and ``Calibration.stopped`` says why it stopped. ``jobs`` programs compile at a time
     (compiling is about half of a full run on one core: docs/measurements.md §3); timing is always one
-    at a time."""
+    at a time. A program holding a point whose repeats spread over ``noise.SPREAD_LIMIT`` is timed
+    again, at most ``noise.RETRIES`` rounds; ``Calibration.noise`` says what stayed noisy and the load
+    seen (``load``: the load-average reader, default ``noise.read_load``). ``timer`` (default
+    ``profile_module``) and ``compiler`` (a program to its module; default ``emit_iree`` then
+    ``iree-compile``) are for tests."""
     import time
     from concurrent.futures import ThreadPoolExecutor
 
     now = clock or time.monotonic
+    time_program = timer or profile_module
+    read = load or read_load
+    noise = Noise()
+    noise.read(read, during=False)
     plan = plan_programs(quick, target)
     programs = micro_programs(plan, target)
     cpu = iree_cpu(target)
@@ -358,11 +389,13 @@ def calibrate(
     compiled: list[tuple[MicroProgram, bytes]] = []
     total = len(programs) * (1 + plan.repeats)
     done = 0
-    cal = Calibration()
+    cal = Calibration(noise=noise)
 
     def build(prog: MicroProgram) -> bytes | None:
         if deadline is not None and now() > deadline:
             return None
+        if compiler is not None:
+            return compiler(prog)
         text = emit_iree(parse_mlir(prog.text, f"<calibration {prog.function}>"), target, materialize=False)
         return compile_module(text, data_tiling=False, target_cpu=cpu_flag, extra_flags=others,
                               compile_from="dispatch-creation")  # fmt: skip
@@ -378,22 +411,65 @@ def calibrate(
                 progress(f"compiled {prog.function}", done, total)
     raw: dict[tuple[str, int], list[float]] = {}
     call_raw: dict[str, list[tuple[float, float]]] = {}
-    for r in range(plan.repeats):
-        for prog, vmfb in compiled:
+
+    def time_round(todo: Sequence[tuple[MicroProgram, bytes]], label: str) -> bool:
+        """One interleaved round over ``todo``; False when the deadline stopped it."""
+        nonlocal done
+        for prog, vmfb in todo:
             if deadline is not None and now() > deadline:
-                cal.stopped = cal.stopped or f"time budget reached in repeat {r + 1} of {plan.repeats}"
-                break
-            times = profile_module(vmfb, prog.function, prog.inputs, min_time=plan.min_time)
+                noise.read(read, during=True)
+                return False
+            times = time_program(vmfb, prog.function, prog.inputs, min_time=plan.min_time)
             _record(times, prog, raw, call_raw)
             done += 1
             if progress:
-                progress(f"timed {prog.function} ({r + 1}/{plan.repeats})", done, total)
-        else:
-            continue
-        break
-    _keep_fastest(cal, [p for p, _ in compiled], raw, call_raw)
+                progress(f"timed {prog.function} ({label})", done, total)
+        noise.read(read, during=True)
+        return True
+
+    for r in range(plan.repeats):
+        if not time_round(compiled, f"{r + 1}/{plan.repeats}"):
+            cal.stopped = cal.stopped or f"time budget reached in repeat {r + 1} of {plan.repeats}"
+            break
+    programs_run = [p for p, _ in compiled]
+    for attempt in range(RETRIES):
+        noisy = {name.split(" ")[0] for name, _ in _noisy_points(programs_run, raw, call_raw, plan.repeats)}
+        if not noisy or cal.stopped or plan.repeats < 2:
+            break
+        todo = [(p, v) for p, v in compiled if p.function in noisy]
+        noise.rounds, noise.retried = attempt + 1, noise.retried + len(todo)
+        total += len(todo)
+        if not time_round(todo, f"retry {attempt + 1}/{RETRIES}"):
+            cal.stopped = f"time budget reached in retry {attempt + 1} of {RETRIES}"
+            break
+    noise.noisy = _noisy_points(programs_run, raw, call_raw, plan.repeats)
+    _keep_fastest(cal, programs_run, raw, call_raw, plan.repeats)
     cal.kernels, cal.residuals = fit_kernels(cal, target)
     return cal
+
+
+def _noisy_points(
+    programs: Sequence[MicroProgram],
+    raw: dict[tuple[str, int], list[float]],
+    call_raw: dict[str, list[tuple[float, float]]],
+    keep: int,
+) -> list[tuple[str, float]]:
+    """The points (``"<function> <case kind> <sizes>"``, or ``"<function> call"`` for a chain or fan's
+    call beyond its kernels) whose ``keep`` fastest repeats spread over ``SPREAD_LIMIT``, worst first."""
+    by_name = {p.function: p for p in programs}
+    points = []
+    for (fn, i), values in raw.items():
+        case = by_name[fn].cases[i]
+        points.append((f"{fn} {case.kind} {'x'.join(map(str, case.sizes))}", point_spread(values, keep)))
+    for fn, pairs in call_raw.items():
+        if _is_overhead(by_name[fn]):
+            points.append((f"{fn} call", point_spread([c - k for k, c in pairs], keep)))
+    return worst_first(points)
+
+
+def _is_overhead(prog: MicroProgram) -> bool:
+    """A chain or fan: measured by its call time beyond its kernels (``Calibration.chains``)."""
+    return bool(prog.cases) and prog.cases[0].kind in ("chain", "fan")
 
 
 def _case_seconds(times: DispatchTimes, prog: MicroProgram, case: Case) -> float | None:
@@ -427,18 +503,22 @@ def _keep_fastest(
     programs: Sequence[MicroProgram],
     raw: dict[tuple[str, int], list[float]],
     call_raw: dict[str, list[tuple[float, float]]],
+    keep: int = 1,
 ) -> None:
     """The fastest of each case's repeats into ``cal.samples``, and of each chain or fan program's runs
-    (by its call time beyond its kernels) into ``cal.chains``: other work only ever adds time."""
+    (by its call time beyond its kernels) into ``cal.chains``: other work only ever adds time. The
+    spread of each one's ``keep`` fastest repeats goes into ``cal.spread`` beside it."""
     by_name = {p.function: p for p in programs}
     for (fn, i), values in raw.items():
         case = by_name[fn].cases[i]
         sizes = case.sizes if case.operand is None else (*case.sizes, case.operand)
         cal.samples.setdefault(case.kind, []).append((sizes, case.types, min(values)))
+        cal.spread.setdefault(case.kind, []).append(point_spread(values, keep))
     for fn, pairs in call_raw.items():
-        if by_name[fn].cases and by_name[fn].cases[0].kind in ("chain", "fan"):
+        if _is_overhead(by_name[fn]):
             kern, call = min(pairs, key=lambda p: p[1] - p[0])
             cal.chains.append((by_name[fn].dispatch_count, by_name[fn].outputs, kern, call))
+            cal.spread.setdefault("launch", []).append(point_spread([c - k for k, c in pairs], keep))
 
 
 def profile_dict(base: Target, cal: Calibration, *, quick: bool, measured: dict | None = None) -> dict:
@@ -504,13 +584,55 @@ def profile_dict(base: Target, cal: Calibration, *, quick: bool, measured: dict 
             "quick": quick,
             "stopped_early": cal.stopped,
             "fits": {key: round(v, 4) for key, v in sorted(cal.residuals.items())},
+            "worst_fit": worst_fit(cal, base),
             "samples": {kind: len(rows) for kind, rows in sorted(cal.samples.items())},
+            **({"spread": spread} if (spread := spread_summary(_spread_by_fit(cal))) else {}),
+            **({"noise": noise} if (noise := _noise_entry(cal, measured)) else {}),
             "base_profile": base.name,
             **({"refit": datetime.date.today().isoformat()} if measured is not None else {}),
         },
         "notes": notes,
     }
     return data
+
+
+REFUSE_ERROR = round(math.log(2), 4)
+"""``calibrate`` writes no profile with a fit whose error on its own samples (``kernel_fit.fit_errors``)
+exceeds this, unless ``--force``: a median |log(model / measured)| of log 2 is a fit that misses half
+its own samples by more than 2x (for a fit of a difference of two times, by more than 69% of the time
+it is part of). Every formula kept as a formula misses by at most ``fit.TABLE_RESIDUAL`` (else it is
+kept as a table), so what exceeds it is a fit of overheads or differences, where noise shows first."""
+
+
+def worst_fit(cal: Calibration, target: Target) -> dict | None:
+    """The fit with the largest error on its own samples (``fit_errors``; the first key of equals):
+    ``{"fit", "error", "samples", "limit", "over_limit"}``; None where no fit has enough samples to judge."""
+    errors = fit_errors(cal, target)
+    if not errors:
+        return None
+    key = min(errors, key=lambda k: (-errors[k][0], k))
+    error, n = errors[key]
+    over = error > REFUSE_ERROR
+    return {"fit": key, "error": round(error, 4), "samples": n, "limit": REFUSE_ERROR, "over_limit": over}
+
+
+def _spread_by_fit(cal: Calibration) -> dict[str, list[float]]:
+    """Each sample's spread under the fit it feeds: ``kind.types`` for contractions (as ``fits`` names
+    them, M = 1 with the rest), else its kind; ``launch`` for the chains and fans."""
+    out: dict[str, list[float]] = {}
+    for kind, spreads in cal.spread.items():
+        rows = cal.samples.get(kind, [])
+        for i, value in enumerate(spreads):
+            contraction = kind in ("mmt4d", "matmul", "matmul_kn") and i < len(rows)
+            out.setdefault(f"{kind}.{rows[i][1]}" if contraction else kind, []).append(value)
+    return out
+
+
+def _noise_entry(cal: Calibration, measured: dict | None) -> dict | None:
+    """``provenance.noise``: this run's (``Noise.to_dict``), or for a refit the measured run's."""
+    if cal.noise is not None:
+        return cal.noise.to_dict()
+    return dict(measured["noise"]) if measured is not None and isinstance(measured.get("noise"), dict) else None
 
 
 def samples_dict(cal: Calibration, profile: dict) -> dict:
@@ -520,13 +642,23 @@ def samples_dict(cal: Calibration, profile: dict) -> dict:
         "provenance": profile["provenance"],
         "kernels": profile["kernels"],
         "samples": {
-            kind: [{"sizes": list(sizes), "types": types, "seconds": t} for sizes, types, t in rows]
+            kind: [
+                {"sizes": list(sizes), "types": types, "seconds": t, **_spread_of(cal, kind, i)}
+                for i, (sizes, types, t) in enumerate(rows)
+            ]
             for kind, rows in sorted(cal.samples.items())
         },
         "chains": [
-            {"dispatches": n, "results": r, "kernel_seconds": k, "call_seconds": c} for n, r, k, c in cal.chains
+            {"dispatches": n, "results": r, "kernel_seconds": k, "call_seconds": c, **_spread_of(cal, "launch", i)}
+            for i, (n, r, k, c) in enumerate(cal.chains)
         ],
     }
+
+
+def _spread_of(cal: Calibration, kind: str, i: int) -> dict[str, float]:
+    """``{"spread": ...}`` of sample ``i`` of ``kind`` where recorded, else nothing."""
+    spreads = cal.spread.get(kind, [])
+    return {"spread": round(spreads[i], 4)} if i < len(spreads) else {}
 
 
 def calibration_from_samples(data: dict, target: Target) -> Calibration:
@@ -535,10 +667,15 @@ def calibration_from_samples(data: dict, target: Target) -> Calibration:
     cal = Calibration()
     for kind, rows in data.get("samples", {}).items():
         cal.samples[kind] = [(tuple(r["sizes"]), r["types"], float(r["seconds"])) for r in rows]
+        if rows and all("spread" in r for r in rows):  # files from before the spread was recorded have none
+            cal.spread[kind] = [float(r["spread"]) for r in rows]
+    chains = data.get("chains", [])
     cal.chains = [  # samples recorded before fans were measured are chains: one result
         (int(c["dispatches"]), int(c.get("results", 1)), float(c["kernel_seconds"]), float(c["call_seconds"]))
-        for c in data.get("chains", [])
+        for c in chains
     ]
+    if chains and all("spread" in c for c in chains):
+        cal.spread["launch"] = [float(c["spread"]) for c in chains]
     cal.stopped = str(data.get("provenance", {}).get("stopped_early", ""))
     cal.kernels, cal.residuals = fit_kernels(cal, target)
     return cal

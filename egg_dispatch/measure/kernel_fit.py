@@ -46,15 +46,18 @@ from egg_dispatch.measure.fit import (
     with_spill,
 )
 from egg_dispatch.measure.micro import ENCODE_AFTER_NEXT_N, math_op_helpers
+from egg_dispatch.measure.noise import Noise
 from egg_dispatch.target.kernels import MATVEC, ROLES, Fit, KernelCosts, attention_flops
 from egg_dispatch.target.layout import packed_nbytes, resolve_layout
 from egg_dispatch.target.profile import Target
 
 __all__ = [
+    "JUDGED_MIN_SAMPLES",
     "SHAPE_KEY",
     "Calibration",
     "alloc_fit",
     "copy_rows",
+    "fit_errors",
     "fit_kernels",
     "layout_bytes",
     "op_weights",
@@ -83,6 +86,12 @@ class Calibration:
     residuals: dict[str, float] = field(default_factory=dict)
     stopped: str = ""
     """Why the run stopped before measuring everything (empty: it did not)."""
+    spread: dict[str, list[float]] = field(default_factory=dict)
+    """kind -> the spread of each sample's repeats (``measure.noise.point_spread``), in the order of
+    ``samples[kind]``; ``"launch"``: of each chain or fan in ``chains`` (their call time beyond their
+    kernels). Empty where not recorded (samples from before it was)."""
+    noise: Noise | None = None
+    """The load and retries the run saw (None: not measured here, e.g. ``--refit``)."""
 
 
 def layout_bytes(target: Target, types: str, sizes: tuple[int, ...], operand: int) -> tuple[int, int]:
@@ -220,6 +229,45 @@ def _with_shape_residuals(kernels: KernelCosts, cal: Calibration, target: Target
                 table[key], res[f"{kind}.{key}{SHAPE_KEY}"] = found
         tables[kind] = table
     return dataclasses.replace(kernels, mmt4d=tables["mmt4d"], matmul=tables["matmul"], matmul_kn=tables["matmul_kn"])
+
+
+JUDGED_MIN_SAMPLES = 3
+"""A fit made on fewer samples states no error of its own: two points determine a formula of two or
+more terms (what it misses there is the points disagreeing with its constraints, not the formula)."""
+
+
+def _written_fit(kernels: KernelCosts, key: str) -> Fit | None:
+    """The ``Fit`` the profile writes for a residual's ``key`` (None: ``launch``, ``memory``)."""
+    kind, _, rest = key.partition(".")
+    if kind in ("mmt4d", "matmul", "matmul_kn"):
+        return getattr(kernels, kind).get(rest)
+    if kind in ("pack", "unpack") and rest:
+        return (kernels.pack_by if kind == "pack" else kernels.unpack_by).get(rest)
+    fit = getattr(kernels, key, None)
+    return fit if isinstance(fit, Fit) else None
+
+
+def fit_errors(cal: Calibration, target: Target) -> dict[str, tuple[float, int]]:
+    """Per fit of ``cal`` (its key in ``cal.residuals``): (the error of what the profile prices by it on
+    its own samples, how many samples) for the fits made on ``JUDGED_MIN_SAMPLES`` or more. The error is
+    the fit's stated residual (median |log(model / measured)|; for a difference of two times, ``*_in_
+    dispatch``, ``consumer_after_unpack``, ``copy``: its median miss relative to the time it is part of;
+    ``memory``: the mean over every traffic sample), except that a fit kept as a table interpolates its
+    own points (error 0) and a contraction fit with shape residuals states their leave-one-out mean
+    (``... by shape``) instead of its formula's."""
+    assert cal.kernels is not None
+    counts: dict[str, int] = {}
+    _fit_within(cal, target, None, counts=counts)
+    counts["memory"] = len(_traffic_rows(cal, target))
+    out: dict[str, tuple[float, int]] = {}
+    for key, r in sorted(cal.residuals.items()):
+        base = key.removesuffix(SHAPE_KEY)
+        n = counts.get(base, 0)
+        if n < JUDGED_MIN_SAMPLES or (key == base and base + SHAPE_KEY in cal.residuals):
+            continue
+        fit = _written_fit(cal.kernels, base)
+        out[key] = (0.0 if key == base and fit is not None and fit.points else r, n)
+    return out
 
 
 def _traffic_rows(cal: Calibration, target: Target) -> list[TrafficRow]:
@@ -385,6 +433,8 @@ class _WithinKnee:
     spilled: KernelCosts | None
     """The memory term alone, once the knee is fitted: what the model adds to (or bounds) each fit by."""
     res: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    """How many samples each fit in ``res`` was made on (``fit_sample_counts``)."""
 
     def within(self, ys: Sequence[float], nbytes: Sequence[float]) -> tuple[list[int], list[float]]:
         """Which samples a fit takes, and their times less the bytes beyond the knee."""
@@ -430,6 +480,7 @@ class _WithinKnee:
             )
             fit = dataclasses.replace(fit, residual=r)
         self.res[f"{kind}.{types}{MATVEC if narrow else ''}"] = r
+        self.counts[f"{kind}.{types}{MATVEC if narrow else ''}"] = len(rows)
         return fit
 
     def contraction_table(self, kind: str) -> dict[str, Fit]:
@@ -458,6 +509,7 @@ class _WithinKnee:
         if spills and relative_to is None:
             r = self.stated(coef, feats, measured, r)
         self.res[key] = r
+        self.counts[key] = len(rows)
         fit = to_fit(coef, r, [])
         if r > TABLE_RESIDUAL and len(pts) >= 2 and relative_to is None:
             fit = dataclasses.replace(fit, points=tuple(pts))
@@ -482,6 +534,7 @@ class _WithinKnee:
         coef, rr = fit_linear([feats[i] for i in keep], [adj[i] for i in keep])
         rr = self.stated(coef, [feats[i] for i in keep], [ys[i] for i in keep], rr)
         self.res[kind] = rr
+        self.counts[kind] = len(keep)
         return to_fit(coef, rr, pts)
 
     def opaque_fit(self, kind: str) -> Fit:
@@ -500,6 +553,7 @@ class _WithinKnee:
             pts.append((work, t))
         coef, rr = fit_linear(feats, ys)
         self.res[kind] = rr
+        self.counts[kind] = len(rows)
         fit = to_fit(coef, rr, pts)
         if not fit.points and max(log_errors([float(np.dot(coef, f)) for f in feats], ys)) > math.log(2):
             fit = dataclasses.replace(fit, points=tuple(sorted(pts)))
@@ -574,7 +628,11 @@ def _consumer_rows(samples: Mapping[str, list[tuple[tuple[int, ...], str, float]
 
 
 def _fit_within(
-    cal: Calibration, target: Target, knee: int | None, dram_gbps: float = 0.0
+    cal: Calibration,
+    target: Target,
+    knee: int | None,
+    dram_gbps: float = 0.0,
+    counts: dict[str, int] | None = None,
 ) -> tuple[KernelCosts, dict[str, float]]:
     """Every fit on the samples that move at most ``knee`` bytes (all of them for None, or where
     fewer than three would be left); with ``dram_gbps``, on every sample, each with what its bytes
@@ -596,9 +654,11 @@ def _fit_within(
     (call, output, transient, launch), rr = call_overheads(cal.chains)
     if cal.chains:
         w.res["launch"] = rr
+        w.counts["launch"] = len(cal.chains)
     alloc = alloc_fit(cal)
     if alloc.measured:
         w.res["alloc"] = alloc.residual
+        w.counts["alloc"] = len(cal.samples.get("alloc", [])) - 1  # each size against the smallest
     throttle_fraction, throttle_us = throttle_fit(cal)
     kernels = KernelCosts(
         launch_us=launch * 1e6,
@@ -626,4 +686,6 @@ def _fit_within(
         unpack_by=unpack_by,
         fused_pack=fused_pack,
     )
+    if counts is not None:
+        counts.update(w.counts)
     return kernels, w.res
