@@ -47,7 +47,7 @@ from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.dims import UnknownSize
 from egg_dispatch.emit.emitter import Emitter, class_shapes
 from egg_dispatch.extract import ExtractionResult, exact_ilp, exact_ilp_many, greedy_dag, k_best
-from egg_dispatch.iree.compile_check import compile_checked
+from egg_dispatch.iree.compile_check import compile_checked, known_rejections
 from egg_dispatch.iree.dispatch_creation import (
     IREE_PLAN,
     count_printed,
@@ -336,6 +336,10 @@ def explore(
             raise UnsupportedInput(f"{e.loc or module.file}: error: {e}") from None
         return Candidate(label, choice, plan, mlir, result, tuple(emitter.dispatch_order))
 
+    table_conflicts = costs.conflicts
+    known = known_rejections(data, tgt, compile_check)  # what IREE rejected in an earlier check of this e-graph
+    if known is not None and known.conflicts:
+        costs.conflicts = tuple(sorted({*costs.conflicts, *known.conflicts}))
     t2 = time.perf_counter()
     result = extract(lam)
     timings["extract"] = time.perf_counter() - t2
@@ -350,10 +354,9 @@ def explore(
             warnings.append(f"warning: no modelled IREE baseline: {e}")
         else:  # a choice of this e-graph, so in it; legality may refuse a node of it
             membership = choice_membership(data, base.choice, imported)
-    table_conflicts = costs.conflicts
     best, checked = compile_checked(
         data, costs, imported.function, tgt, best, lambda: extract(lam), lambda r: candidate("best", r.choice, r),
-        base, stage_seconds, enabled=compile_check, progress=say,
+        base, stage_seconds, enabled=compile_check, progress=say, known=known,
     )  # fmt: skip
     timings["compile_check"] = checked.seconds
     warnings = [*module.warnings, *_kept_warnings(data, best.choice, report, table_conflicts), *warnings]
@@ -551,9 +554,11 @@ def iree_plan(
     target: str | Target,
     function: str | None = None,
     assume: Mapping[str, Assumption] | Sequence[str] | None = None,
+    measured: MeasuredTimes | None = None,
 ) -> IreePlan:
     """IREE's own plan for a linalg-level program (text or path), costed by our model for ``target``
-    (a dynamic program at the sizes ``assume`` gives, as ``explore`` costs ours).
+    (a dynamic program at the sizes ``assume`` gives, as ``explore`` costs ours; with the measured times
+    ``measured`` holds, as ``explore`` prices ours with them).
 
     Input already in the post-dispatch-creation form (``flow.dispatch.workgroups`` present) is taken as
     IREE's plan as it is, without running IREE again.
@@ -571,7 +576,10 @@ def iree_plan(
     try:
         own = parse_mlir(text, f"<{IREE_PLAN}>")
         own.warnings = iree_output_warnings(own, IREE_PLAN)
-        result = explore(own, tgt, families=(), baseline=False, function=function, assume=assume, compile_check=False)
+        result = explore(
+            own, tgt, families=(), baseline=False, function=function, assume=assume, compile_check=False,
+            measured=measured,
+        )  # fmt: skip
     except (ValueError, KeyError) as e:  # the model rejects a form IREE compiled (e.g. a fused pack it calls illegal)
         plan.error = str(e.args[0] if e.args else e)
         return plan

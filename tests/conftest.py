@@ -4,7 +4,10 @@
 cache directory, and ``explore`` prices nodes by the measurement cache there: either would make the
 suite's results depend on what the machine's user ran before. ``EGG_DISPATCH_CACHE_DIR`` points both
 at a fresh temporary directory, so ``host`` is the built-in profile of this CPU's ISA and no node is
-priced by measurement unless the test records it.
+priced by measurement unless the test records it. ``EGG_DISPATCH_MEASURE=0`` turns off what ``explore``
+does by default on ``--target host`` with IREE installed, timing its recommendation against IREE's plan
+(``measure.recommend``): the suite's thousands of explorations time nothing, and a test of that
+measurement passes a fake sampler (tests/test_measured_recommendation.py).
 
 Importing ``tests.hypothesis_profiles`` loads the hypothesis profile ``HYPOTHESIS_PROFILE`` names
 (``ci`` unless set) before any test is collected.
@@ -31,6 +34,7 @@ import tests.hypothesis_profiles  # noqa: F401  (registers and loads the profile
 def _isolated_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     cache = tmp_path_factory.mktemp("egg-dispatch-cache")
     monkeypatch.setenv("EGG_DISPATCH_CACHE_DIR", str(cache))
+    monkeypatch.setenv("EGG_DISPATCH_MEASURE", "0")  # explore's default measurement (measure.recommend): off
     return cache
 
 

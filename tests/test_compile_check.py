@@ -188,8 +188,11 @@ def test_report_lines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert summary.startswith("  compile check: the plan compiles (") and " re-extraction(s))" in summary
     excluded = [line for line in lines if line.startswith("    excluded: ")]
     assert len(excluded) == 1 and excluded[0].endswith(": error: rejected by the test")
+    # a cache of its own: in the first one the rejection is known now, and imposed before extraction
+    monkeypatch.setenv("EGG_DISPATCH_CACHE_DIR", str(tmp_path / "json"))
     rc, out = run_cli(str(src), "--target", "x86_64-avx2", "--baseline", "modelled", "--emit", "json")
     data = json.loads(out)["compile_check"]
+    assert data["seeded"] == 0
     assert data["status"] == "compiles" and data["rounds"] >= 1 and len(data["excluded"]) == 1
     assert data["excluded"][0]["error"] == "error: rejected by the test"
     rc, out = run_cli(str(src), "--target", "x86_64-avx2", "--no-compile-check")
@@ -221,3 +224,27 @@ def test_the_ilp_imposes_the_conflicts_greedy_avoids() -> None:
     r = solve_ilp(g, costs, 0.0)
     assert r.choice == {"R": "f", "A": "a2", "B": "b1"}
     assert violated_conflicts(costs, r.choice) == [("f",)]
+
+
+@needs_iree
+def test_known_rejections_are_conflicts_before_the_first_extraction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What IREE rejected in one exploration (its conflicts, kept per e-graph in the user's cache) is imposed
+    before the next exploration of the same program extracts: no re-extraction, and the rejected dispatch
+    is never compiled (nor extracted) again."""
+    fused = fused_dispatch()
+    calls: list[list[str]] = []
+    monkeypatch.setattr(cc, "compile_units", _reject(lambda t: t == fused.text, calls))
+    one = explore(program(4), "x86_64-avx2", baseline=False).compile_check
+    assert one is not None and one.rounds >= 1 and one.seeded == 0 and len(one.excluded) == 1
+    calls.clear()
+    ex = explore(program(4), "x86_64-avx2", baseline=False)
+    two = ex.compile_check
+    assert two is not None and two.status == "compiles" and two.rounds == 0 and not two.excluded
+    assert two.seeded >= 1 and "known rejection(s) avoided from the start" in two.summary()
+    assert all(fused.text not in texts for texts in calls)
+    assert not violated_conflicts(ex.costs, ex.best.choice)
+    # --no-compile-check imposes nothing: the check's knowledge is the check's
+    off = explore(program(4), "x86_64-avx2", baseline=False, compile_check=False)
+    assert off.compile_check is not None and off.compile_check.seeded == 0
+    units = cc.plan_units(off.data, off.best, "main", off.target)
+    assert isinstance(units, list) and fused.text in {u.text for u in units}

@@ -125,6 +125,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
         "VIRTUAL_ENV": str(venv),
         "PYTHONNOUSERSITE": "1",
         "EGG_DISPATCH_CACHE_DIR": str(tmp_path_factory.mktemp("cache")),
+        "EGG_DISPATCH_MEASURE": "0",  # as conftest sets it for every test: explore times nothing
     }
     return Installed(wheel, build.stdout, venv, env, tmp_path_factory.mktemp("cwd"))
 

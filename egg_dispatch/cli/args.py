@@ -42,6 +42,7 @@ __all__ = [
     "input_source",
     "load_input",
     "load_target_arg",
+    "measure_budget_spec",
     "non_negative_float",
     "non_negative_int",
     "output_file",
@@ -447,6 +448,24 @@ def budget_spec(text: str) -> dict[str, float]:
 
 
 _budget = budget_spec  # the name other modules may still import
+
+
+@refuses("", ",", "rounds", "rounds=", "rounds=0", "rounds=1.5", "seconds=0", "seconds=-1", "seconds=nan",
+            "seconds=inf", "nope=1", "rounds=2,,seconds=1")  # fmt: skip
+def measure_budget_spec(text: str) -> dict[str, float]:
+    """``rounds=6,seconds=20`` (either or both, each positive; rounds an integer) for explore's
+    --measure-budget."""
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        key, _, value = part.partition("=")
+        key = key.strip()
+        if key not in ("rounds", "seconds"):
+            raise argparse.ArgumentTypeError(f"unknown measurement budget '{key}' (rounds, seconds)")
+        try:
+            out[key] = positive_float(value) if key == "seconds" else positive_int(value)
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentTypeError(f"measurement budget {key}: {e}") from None
+    return out
 
 
 def budget_from_args(args: argparse.Namespace) -> Budget:

@@ -25,6 +25,7 @@ from egg_dispatch.cli.args import (
     budget_from_args,
     input_source,
     load_target_arg,
+    measure_budget_spec,
     non_negative_float,
     output_file,
     parameters_from_args,
@@ -35,10 +36,13 @@ from egg_dispatch.cli.cache import add_cache_arguments, measurement_cache
 from egg_dispatch.cost import AssumeError
 from egg_dispatch.egraph.imported import ImportError_
 from egg_dispatch.evaluate.values import EvaluationError
+from egg_dispatch.measure.recommend import DEFAULT_ROUNDS, DEFAULT_SECONDS, MeasureBudget
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.result.decision import MIN_GAIN, Decision, decide
 
 if TYPE_CHECKING:
+    from egg_dispatch.cost import MeasuredTimes
+    from egg_dispatch.evaluate.parameters import Parameters
     from egg_dispatch.result.exploration import Exploration
 
 __all__ = ["add_arguments", "run"]
@@ -83,6 +87,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="do not compile the chosen plan's new dispatches with IREE (by default, when IREE is installed, "
         "each dispatch IREE's own plan does not have is compiled alone, and one IREE rejects is excluded)",
     )
+    measure = p.add_mutually_exclusive_group()
+    measure.add_argument(
+        "--measure",
+        dest="measure",
+        action="store_true",
+        default=None,
+        help="measure the recommendation on this machine for a named --target too (by default only for "
+        "--target host): ours is recommended only if the dispatches it does not share with IREE's own plan "
+        "measure faster; needs IREE and a CPU that runs the target's code",
+    )
+    measure.add_argument(
+        "--no-measure",
+        dest="measure",
+        action="store_false",
+        help="recommend on the model's prediction alone (labelled 'model only'), never timing anything",
+    )
+    p.add_argument(
+        "--measure-budget",
+        type=measure_budget_spec,
+        metavar="SPEC",
+        help=f"the measurement's budget, e.g. 'rounds=6,seconds=20' (default rounds={DEFAULT_ROUNDS},"
+        f"seconds={DEFAULT_SECONDS:g}); it stops earlier once its 95%% interval is narrow or clear of zero",
+    )
     p.add_argument(
         "--baseline",
         choices=("auto", "iree", "modelled"),
@@ -96,9 +123,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=non_negative_float,
         default=MIN_GAIN,
         metavar="F",
-        help=f"recommend (and emit) IREE's own plan unless ours is predicted at least this fraction faster "
-        f"(default {MIN_GAIN}: the model's median error between two plans, benchmarks/bench_fidelity.py; "
-        "0: always ours). Applies when IREE's own plan is the baseline",
+        help=f"without measurement, recommend (and emit) IREE's own plan unless ours is predicted at least this "
+        f"fraction faster (default {MIN_GAIN}: the model's median error between two plans, "
+        "benchmarks/bench_fidelity.py; 0: always ours, not measured). Applies when IREE's own plan is the baseline",
     )
 
 
@@ -128,16 +155,31 @@ class _Progress:
 
 
 def _emit_iree(result: Exploration) -> str:
+    """The recommended plan in IREE's post-dispatch-creation form: IREE's own as IREE printed it, or ours
+    emitted. Ours that cannot be written so (``EmitIreeError``: a form the emitter does not spell) gives
+    IREE's own plan with a note on stderr when IREE's plan is known, else a one-line error (exit 2)."""
     from egg_dispatch.emit.iree.abi import abi_shell
-    from egg_dispatch.emit.iree.module import emit_iree
+    from egg_dispatch.emit.iree.module import EmitIreeError, emit_iree
 
     if result.recommended is not result.best and result.iree_plan_text:
         return result.iree_plan_text.rstrip()  # IREE's own plan, as IREE printed it
     shell = abi_shell(result.module, result.imported.function)
-    return emit_iree(result.best.mlir, result.target, abi=shell).rstrip()
+    try:
+        return emit_iree(result.best.mlir, result.target, abi=shell).rstrip()
+    except EmitIreeError as e:
+        if result.iree_plan_text:
+            note = f"egg-dispatch: note: ours cannot be written in IREE's form ({e}); writing IREE's own plan"
+            print(note, file=sys.stderr)
+            return result.iree_plan_text.rstrip()
+        raise InputError(
+            f"{result.module.file}: error: the chosen plan cannot be written in IREE's form for {result.target.name}: "
+            f"{e} (--emit mlir writes it in flow.dispatch.region form)"
+        ) from None
 
 
-def _use_iree_baseline(result: Exploration, module: Module, args: argparse.Namespace) -> None:
+def _use_iree_baseline(
+    result: Exploration, module: Module, args: argparse.Namespace, measured: MeasuredTimes | None = None
+) -> None:
     """Replace the modelled baseline by IREE's own plan (issue #6), or say why not; with IREE's plan,
     decide which of the two explore recommends (``result.decision``)."""
     from egg_dispatch.iree.tools import iree_available
@@ -154,7 +196,7 @@ def _use_iree_baseline(result: Exploration, module: Module, args: argparse.Names
         source = args.file if args.file not in (None, "-") else print_mlir(module)
     why = ""
     try:
-        plan = iree_plan(source, result.target, result.imported.function, getattr(args, "assume", None))
+        plan = iree_plan(source, result.target, result.imported.function, getattr(args, "assume", None), measured)
     except Exception as e:  # IREE rejects the input (e.g. ops 3.13 no longer has): keep the modelled one
         why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     else:
@@ -175,6 +217,51 @@ def _use_iree_baseline(result: Exploration, module: Module, args: argparse.Names
     result.warnings.append(f"note: baseline is IREE's passes as modelled (IREE's own plan unavailable: {why})")
 
 
+def _nothing_to_measure(result: Exploration, args: argparse.Namespace) -> str | None:
+    """Why the model's decision stands without measuring (None: measure)."""
+    decision, base = result.decision, result.baseline
+    assert decision is not None and base is not None  # called with IREE's plan priced
+    if (check := result.compile_check) is not None and check.status == "rejected":
+        return "ours keeps a dispatch IREE rejects"
+    if args.min_gain == 0:
+        return "--min-gain 0 asks for ours"
+    if result.best.metrics.run_seconds >= base.metrics.run_seconds:
+        return "ours is not predicted faster than IREE's own plan: nothing to measure"
+    return None
+
+
+def _recommend(
+    result: Exploration,
+    args: argparse.Namespace,
+    measured: MeasuredTimes | None,
+    parameters: Parameters,
+    progress: Callable[[str], None],
+) -> None:
+    """The recommendation measured on this machine when it is the target (``measure.recommend``), else the
+    model's labelled ``model only`` with the reason."""
+    from egg_dispatch.iree.tools import iree_available
+    from egg_dispatch.measure.recommend import measure_recommendation, why_not_measured
+
+    have_iree = iree_available()
+    if result.decision is None:
+        if not have_iree:  # the modelled baseline: ours, on the model's word
+            ours = Decision(False, "ours: IREE's own plan is not available to compare with (IREE is not installed)")
+            result.decision = ours.model_only("IREE is not installed")
+        return
+    spec = args.target_file or args.target
+    why = why_not_measured(getattr(args, "measure", None), spec, result.target, iree=have_iree)
+    if why is None:
+        why = _nothing_to_measure(result, args)
+    if why is not None:
+        result.decision = result.decision.model_only(why)
+        return
+    spec = args.measure_budget or {}
+    budget = MeasureBudget(int(spec.get("rounds", DEFAULT_ROUNDS)), float(spec.get("seconds", DEFAULT_SECONDS)))
+    result.decision = measure_recommendation(
+        result, budget, parameters=parameters, measured=measured, progress=progress
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from egg_dispatch.pipeline import UnsupportedInput, explore
     from egg_dispatch.result import report
@@ -185,6 +272,7 @@ def run(args: argparse.Namespace) -> int:
     parameters = parameters_from_args(args)
     budget = budget_from_args(args)
     progress = _Progress()
+    measured = measurement_cache(args, target)
     try:
         result = explore(
             source,
@@ -198,7 +286,7 @@ def run(args: argparse.Namespace) -> int:
             pareto=args.pareto,
             progress=progress,
             start=args.start,
-            measured=measurement_cache(args, target),
+            measured=measured,
             assume=args.assume,
             compile_check=None if args.compile_check else False,
         )
@@ -215,7 +303,8 @@ def run(args: argparse.Namespace) -> int:
     for w in module.warnings:
         print(w, file=sys.stderr)
     if args.baseline != "modelled":
-        _use_iree_baseline(result, module, args)
+        _use_iree_baseline(result, module, args, measured)
+        _recommend(result, args, measured, parameters, progress)
     if not result.saturation.saturated:
         print(f"egg-dispatch: saturation stopped early: {result.saturation.stop_reason}", file=sys.stderr)
     emit: dict[str, Callable[[], str]] = {

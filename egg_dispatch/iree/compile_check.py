@@ -19,7 +19,10 @@ dispatch (no plan without it: the e-graph may hold none), which ``CompileCheck``
 Results are cached by the dispatch's text (which holds its shapes, encodings and the target's device),
 the target and IREE's version, one small file per key under ``<user cache dir>/egg-dispatch/compile-check``
 (``EGG_DISPATCH_CACHE_DIR`` overrides the directory, ``target.host.cache_dir``): a model's repeated
-layers compile once, and a second run compiles nothing.
+layers compile once, and a second run compiles nothing. The conflicts a check found are remembered too,
+per e-graph (a digest of its nodes), target and IREE version, under ``compile-check/known`` in the user's
+cache directory: a later exploration of the same program imposes them before its first extraction
+(``known_rejections``), so it needs no re-extraction for what IREE is known to reject.
 """
 
 from __future__ import annotations
@@ -73,13 +76,16 @@ class _Plan(Protocol):
 
 
 __all__ = [
+    "KNOWN_FOLDER",
     "MAX_ROUNDS",
     "MAX_SPELLINGS",
     "CompileCheck",
+    "Known",
     "Rejection",
     "Unit",
     "compile_checked",
     "compile_units",
+    "known_rejections",
     "plan_units",
 ]
 
@@ -95,6 +101,10 @@ TIMED_OUT = "not compiled in time"
 
 CACHE_FOLDER = "compile-check"
 """The folder of the cache under the user's cache directory."""
+
+KNOWN_FOLDER = "known"
+"""The folder, under ``CACHE_FOLDER`` in the user's cache directory only, of the conflicts each e-graph's
+checks found (``known_rejections``)."""
 
 _ENCODES = ("flow.tensor.encode", "iree_encoding.set_encoding", "iree_encoding.unset_encoding")
 _CLONED = ("arith.constant", "tensor.empty", "arith.index_cast", "arith.muli", "arith.addi", "arith.divui")
@@ -150,6 +160,8 @@ class CompileCheck:
     """Dispatches ``iree-compile`` compiled in this run (the others came from the cache)."""
     rounds: int = 0
     """Extractions the check asked for after the first."""
+    seeded: int = 0
+    """Conflicts an earlier check of this e-graph found, imposed before the first extraction (``Known``)."""
     excluded: list[Rejection] = field(default_factory=list)
     """Every dispatch IREE rejected, in the order found (each now a conflict)."""
     kept: list[Rejection] = field(default_factory=list)
@@ -172,6 +184,7 @@ class CompileCheck:
         else:
             head = f"compile check: the plan keeps {len(self.kept)} dispatch(es) IREE rejects: {self.reason} ({new}"
         rounds = f"; {self.rounds} re-extraction(s)" if self.rounds else ""
+        rounds += f"; {self.seeded} known rejection(s) avoided from the start" if self.seeded else ""
         return f"{head}{rounds})"
 
     def details(self) -> list[str]:
@@ -192,6 +205,7 @@ class CompileCheck:
             "not_checked": self.skipped,
             "compiled": self.compiled,
             "rounds": self.rounds,
+            "seeded": self.seeded,
             "excluded": [rej(r) for r in self.excluded],
             "kept": [rej(r) for r in self.kept],
         }
@@ -506,10 +520,13 @@ def compile_checked[Candidate: _Plan](
     *,
     enabled: bool | None = None,
     progress: Callable[[str], None] | None = None,
+    known: Known | None = None,
 ) -> tuple[Candidate, CompileCheck]:
     """The chosen plan ``best``, re-extracted (``extract()``, which reads ``costs``; ``build`` makes the
     candidate) with a conflict for every new dispatch IREE rejects until every one compiles or ``rounds``
-    / ``seconds`` end. ``enabled``: False turns the check off; None runs it when IREE is installed."""
+    / ``seconds`` end. ``enabled``: False turns the check off; None runs it when IREE is installed.
+    ``known``: the conflicts imposed before ``best`` was extracted (``known_rejections``); the ones this
+    check adds are remembered with them for the next exploration of this e-graph."""
     from egg_dispatch.iree.tools import iree_available
 
     if enabled is False:
@@ -522,9 +539,10 @@ def compile_checked[Candidate: _Plan](
         progress("compiling the plan's new dispatches with IREE")
     started = time.perf_counter()
     clock = Deadline(seconds)
-    check = CompileCheck("compiles")
+    check = CompileCheck("compiles", seeded=len(known.conflicts) if known is not None else 0)
+    found: set[tuple[str, ...]] = set()  # the conflicts this check added
     shared = _shared_texts(g, baseline, function, target)
-    known: set[str] = set()  # texts of the dispatches rejected so far
+    seen: set[str] = set()  # texts of the dispatches rejected so far
     cand = best
     while True:
         units = plan_units(g, cand, function, target)
@@ -543,8 +561,8 @@ def compile_checked[Candidate: _Plan](
         rejected = [(u, err) for u, err in zip(new, errors, strict=True) if err is not None]
         bad = [Rejection(u.label, err, u.nodes) for u, err in rejected]
         for (u, _), r in zip(rejected, bad, strict=True):
-            if u.text not in known:  # a model's repeated layers: one dispatch text, several node sets
-                known.add(u.text)
+            if u.text not in seen:  # a model's repeated layers: one dispatch text, several node sets
+                seen.add(u.text)
                 check.excluded.append(r)
         if not bad:
             check.status, check.kept = "compiles", []
@@ -558,10 +576,54 @@ def compile_checked[Candidate: _Plan](
             check.reason = f"the check's budget ended ({check.rounds} re-extractions, {clock.seconds:g} s)"
             break
         costs.conflicts = tuple(sorted({*costs.conflicts, *added}))
+        found |= added
         check.rounds += 1
         cand = build(extract())
+    if found and known is not None:
+        known.remember(found)
     check.seconds = time.perf_counter() - started
     return cand, check
+
+
+@dataclass(frozen=True)
+class Known:
+    """The conflicts earlier checks of one e-graph found (IREE's rejections), and where they are kept."""
+
+    path: Path
+    conflicts: tuple[tuple[str, ...], ...] = ()
+
+    def remember(self, found: set[tuple[str, ...]]) -> None:
+        """Keep ``found`` with the conflicts already known (a read-only cache keeps nothing)."""
+        merged = sorted({*self.conflicts, *found})
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_write(self.path) as f:
+                f.write(json.dumps({"conflicts": [list(c) for c in merged]}))
+        except OSError:
+            pass
+
+
+def known_rejections(g: EGraphData, target: Target, enabled: bool | None = None) -> Known | None:
+    """The conflicts earlier checks of this e-graph (the same nodes), target and IREE found, to impose
+    before the first extraction; None when the check will not run (``enabled`` False, no IREE, a profile
+    that is none of IREE's CPUs). Kept in the user's cache directory only (a suite's shared folder of
+    ``iree-compile`` outputs would carry one test's fake rejections to another)."""
+    from egg_dispatch.iree.tools import iree_available
+
+    if enabled is False or not iree_available() or _foreign(target) is not None:
+        return None
+    digest = hashlib.sha256("\0".join([target.name, iree_identity(), g.root]).encode())
+    for nid in sorted(g.nodes):
+        n = g.nodes[nid]
+        digest.update(f"{nid}\0{n.op}\0{n.eclass}\0{','.join(n.children)}\0{int(n.subsumed)}\n".encode())
+    path = cache_dir() / CACHE_FOLDER / KNOWN_FOLDER / f"{digest.hexdigest()[:40]}.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return Known(path)
+    rows = data.get("conflicts", []) if isinstance(data, dict) else []
+    ok = [tuple(c) for c in rows if isinstance(c, list) and c and all(isinstance(n, str) and n in g.nodes for n in c)]
+    return Known(path, tuple(ok))
 
 
 def _spellings(g: EGraphData, nodes: tuple[str, ...]) -> list[tuple[str, ...]]:

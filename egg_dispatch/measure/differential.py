@@ -20,6 +20,7 @@ unshared part is the multiset difference of the two plans' keys (``unshared``).
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -30,6 +31,7 @@ from egg_dispatch.iree.profiling import DispatchTimes
 __all__ = [
     "FLOW_FLAGS",
     "Unshared",
+    "calls_profiled",
     "executable_keys",
     "per_call",
     "profile_key",
@@ -78,11 +80,26 @@ def profile_key(name: str, keys: Mapping[str, str]) -> str:
     return "name:" + _ORDINAL.sub(lambda m: "_dispatch_N_" if "dispatch" in m[0] else "_encoding_N_", name)
 
 
+def calls_profiled(times: DispatchTimes) -> int:
+    """The calls one profile covers: IREE's count of command-buffer executions, unless it counted at most
+    one or a number that does not divide every function's samples -- IREE 3.13 counts 1 for a dynamic
+    model's async-ABI call however many calls ran (mlp_dyn: 446 samples of every function, ``calls`` 1) --
+    then the gcd of the sample counts (every function runs a whole number of times per call, and in a plan
+    some once). 0 when nothing was sampled."""
+    counts = [n for n in times.samples.values() if n > 0]
+    if not counts:
+        return times.calls
+    if times.calls > 1 and all(n % times.calls == 0 for n in counts):
+        return times.calls
+    return math.gcd(*counts)
+
+
 def per_call(times: DispatchTimes, keys: Mapping[str, str]) -> dict[str, tuple[int, float, str]]:
     """Key -> (executions per call, mean seconds per execution, a function name) of one profile."""
     out: dict[str, tuple[int, float, str]] = {}
+    calls = calls_profiled(times)
     for name, seconds in times.seconds.items():
-        n = max(1, round(times.samples.get(name, 0) / times.calls)) if times.calls else 1
+        n = max(1, round(times.samples.get(name, 0) / calls)) if calls else 1
         k = profile_key(name, keys)
         if k in out:  # two functions with one key (a name-keyed collision): their executions pooled
             m, s, first = out[k]

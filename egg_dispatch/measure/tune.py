@@ -43,8 +43,9 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -95,13 +96,19 @@ __all__ = [
     "TuneCandidate",
     "TuneReport",
     "attribute_dispatch_times",
+    "build_candidate",
     "candidate_plans",
+    "check_numbers",
     "choose_winner",
     "confirms",
     "decide",
     "distinct_plans",
+    "emitted_candidates",
+    "paired_difference",
     "priced_key",
+    "tolerance_of",
     "tune",
+    "vmfb_sampler",
 ]
 
 DEFAULT_TOP_K = 8
@@ -125,7 +132,8 @@ class TuneCandidate(MeasuredPlan):
 
     candidate: Candidate | None = None
     text: str | None = None
-    """The module compiled (``--emit iree`` text; None for IREE's own plan, compiled from the input)."""
+    """The module compiled (``--emit iree`` text; for IREE's own plan None, compiled from the input, or its
+    dispatch-creation output, resumed from there like ours)."""
     dispatch_seconds: dict[str, float] = field(default_factory=dict)
     """Fastest kernel seconds per executable function over the rounds (IREE's profile)."""
     chosen: bool = False
@@ -320,7 +328,7 @@ def attribute_dispatch_times(candidate: Candidate, dispatch_seconds: dict[str, f
     return out
 
 
-def _tolerance(ex: Exploration) -> float:
+def tolerance_of(ex: Exploration) -> float:
     """1e-5 of the largest result for f32 programs; f16 / bf16 arithmetic gets 1e-2 (their epsilon is ~1e-3)."""
     text = " ".join(str(v.type) for op in ex.module.walk() for v in op.results)
     return 1e-2 if ("f16" in text or "bf16" in text) else 1e-5
@@ -388,7 +396,7 @@ def tune(
     _, merged = distinct_plans(ex, top_k)
     plans = [(label, c, True) for label, c in our_candidates(ex, max_candidates, top_k)]
     plans += [(label, c, False) for label, c in (extra_plans(ex) if extra_plans is not None else ())]
-    cands = _emitted(plans, tgt, shell)
+    cands = emitted_candidates(plans, tgt, shell)
     for tc in cands:
         tc.merged = merged.get(tc.label, [])
     predicted, modelled = _iree_prediction(ex, source, tgt, notes)
@@ -396,13 +404,13 @@ def tune(
     cands.insert(0, iree)
     rule = StopRule(target_width, min(3, repeats), repeats, max_seconds)  # max_seconds: of the whole run
     report = TuneReport(
-        fname, tgt.name, cands, repeats, True, notes=notes, exploration=ex, tolerance=_tolerance(ex),
+        fname, tgt.name, cands, repeats, True, notes=notes, exploration=ex, tolerance=tolerance_of(ex),
         iree_from_own_plan=predicted is not None and not modelled, rule=rule,
         extracted=len({id(c) for c in (ex.best, *ex.top)}),
     )  # fmt: skip
 
     as_read = for_iree(source)  # what IREE's plan is made from: the program explore read (pipeline.prepare_input)
-    build = functools.partial(_build, as_read=as_read, target=tgt)
+    build = functools.partial(build_candidate, as_read=as_read, target=tgt)
     todo = [c for c in cands if c.error is None]
     done = 0
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -417,7 +425,7 @@ def tune(
     reference = evaluate(ex.module, inputs, function=fname, parameters=parameters)
     with runtime_parameters(ex.module, parameters) as files:  # given, else the evaluator's stand-ins
         for tc in cands:
-            _check_numbers(tc, entry, inputs, reference, files, report.tolerance)
+            check_numbers(tc, entry, inputs, reference, files, report.tolerance)
         timed = [c for c in cands if c.vmfb is not None and c.error is None]
         sampling = _measure(report.rule, timed, entry, inputs, files, min_time, (clock, start), say)
     report.ended = sampling.ended
@@ -436,12 +444,13 @@ def tune(
     return report
 
 
-def _build(tc: TuneCandidate, *, as_read: str | os.PathLike[str], target: Target) -> None:
-    """Compile ``tc`` (IREE's plan from the input with data tiling, ours from its ``--emit iree`` text) and
+def build_candidate(tc: TuneCandidate, *, as_read: str | os.PathLike[str], target: Target) -> None:
+    """Compile ``tc`` (IREE's plan from the input with data tiling, ours from its ``--emit iree`` text, and
+    IREE's from its dispatch-creation output when that is its ``text``, as ``explore`` measures it) and
     read its flow-phase executables (``differential.executable_keys``); IREE's rejection is its ``error``."""
     data_tiling, cpu, others = iree_compile_flags(target)
     try:
-        if tc.is_iree:
+        if tc.is_iree and tc.text is None:
             tc.vmfb = compile_module(as_read, data_tiling=data_tiling, target_cpu=cpu, extra_flags=others)
         else:
             assert tc.text is not None
@@ -452,7 +461,7 @@ def _build(tc: TuneCandidate, *, as_read: str | os.PathLike[str], target: Target
         tc.error = f"IREE rejected it: {first_error_line(e.stderr) if e.stderr else str(e).splitlines()[0]}"
         return
     try:  # the flow phase, whose executables say which dispatches two plans share (measure.differential)
-        if tc.is_iree:
+        if tc.is_iree and tc.text is None:
             flow = compile_text(as_read, data_tiling=data_tiling, target_cpu=cpu, extra_flags=[*others, *FLOW_FLAGS])
         else:
             assert tc.text is not None
@@ -478,6 +487,39 @@ def _measure(
     Nothing to compare (one plan or none): no rounds."""
     if len(timed) < 2:
         return Sampling([[] for _ in timed], [], 0, "nothing to compare with")
+    with vmfb_sampler(timed, entry, inputs, files, min_time) as sample:
+
+        def progress_of(r: int, active: list[int]) -> None:
+            say(f"timing round {r + 1} (at most {rule.max_rounds}), {len(active)} plan(s) open", r, rule.max_rounds)
+
+        sampling = sample_paired(
+            sample,
+            len(timed) - 1,
+            rule,
+            difference=paired_difference(timed),
+            clock=clock[0],
+            started=clock[1],
+            progress=progress_of,
+        )
+        say("timed", rule.max_rounds, rule.max_rounds)
+    return sampling
+
+
+type _Sample = tuple[float, dict[str, tuple[int, float, str]] | None]
+"""One round of one plan: its whole call's seconds and its profile per content key (``differential.per_call``)."""
+
+
+@contextmanager
+def vmfb_sampler(
+    timed: Sequence[TuneCandidate],
+    entry: str,
+    inputs: Sequence[np.ndarray],
+    files: Sequence[tuple[str | None, str]],
+    min_time: float,
+) -> Iterator[Callable[[int], _Sample]]:
+    """``sample(i)``: one round of the compiled ``timed[i]`` (``stats.sample_paired``'s sampler): its whole
+    call (``iree-benchmark-module``, appended to its ``measured``) and its host-execution profile (its
+    fastest time per executable kept in ``dispatch_seconds``), keyed by content when it has flow keys."""
     with tempfile.TemporaryDirectory(prefix="egg_dispatch_tune_") as tmp:
         paths = []
         for i, x in enumerate(inputs):
@@ -500,27 +542,10 @@ def _measure(
                 tc.dispatch_seconds[name] = min(s, tc.dispatch_seconds.get(name, s))
             return call, per_call(prof, tc.flow_keys) if tc.flow_keys is not None else None
 
-        def progress_of(r: int, active: list[int]) -> None:
-            say(f"timing round {r + 1} (at most {rule.max_rounds}), {len(active)} plan(s) open", r, rule.max_rounds)
-
-        sampling = sample_paired(
-            sample,
-            len(timed) - 1,
-            rule,
-            difference=_difference(timed),
-            clock=clock[0],
-            started=clock[1],
-            progress=progress_of,
-        )
-        say("timed", rule.max_rounds, rule.max_rounds)
-    return sampling
+        yield sample
 
 
-type _Sample = tuple[float, dict[str, tuple[int, float, str]] | None]
-"""One round of one plan: its whole call's seconds and its profile per content key (``differential.per_call``)."""
-
-
-def _difference(timed: Sequence[TuneCandidate]) -> Callable[[int, _Sample, _Sample], float]:
+def paired_difference(timed: Sequence[TuneCandidate]) -> Callable[[int, _Sample, _Sample], float]:
     """One round's paired difference of plan i against ``timed[0]``: the differing dispatches over the
     reference's whole call when both have flow keys (what they do not share found in the first round),
     else the whole calls' relative difference."""
@@ -587,7 +612,9 @@ def decide(report: TuneReport, timed: list[TuneCandidate], comparisons: Sequence
         iree.chosen = True
 
 
-def _emitted(plans: Sequence[tuple[str, Candidate, bool]], tgt: Target, shell: AbiShell | None) -> list[TuneCandidate]:
+def emitted_candidates(
+    plans: Sequence[tuple[str, Candidate, bool]], tgt: Target, shell: AbiShell | None
+) -> list[TuneCandidate]:
     """One ``TuneCandidate`` per distinct emitted module of ``plans`` ((label, plan, choosable) each):
     plans that emit the same text are one candidate with the others' labels in ``also``; a plan that
     cannot be emitted is a candidate with its ``error`` (the others still run)."""
@@ -611,7 +638,7 @@ def _emitted(plans: Sequence[tuple[str, Candidate, bool]], tgt: Target, shell: A
     return cands
 
 
-def _check_numbers(
+def check_numbers(
     tc: TuneCandidate,
     entry: str,
     inputs: Sequence[np.ndarray],

@@ -1,15 +1,19 @@
 """What ``explore`` shows: a text report, Markdown for notebooks, JSON for scripts, DOT for graphs.
 
 JSON schema (``"schema": "egg-dispatch/explore/1"``), stable and deterministic (no timings unless
-asked for)::
+asked for; ``decision.measurement``, when explore measured its recommendation on this machine, holds
+measured intervals: ``--no-measure`` for a report that is a function of its input alone)::
 
     {schema, file, function, target, lambda,
      input: {form, explored_form, steps: [str], notes: [str]} | null,
      egraph: {enodes, eclasses, iterations, stop_reason, rule_matches: {rule: n}},
      best: PLAN, baseline: PLAN & {in_egraph, missing, missing_all?, refused, redundant?} | null, pareto: [PLAN],
      warnings: [str], stops?: [{stage, seconds, handed_on}] (stages that reached their budget,
-     util.deadline), decision?: {keep_iree, reason}  (the CLI's recommendation, ``result.decision``),
-     compile_check?: {status, reason, checked, shared_with_iree, not_checked, compiled, rounds,
+     util.deadline), decision?: {keep_iree, reason, basis: "measured" | "model only", not_measured?: str,
+       measurement?: {verdict, interval: {mean, lo, hi} | null, rounds, max_rounds, ended, stopped_early,
+       matched_by, ours_only, iree_only, call_ratio, cached, recorded, detail}}  (the CLI's recommendation,
+       ``result.decision``),
+     compile_check?: {status, reason, checked, shared_with_iree, not_checked, compiled, rounds, seeded,
                       excluded: [{dispatch, error, nodes}], kept: [...]}}  (``iree.compile_check``)
     PLAN = {label, signature, objective, run_seconds, load_seconds, persistent_bytes,
             transient_bytes, peak_live_bytes, dispatches: [{name, ops, bytes_in, bytes_out,
@@ -210,7 +214,7 @@ def to_json(e: Exploration, with_timings: bool = False) -> dict:
     if e.stops:  # only when a stage reached its budget: the JSON of a run that did not is unchanged
         out["stops"] = [{"stage": s.stage, "seconds": s.seconds, "handed_on": s.handed_on} for s in e.stops]
     if e.decision is not None:
-        out["decision"] = {"keep_iree": e.decision.keep_iree, "reason": e.decision.reason}
+        out["decision"] = e.decision.to_json()
     if e.compile_check is not None:
         out["compile_check"] = e.compile_check.to_json()
     if with_timings:
@@ -316,6 +320,7 @@ def text(e: Exploration, include_mlir: bool = True) -> str:
     lines += [f"  budget: {s.message()}" for s in e.stops]
     if e.decision is not None:
         lines.append(f"recommendation: {e.decision.reason}")
+        lines.append(f"  {e.decision.basis_line()}")
     lines.append("")
     lines.append(f"chosen plan: {plan_signature(c.mlir)}")
     if c.extraction is not None:

@@ -6,7 +6,7 @@ from typing import cast
 
 import numpy as np
 
-from egg_dispatch.emit.iree.builder import Builder, EmitIreeError
+from egg_dispatch.emit.iree.builder import Builder, EmitIreeError, type_text
 from egg_dispatch.emit.packed import PackedGenericError, packed_generic_maps
 from egg_dispatch.mlir.ir import (
     AffineMapAttr,
@@ -94,8 +94,15 @@ class _Materializer:
 
     def type(self, t: Type) -> Type:
         if isinstance(t, TensorType) and t.encoding is not None:
-            # a '?' (None) passes through an identity layout unchanged
-            return TensorType(packed_shape(cast("tuple[int, ...]", t.shape), _layout_of(self.target, t)), t.element)
+            # a '?' (None) passes through an identity layout, and an untiled dim, unchanged
+            lay = _layout_of(self.target, t)
+            if lay is not None and any(t.shape[d] is None for d in lay.inner_dims_pos):
+                raise EmitIreeError(
+                    f"a dynamic dimension of {type_text(t.without_encoding())} is tiled by the {self.target.name} "
+                    "layout: the physical spelling (pack / mmt4d / unpack), which a slice of an encoded tensor "
+                    "needs, would take run-time tile counts this emitter does not write"
+                )
+            return TensorType(packed_shape(cast("tuple[int, ...]", t.shape), lay), t.element)
         if isinstance(t, FunctionType):
             return FunctionType(tuple(map(self.type, t.inputs)), tuple(map(self.type, t.results)))
         return t
