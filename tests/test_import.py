@@ -29,9 +29,13 @@ def test_seed_terms_structure() -> None:
     module = parse_file(FIXTURES / "seed_iree313.mlir")
     imp = import_function(module)
     assert len(imp.results) == 2
-    (const_key,) = imp.constants
+    folded = [f for *_, f in imp.slice_folds]  # each slice's rows, a constant of its own (fold_constants.egg)
+    (const_key,) = [k for k in imp.constants if k not in folded]
     cst = imp.constants[const_key]
     assert cst.type.shape == (16, 8)
+    assert [(c, o, s) for c, o, s, *_ in imp.slice_folds] == [(const_key, (0, 0), (8, 8)), (const_key, (8, 0), (8, 8))]
+    for f, row in zip(folded, (0, 8), strict=True):
+        assert (imp.constants[f].array == cst.array[row : row + 8]).all()
     for i, (row, name) in enumerate(zip((0, 8), imp.results, strict=True)):
         term = _resolve(imp, name)
         # Contract(kind, Slice(Const c, [row, 0], [8, 8], [1, 1]), Arg i, Fill(Scalar 0, Empty [8, 8]))

@@ -10,7 +10,8 @@ by a dispatch of its own for the reshape that reads it (``rules/clone.egg``) or 
 encode fused after an attention op through reshapes (``rules/fuse_encode.egg``), a reshape and its
 inverse folded to their source or a chain of them between dispatches as one ``flow.tensor.reshape``
 (``rules/noop_reshape.egg``), a dispatch of a const-expr generic evaluated at load
-(``rules/const_eval.egg``). Each lit case shows the form is among the plans; here every plan ``opt``
+(``rules/const_eval.egg``), a slice, reshape or transpose of a constant read as the constant it folds into
+(``rules/fold_constants.egg``). Each lit case shows the form is among the plans; here every plan ``opt``
 prints for the case is evaluated with the target's packed layouts against the program evaluated as
 written, plain.
 """
@@ -162,6 +163,11 @@ CASES = {
     ("fuse/fuse_encode_linalg.mlir", 0, "fuse"): (  # an encode fused after a generic contraction's collapse
         "dispatch{linalg.fill, linalg.generic, tensor.collapse_shape, iree_encoding.set_encoding}"
     ),
+    # a slice, a reshape, a chain of them, a transpose of a constant read as the constant they fold into
+    ("const_eval/fold_constants.mlir", 0, "const_eval"): ": dispatch{linalg.generic}",
+    ("const_eval/fold_constants.mlir", 1, "const_eval"): ": dispatch{linalg.generic}",
+    ("const_eval/fold_constants.mlir", 2, "const_eval"): ": dispatch{linalg.generic}",
+    ("const_eval/fold_constants.mlir", 3, "const_eval"): ": dispatch{linalg.generic}",
 }
 IDENTITY_CASE = ("fuse/fuse_encode_through_reshape_identity_layout.mlir", 0, "fuse,noop")
 """On target none every layout is the identity: ``noop`` folds the encode fused through the reshape, and
@@ -226,4 +232,32 @@ def test_a_reshape_chain_folded_between_dispatches_compiles_and_runs_on_iree(tmp
     if not runnable_here("x86_64-avx2")[0]:
         pytest.skip("compiled only: this CPU does not run x86-64 AVX2 code")
     for got, ref in zip(run_module(vmfb, "fold_reshape_chain", inputs), evaluate(program, inputs), strict=True):
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.skipif(not iree_available(), reason="IREE not installed")
+def test_a_folded_constant_compiles_and_runs_on_iree(tmp_path: Path) -> None:
+    """The plan reading the constant a reshape of a slice of a constant folds into (rules/fold_constants.egg)
+    is IREE input: ``--emit iree`` of it compiles, and on an x86-64 host with AVX2 IREE's numbers are the
+    program's."""
+    path, chunk = ("const_eval/fold_constants.mlir", 2)
+    text = (RULES / path).read_text().split("\n// -----\n")[chunk]
+    source = tmp_path / "case.mlir"
+    source.write_text(text)
+    rc, out, err = run_cli(["opt", str(source), "--rules", "const_eval", "--target", "x86_64-avx2"])
+    assert rc == 0, err
+    folded = [
+        p for p in out.split("\n// ----- plan ")[1:] if p.split("\n", 1)[0].endswith(": dispatch{linalg.generic}")
+    ]
+    assert len(folded) == 1, out
+    plan = parse_mlir(folded[0].split("\n", 1)[1], "<plan>")
+    vmfb = compile_module(
+        emit_iree(plan, "x86_64-avx2"), data_tiling=False, target_cpu="haswell", compile_from="dispatch-creation"
+    )
+    program = parse_mlir(text, path)
+    inputs = function_inputs(select_function(program), seed=3)
+    if not runnable_here("x86_64-avx2")[0]:
+        pytest.skip("compiled only: this CPU does not run x86-64 AVX2 code")
+    name = "fold_a_reshape_of_a_slice_of_a_constant"
+    for got, ref in zip(run_module(vmfb, name, inputs), evaluate(program, inputs), strict=True):
         np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-6, atol=1e-6)

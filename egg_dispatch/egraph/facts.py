@@ -215,6 +215,7 @@ def seed_facts(imported: ImportedProgram, target: Target) -> FactReport:
     lines += _op_facts(imported)
     lines += _rank_reducing_slice_facts(imported)
     lines += _reshape_chain_facts(imported)
+    lines += _constant_fold_facts(imported)
     return FactReport("\n".join(lines), layouts, refusals)
 
 
@@ -387,6 +388,21 @@ def _reshape_chain_facts(imported: ImportedProgram) -> list[str]:
     lines: list[str] = []
     for keys, composed in imported.reshape_chains:
         lines.append(f"(reshape-chain{len(keys)} {' '.join(quote(k) for k in (*keys, composed))})")
+    return lines
+
+
+def _constant_fold_facts(imported: ImportedProgram) -> list[str]:
+    """``(const-slice-fold c o s st f)``: the static slice ``o s st`` of the dense constant ``c`` is the
+    constant ``f``; ``(const-reshape-fold k c f)`` / ``(const-transpose-fold k c f)``: the reshape or
+    ``linalg.transpose`` ``k`` of ``c`` is ``f`` (``ImportedProgram.slice_folds`` / ``op_folds``, computed
+    by ``egraph.const_folds``; rules/fold_constants.egg)."""
+    lines = [
+        f"(const-slice-fold {quote(c)} {ivec(o)} {ivec(s)} {ivec(st)} {quote(f)})"
+        for c, o, s, st, f in imported.slice_folds
+    ]
+    for k, c, f in imported.op_folds:
+        kind = "reshape" if imported.ops[k].name in RESHAPE_OPS else "transpose"
+        lines.append(f"(const-{kind}-fold {quote(k)} {quote(c)} {quote(f)})")
     return lines
 
 

@@ -71,6 +71,12 @@ class ImportedProgram:
     reshape_chains: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
     """Keys of a chain of two or three static reshapes (first applied first) -> the key of the one
     ``flow.tensor.reshape`` it folds into (an op of ``ops`` the program never wrote)."""
+    slice_folds: list[tuple[str, tuple[int, ...], tuple[int, ...], tuple[int, ...], str]] = field(default_factory=list)
+    """A static slice of a dense constant (its ``Const`` key, offsets, sizes, strides) -> the key of the
+    constant it folds into (a constant of ``constants`` the program never wrote; rules/fold_constants.egg)."""
+    op_folds: list[tuple[str, str, str]] = field(default_factory=list)
+    """A static reshape or a ``linalg.transpose`` (its ``Op`` key) of a dense constant (its ``Const`` key)
+    -> the key of the constant it folds into (rules/fold_constants.egg)."""
     size_sources: dict[str, Operation | None] = field(default_factory=dict)
     """An unknown size (``%d#0``: given by an op the size analysis does not see through) -> that op (None:
     a block argument), for the error of a plan that would need it."""

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import cast
 
 from egg_dispatch.egraph import terms as T
+from egg_dispatch.egraph.const_folds import fold_constants
 from egg_dispatch.egraph.import_util import (
     captured_values,
     digest_key,
@@ -749,4 +750,5 @@ def import_function(module: Module, function: str | None = None) -> ImportedProg
         name: v.owner if isinstance(v.owner, Operation) else None for name, v in imp.shapes.unknown.items()
     }
     imp.compose_reshapes()
+    fold_constants(imp.out)
     return imp.out

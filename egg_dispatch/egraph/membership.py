@@ -29,10 +29,7 @@ Leaves are compared by what they stand for, not by how two imports spelled them:
   opaque op's text with its SSA names renamed in order (its operands are the term's children);
 - a contraction's kind (``linalg.matmul:(d0,d2);…``) by its maps, the named op's defaults when it
   prints none (IREE's printer drops ``indexing_maps`` that are the defaults);
-- a constant matches by its values' digest and type (IREE may hold it in a ``util.global``), and a
-  static slice of a constant in the e-graph, or a reshape of a constant or of such a slice, matches
-  the constant IREE folded it into (its JIT const-eval and reshape folders evaluate what the
-  e-graph's const-eval keeps as ``Slice(Const …)`` or ``Op(reshape, Const …)``);
+- a constant matches by its values' digest and type (IREE may hold it in a ``util.global``);
 - everything else (encodings, sizes, argument numbers) by value.
 
 Differences of form normalized: IREE's initializers encode with ``flow.tensor.encode``, read
@@ -40,7 +37,8 @@ as ``Dispatch(SetEncoding …)``, where the e-graph's const-eval holds ``ConstEv
 load-time computation is not a run-time dispatch); a reshape between dispatches, read from IREE's
 ``flow.tensor.reshape`` as ``Dispatch(Op reshape …)``, is the reshape itself (a view, no dispatch).
 (A chain of reshapes IREE folds into one ``flow.tensor.reshape`` needs no normalization: the e-graph
-holds the folded reshape too, rules/noop_reshape.egg conditions 7-8.)
+holds the folded reshape too, rules/noop_reshape.egg conditions 7-8; nor does a constant IREE folds a
+static slice, reshape or transpose of a constant into: the e-graph holds it, rules/fold_constants.egg.)
 A load-time computation of a value the e-graph holds as a constant is that constant
 (``load-time-noops``): IREE's initializer encodes a constant bias to a layout the target resolves to
 the identity, which the e-graph's ``noop`` family folds into the constant itself, leaving no
@@ -59,7 +57,6 @@ names that the start state never computed as a value.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
 import re
 from collections.abc import Callable, Mapping
@@ -67,7 +64,6 @@ from dataclasses import dataclass
 
 from egg_dispatch.egraph.data import EGraphData, Node, Term
 from egg_dispatch.egraph.imported import ImportedProgram, Parameter
-from egg_dispatch.mlir.elements import element_bytes
 from egg_dispatch.mlir.ir import ArrayAttr, DenseAttr, FloatAttr, Operation, Region, TensorType, Type, Value
 from egg_dispatch.mlir.ops import DEFAULT_MAPS, RESHAPE_OPS
 from egg_dispatch.mlir.printer import Printer
@@ -79,7 +75,6 @@ NORMALIZATIONS = frozenset(
     {
         "structured-bodies",
         "reshapes-alike",
-        "folded-constants",
         "initializer-encodes",
         "reshape-views",
         "load-time-noops",
@@ -257,7 +252,7 @@ class _Matcher:
         self.g, self.plan, self.plan_choice, self.normalize = g, plan, plan_choice, normalize
         self.ours, self.theirs = _Identities(imported, normalize), _Identities(plan_imported, normalize)
         # (constructor, children) -> the e-nodes with them, each with the nodes below it its key looks
-        # through (the Dispatch under a ConstEval, the Const a Slice is folded from)
+        # through (the Dispatch under a ConstEval)
         self.index: dict[_Key, list[_Entry]] = {}
         for c, nids in g.classes.items():
             if not g.is_term_class(c):
@@ -281,7 +276,6 @@ class _Matcher:
                     for d in (g.nodes[m] for m in g.classes[node.children[0]]):
                         if d.op == "Dispatch":
                             self.index.setdefault(self._key(node.op, d.children), []).append((node, (d,)))
-        self.folded: dict[_Key, list[_Entry]] | None = None
         self.layouts: dict[object, str] | None = None
         self.parents: dict[str, str] = {}
         self.found: dict[str, dict[str, tuple[_Entry, tuple[object, ...]]]] = {}  # plan class -> its classes in g
@@ -359,8 +353,6 @@ class _Matcher:
             found: dict[str, tuple[_Entry, tuple[object, ...]]] = {}
             for kids in itertools.islice(itertools.product(*slots), _MAX_COMBINATIONS):
                 candidates = self.index.get((node.op, kids), [])
-                if not candidates and node.op == "Const" and "folded-constants" in self.normalize:
-                    candidates = self._folded().get((node.op, kids), [])
                 usable = [e for e in candidates if not any(n.subsumed for n in (e[0], *e[1]))]
                 for entry in usable or candidates:
                     found.setdefault(entry[0].eclass, (entry, kids))
@@ -402,20 +394,6 @@ class _Matcher:
             term_kids = [k for k in kids if isinstance(k, str)]
             todo.extend(zip(plan_kids, term_kids, strict=True))
         return Membership(True, None, refused, dict(self.choice), redundant=tuple(redundant))
-
-    def _folded(self) -> dict[_Key, list[_Entry]]:
-        """Static slices of constants in the e-graph, keyed as the ``Const`` of their values (built
-        the first time a constant of the plan is not found as it is: it decodes the constants)."""
-        if self.folded is None:
-            self.folded = {}
-            for node in self.g.nodes.values():
-                found = self._slice_parts(node) if node.op == "Slice" else None
-                value = self._sliced_constant(*found[1:]) if found is not None else None
-                if found is not None and value is not None:
-                    self.folded.setdefault(("Const", (("leaf", value),)), []).append((node, (found[0],)))
-                for value, below in self._reshaped_constants(node):
-                    self.folded.setdefault(("Const", (("leaf", value),)), []).append((node, below))
-        return self.folded
 
     def _identity_encoding(self, node: Node) -> dict[str, tuple[_Entry, tuple[object, ...]]]:
         """A set/unset_encoding of the plan to an encoding the e-graph resolves to the identity layout,
@@ -475,61 +453,6 @@ class _Matcher:
                     enc = self.g.leaf_value(c)
                     self.layouts[self.ours.leaf(enc)] = layout.op
         return self.layouts
-
-    def _reshaped_constants(self, node: Node) -> list[tuple[tuple[str, str, str], tuple[Node, ...]]]:
-        """The constants a reshape ``node`` of a constant, or of a static slice of one, folds into
-        (IREE's reshape folders), each with the nodes below it that it looks through: the same
-        elements in the same order, so the digest of what it reshapes under the reshape's type."""
-        if not _is_reshape(self.g, node, self.ours.imported):
-            return []
-        op = self.ours.imported.ops[str(self.g.leaf_value(node.children[0]))]
-        typ = op.results[0].type if len(op.results) == 1 else None
-        if not isinstance(typ, TensorType) or not typ.is_static:
-            return []
-        spelled = self.ours.printer.type(_plain(typ))
-        out: list[tuple[tuple[str, str, str], tuple[Node, ...]]] = []
-        for cons in (self.g.nodes[n] for n in self.g.classes.get(node.children[1], ())):
-            nil = (
-                next(
-                    (self.g.nodes[n] for n in self.g.classes.get(cons.children[1], ()) if self.g.nodes[n].op == "TNil"),
-                    None,
-                )
-                if cons.op == "TCons"
-                else None
-            )
-            if nil is None:
-                continue
-            for x in (self.g.nodes[n] for n in self.g.classes[cons.children[0]]):
-                if x.op == "Const":
-                    value = self.ours.imported.constants.get(str(self.g.leaf_value(x.children[0])))
-                    if isinstance(value, DenseAttr):
-                        out.append((("dense", spelled, value.digest()), (cons, nil, x)))
-                elif x.op == "Slice" and (parts := self._slice_parts(x)) is not None:
-                    sliced = self._sliced_constant(*parts[1:])
-                    if sliced is not None:
-                        out.append((("dense", spelled, sliced[2]), (cons, nil, x, parts[0])))
-        return out
-
-    def _slice_parts(self, node: Node) -> tuple[Node, DenseAttr, list[tuple[int, ...]]] | None:
-        src = next((self.g.nodes[n] for n in self.g.classes[node.children[0]] if self.g.nodes[n].op == "Const"), None)
-        if src is None:
-            return None
-        value = self.ours.imported.constants.get(str(self.g.leaf_value(src.children[0])))
-        parts = [self.g.leaf_value(k) for k in node.children[1:4]]
-        if not isinstance(value, DenseAttr) or not all(
-            isinstance(p, tuple) and all(isinstance(v, int) and v >= 0 for v in p) for p in parts
-        ):
-            return None
-        return src, value, [tuple(p) for p in parts if isinstance(p, tuple)]
-
-    def _sliced_constant(self, value: DenseAttr, parts: list[tuple[int, ...]]) -> tuple[str, str, str] | None:
-        offsets, sizes, strides = parts
-        if not (len(offsets) == len(sizes) == len(strides) == len(value.type.shape)):
-            return None
-        index = tuple(slice(o, o + n * s, s) for o, n, s in zip(offsets, sizes, strides, strict=True))
-        typ = TensorType(tuple(sizes), value.type.element)
-        digest = hashlib.sha1(element_bytes(value.array[index], typ)).hexdigest()
-        return ("dense", self.ours.printer.type(typ), digest)
 
     def _children(self, node: Node) -> tuple[str, ...]:
         """``node``'s children, with a ``Dispatch`` under a ``ConstEval`` and a ``Dispatch`` of a

@@ -54,6 +54,7 @@ FAMILY_FILES: dict[str, tuple[str, ...]] = {
     "propagate": ("propagate_slice", "propagate_bubble", "propagate_cast"),
     "fuse": ("fuse_pack", "fuse_elementwise", "fuse_encode", "fuse_encode_linalg"),
     "noop": ("noop", "noop_reshape"),
+    "const_eval": ("const_eval", "fold_constants"),
 }
 """The rule files of a family that mirrors several IREE behaviours, in load order (the first declares
 the ruleset); every other family (and ``analysis``) is the one file of its name."""

@@ -222,6 +222,13 @@ def _rank_set_encoding(p: _IreePolicy, node: Node, ctx: str) -> _Rank:
     return (0, 1 if copies else 0)
 
 
+@_ranks("Const")
+def _rank_const(p: _IreePolicy, node: Node, ctx: str) -> _Rank:
+    """A constant before the slice, reshape or transpose of a constant its class also holds: IREE's
+    reshape folders and const-eval leave the constant they fold it into (rules/fold_constants.egg)."""
+    return (0,)
+
+
 @_ranks("Generic")
 def _rank_generic(p: _IreePolicy, node: Node, ctx: str) -> _Rank:
     return (0, sum(1 for k in node.children[1:] for n in p.g.choices(k) if n.op == "Dispatch"))

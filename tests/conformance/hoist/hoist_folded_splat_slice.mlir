@@ -1,8 +1,8 @@
 // A column slice of a splat constant: not Flow-mappable, so our hoist condition 2 keeps its
 // set_encoding in the dispatch; but IREE's greedy rewrite folds the slice of a splat into a new splat
-// constant first, and a constant's set_encoding is hoisted. The e-graph lacks that decision: folding a
-// slice of a splat (a const-expr fold) before hoisting.
-// EXPECT: missing no e-node Dispatch(SetEncoding(Const, encoding(operand 1)))
+// constant first, and a constant's set_encoding is hoisted. The e-graph holds that constant in the
+// slice's e-class (rules/fold_constants.egg conditions 1-3), and hoists its set_encoding.
+// EXPECT: in
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #kn = affine_map<(d0, d1, d2) -> (d2, d1)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>

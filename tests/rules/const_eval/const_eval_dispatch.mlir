@@ -109,10 +109,12 @@ func.func @dont_const_eval_a_dispatch_over_the_threshold(%x: tensor<1024x512xf32
 // const_eval.egg condition 1 through a reshape: the table a dispatch broadcasts over the heads is a
 // collapse_shape of a constant, and a reshape of a const-expr is a const-expr (IREE's ConstExprAnalysis;
 // rules/analysis.egg const-expr-reshape), so the dispatch is evaluated at load (the RoPE tables of
-// transformers' Llama and Qwen2: a collapsed cos table broadcast to 4 heads).
-// CHECK-LABEL: plans for @const_eval_a_dispatch_of_a_reshaped_constant: 2;
+// transformers' Llama and Qwen2: a collapsed cos table broadcast to 4 heads). The collapse is also the
+// constant it folds into (fold_constants.egg condition 4), which plans 1 and 3 read.
+// CHECK-LABEL: plans for @const_eval_a_dispatch_of_a_reshaped_constant: 4;
 // CHECK-SAME:  const-eval-dispatch-of-generic 1
 // CHECK:       plan 0 of {{.*}}: init{tensor.collapse_shape, linalg.generic} dispatch{linalg.generic}{{$}}
+// CHECK:       plan 1 of {{.*}}: init{linalg.generic} dispatch{linalg.generic}{{$}}
 #bcast = affine_map<(d0, d1) -> (d1)>
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 func.func @const_eval_a_dispatch_of_a_reshaped_constant(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
