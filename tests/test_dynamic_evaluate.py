@@ -13,13 +13,15 @@ and the value (exit 2 from ``run`` / ``check``).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from egg_dispatch.cli import main
 from egg_dispatch.evaluate import EvaluationError, evaluate
 from egg_dispatch.evaluate.check import check_module
 from egg_dispatch.evaluate.dynamic import SizeError
@@ -61,9 +63,15 @@ def test_matches_iree_runtime(model: str, size: str, form: str, target: str | No
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "egg_dispatch", *args], capture_output=True, text=True, timeout=600, check=False
-    )
+    """``egg-dispatch ARGS`` in this process (the command line's exit code, stdout and stderr), as the
+    subprocess would give them, without an interpreter start and the package's imports per call."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as e:  # argparse's usage errors
+            code = e.code if isinstance(e.code, int) else 2
+    return subprocess.CompletedProcess(["egg-dispatch", *args], code, out.getvalue(), err.getvalue())
 
 
 @pytest.mark.slow

@@ -21,16 +21,18 @@ and a sequence of 8 * s, which the export gives as util.assume.int ranges and di
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from egg_dispatch.cli import main
 from egg_dispatch.cost.sizes import DEFAULT_DYNAMIC_SIZE, AssumeError
 from egg_dispatch.emit.iree.abi import abi_shell
 from egg_dispatch.emit.iree.module import emit_iree, runnable_here
@@ -77,9 +79,15 @@ def explored(name: str, form: str = "input.mlir", assume: tuple[str, ...] = ()):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "egg_dispatch", *args], capture_output=True, text=True, timeout=900, check=False
-    )
+    """``egg-dispatch ARGS`` in this process (the command line's exit code, stdout and stderr), as the
+    subprocess would give them, without an interpreter start and the package's imports per call."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as e:  # argparse's usage errors
+            code = e.code if isinstance(e.code, int) else 2
+    return subprocess.CompletedProcess(["egg-dispatch", *args], code, out.getvalue(), err.getvalue())
 
 
 def test_fixtures_are_dynamic() -> None:
