@@ -58,7 +58,7 @@ from egg_dispatch.iree.dispatch_creation import (
 from egg_dispatch.iree.lowering import iree_compiler_available, lower, lowering_command, start_state
 from egg_dispatch.iree.tools import IreeError
 from egg_dispatch.mlir.forms import PAST_GLOBAL_OPTIMIZATION, file_form, input_form
-from egg_dispatch.mlir.ir import Module
+from egg_dispatch.mlir.ir import Loc, Module
 from egg_dispatch.mlir.parser import MLIRSyntaxError, parse_file, parse_mlir
 from egg_dispatch.mlir.printer import print_mlir
 from egg_dispatch.mlir.retired import iree_input_shown, iree_input_text, may_need_respelling
@@ -172,6 +172,8 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
     size = src.stat().st_size if isinstance(src, Path) else len(src or "")
     if start == "set-encoding" or (start == "auto" and size <= START_STATE_MAX_BYTES):
         assert target is not None  # start is not "input": checked above
+        # IREE reads the user's own lines (not a respelled text, nor a parsed module printed again)
+        own = src is path or (src is text and not isinstance(source, Module))
         try:
             state = start_state(src, target, name=named)
         except IreeError as e:
@@ -184,6 +186,8 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
         info.steps.append(state.command)
         info.explored_form = "set-encoding"
         info.iree_plan = state.plan
+        if own:  # its locations are in the user's file
+            info.locations = {n: Loc(os.path.basename(name), at.line, at.col) for n, at in state.locations.items()}
         module = parse_mlir(state.text, f"{name} after IREE's SetEncoding")
         module.warnings = [*warnings, *iree_output_warnings(module, f"IREE's start state for {name}")]
         return module, info

@@ -156,7 +156,9 @@ def test_json_report_schema() -> None:
         "pareto",
         "warnings",
         "compile_check",  # iree.compile_check: "not checked" without IREE
+        "differences_from_iree",  # per contraction, what differs from the baseline (result.summary.diff_entries)
     }
+    assert all(set(d) == {"who", "layers", "locations", "ours", "iree"} for d in data["differences_from_iree"])
     assert set(data["compile_check"]) >= {"status", "reason", "checked", "excluded", "kept"}
     assert set(data["egraph"]) == {"enodes", "eclasses", "iterations", "stop_reason", "rule_matches"}
     assert set(data["input"]) == {"form", "explored_form", "steps", "notes"} and data["input"]["form"] == "linalg"
@@ -182,11 +184,13 @@ def test_json_report_schema() -> None:
             "peak_live_bytes",
             "dispatches",
             "globals",
+            "contractions",  # added by the report that scales to a model (issue 53): earlier keys stay
             "extraction",
             "mlir",
         }
         for d in plan["dispatches"]:
-            assert set(d) == {"name", "ops", "bytes_in", "bytes_out", "seconds", "seconds_max_form"}
+            assert set(d) == {"name", "ops", "bytes_in", "bytes_out", "seconds", "seconds_max_form", "holds"}
+            assert d["holds"] and "Op" not in d["holds"].split(" + ")
             assert d["seconds"] >= d["seconds_max_form"] - 1e-18
         assert plan["mlir"].startswith(("#", "func.func", "util.global"))
     json.dumps(data)  # serializable

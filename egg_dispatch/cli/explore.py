@@ -1,8 +1,9 @@
 """``egg-dispatch explore``: the chosen dispatch plan for a program, next to IREE's, and why.
 
-Runs the whole pipeline (``pipeline.explore``) and prints the report (``result/report.py``): the chosen
-plan's dispatches and globals, totals against the modelled IREE 3.13 baseline, the e-graph's size
-and whether it saturated, the rule families that made the difference, and the plan as MLIR.
+Runs the whole pipeline (``pipeline.explore``) and prints the report (``result/report.py``, docs/report.md):
+the chosen plan's dispatches and globals by kind beside IREE's plan, totals, each contraction's decision
+that differs from IREE's (by layer, at its line in the user's file), the rule families that made the
+difference, the e-graph's size and whether it saturated; every dispatch with ``--verbose``.
 Exit codes: 0 ok, 1 ``--check`` found a plan that does not compute the input's numbers, 2 bad input.
 """
 
@@ -80,6 +81,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="for every set_encoding: the alternatives held, why others were refused, what decided",
     )
     p.add_argument("--timings", action="store_true", help="include wall times in the report (not deterministic)")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="text report: every dispatch, global and contraction of the chosen plan, its signature and the "
+        "rule matches (by default a summary: by kind, and what differs from IREE's plan)",
+    )
     p.add_argument(
         "--no-compile-check",
         dest="compile_check",
@@ -308,7 +316,7 @@ def run(args: argparse.Namespace) -> int:
     if not result.saturation.saturated:
         print(f"egg-dispatch: saturation stopped early: {result.saturation.stop_reason}", file=sys.stderr)
     emit: dict[str, Callable[[], str]] = {
-        "text": lambda: report.text(result),
+        "text": lambda: report.text(result, verbose=args.verbose),
         "json": lambda: json.dumps(report.to_json(result, args.timings), indent=2, sort_keys=True),
         "mlir": lambda: report.print_mlir(result.recommended.mlir).rstrip(),
         "dot": lambda: report.dot(result.recommended),

@@ -24,10 +24,12 @@ state is taken at the same point, after the last dispatch-formation pass (``NO_D
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from egg_dispatch.iree.dispatch_creation import iree_compile_flags
 from egg_dispatch.iree.tools import IreeError, compile_text, compile_text_and_stderr, find_tool
+from egg_dispatch.mlir.debuginfo import strip_locations
+from egg_dispatch.mlir.ir import Loc
 from egg_dispatch.target.profile import Target
 
 __all__ = [
@@ -101,6 +103,9 @@ class StartState:
     text: str
     plan: str
     command: str
+    locations: dict[int, Loc] = field(default_factory=dict)
+    """Where each op of ``text`` (by the line it starts on) came from in the file IREE read, as IREE names
+    it (its ``--mlir-print-debuginfo`` locations, ``mlir.debuginfo``; a text is read from a file of IREE's)."""
 
 
 def start_state(source: str | os.PathLike[str], target: Target, *, name: str | None = None) -> StartState:
@@ -113,6 +118,7 @@ def start_state(source: str | os.PathLike[str], target: Target, *, name: str | N
         f"--mlir-print-ir-after={after}",
         "--mlir-print-ir-module-scope",
         "--mlir-disable-threading",
+        "--mlir-print-debuginfo",
     ]
     command = " ".join(
         [*lowering_command(name, "dispatch-creation", target), *dump, "-o", "PLAN.mlir", "2> START.mlir"]
@@ -125,7 +131,9 @@ def start_state(source: str | os.PathLike[str], target: Target, *, name: str | N
         raise IreeError(f"iree-compile printed no module after {after}", stderr=err[-2000:])
     body = err[err.index("\n", last) + 1 :]
     end = body.find(_DUMP)
-    return StartState(body if end < 0 else body[:end], plan, command)
+    text, locations = strip_locations(body if end < 0 else body[:end])
+    plan, _ = strip_locations(plan)
+    return StartState(text, plan, command, locations)
 
 
 def iree_compiler_available() -> bool:

@@ -21,7 +21,7 @@ from egg_dispatch.evaluate import EvaluationError, evaluate, select_function
 from egg_dispatch.evaluate.check import function_inputs, reduction_length, relative_error, tolerance
 from egg_dispatch.evaluate.parameters import Parameters
 from egg_dispatch.evaluate.sizes import check_sizes, label, shapes_at
-from egg_dispatch.mlir.ir import Module
+from egg_dispatch.mlir.ir import Loc, Module
 from egg_dispatch.mlir.shapes import function_shapes
 from egg_dispatch.plan.graph import Plan
 from egg_dispatch.result.decision import Decision
@@ -84,6 +84,10 @@ class InputInfo:
     """Why a step was skipped (IREE not installed, IREE rejected the input, ``--from input``)."""
     iree_plan: str | None = field(default=None, repr=False)
     """IREE's own plan (its dispatch-creation output), when the start state came from the same run."""
+    locations: dict[int, Loc] = field(default_factory=dict, repr=False)
+    """Where each op of the explored program (by the line it starts on in IREE's start state) came from in
+    the user's file (``iree.lowering.StartState.locations``); empty when explored as read (the ops' own
+    positions are then in the user's file)."""
 
     def describe(self) -> str:
         done = f", explored after {'; '.join(self.steps)}" if self.steps else ""

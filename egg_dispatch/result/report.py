@@ -17,8 +17,13 @@ measured intervals: ``--no-measure`` for a report that is a function of its inpu
                       excluded: [{dispatch, error, nodes}], kept: [...]}}  (``iree.compile_check``)
     PLAN = {label, signature, objective, run_seconds, load_seconds, persistent_bytes,
             transient_bytes, peak_live_bytes, dispatches: [{name, ops, bytes_in, bytes_out,
-            seconds, seconds_max_form}], globals: [{name, bytes, initializer_ops}],
+            seconds, seconds_max_form, holds}], globals: [{name, bytes, initializer_ops, holds}],
+            contractions: [{layer, role, shape, weight, data_tiled, placements, dispatch, location}],
             extraction: {method, objective, optimal, gap, seconds?} | null, mlir}
+
+and, with a baseline, ``differences_from_iree: [{who, layers, locations, ours, iree}]`` (``summary.diff_entries``).
+``holds`` names what a dispatch or global holds (``plan_view``: ``rmsnorm + encode(LHS)``), never ``Op``;
+the text report (``text``) summarises by it and keeps every line within ``summary.WIDTH`` (docs/report.md).
 """
 
 from __future__ import annotations
@@ -28,13 +33,25 @@ from typing import TYPE_CHECKING
 
 from egg_dispatch.emit.signature import plan_signature
 from egg_dispatch.mlir.printer import print_mlir
+from egg_dispatch.result.plan_view import view
 from egg_dispatch.result.sizes_report import size_lines, sizes_json
+from egg_dispatch.result.summary import (
+    WIDTH,
+    contraction_lines,
+    contractions_json,
+    diff_entries,
+    diff_lines,
+    fit,
+    summary_lines,
+    views,
+)
 from egg_dispatch.util.table import table_lines
 
 if TYPE_CHECKING:
     from egg_dispatch.egraph.data import EGraphData
     from egg_dispatch.mlir.ir import Module, Operation
     from egg_dispatch.result.exploration import Candidate, Exploration
+    from egg_dispatch.result.plan_view import PlanView
 
 __all__ = ["SCHEMA", "differences", "dot", "markdown", "plan_json", "sunk", "text", "to_json"]
 
@@ -119,9 +136,13 @@ def differences(e: Exploration) -> list[str]:
     return lines
 
 
-def plan_json(c: Candidate, with_timings: bool = False) -> dict:
+def plan_json(c: Candidate, with_timings: bool = False, e: Exploration | None = None) -> dict:
+    """A plan for ``--emit json``; with the exploration ``e`` its contractions' ``location`` is filled in."""
     m = c.metrics
     names = _names(c)
+    v = view(c.mlir)
+    holds = _holds(c, v)
+    held = [g.holds for g in v.globals]
     ex = c.extraction
     extraction = None
     if ex is not None:
@@ -145,10 +166,20 @@ def plan_json(c: Candidate, with_timings: bool = False) -> dict:
                 "bytes_out": d.bytes_out,
                 "seconds": d.seconds,
                 "seconds_max_form": d.seconds_max_form,
+                "holds": holds.get(d.name) or _heads(d.ops),
             }
             for d in c.plan.dispatches
         ],
-        "globals": [{"name": names[g], "bytes": b, "initializer_ops": ops} for g, b, ops in c.plan.globals],
+        "globals": [
+            {
+                "name": names[g],
+                "bytes": b,
+                "initializer_ops": ops,
+                "holds": held[i] if len(held) == len(c.plan.globals) else _heads(ops) or "constant",
+            }
+            for i, (g, b, ops) in enumerate(c.plan.globals)
+        ],
+        "contractions": contractions_json(e, v) if e is not None else contractions_json(None, v),
         "extraction": extraction,
         "mlir": print_mlir(c.mlir),
     }
@@ -204,11 +235,13 @@ def to_json(e: Exploration, with_timings: bool = False) -> dict:
             "stop_reason": s.stop_reason,
             "rule_matches": dict(sorted(s.matches.items())),
         },
-        "best": plan_json(e.best, with_timings),
+        "best": plan_json(e.best, with_timings, e),
         "baseline": _baseline_json(e, with_timings),
-        "pareto": [plan_json(c, with_timings) for c in e.pareto],
+        "pareto": [plan_json(c, with_timings, e) for c in e.pareto],
         "warnings": e.warnings,
     }
+    if e.baseline is not None:
+        out["differences_from_iree"] = diff_entries(e)
     if (sizes := sizes_json(e)) is not None:
         out["sizes"] = sizes
     if e.stops:  # only when a stage reached its budget: the JSON of a run that did not is unchanged
@@ -229,7 +262,7 @@ def _baseline_json(e: Exploration, with_timings: bool) -> dict | None:
     the plan computes an e-class two ways: where)."""
     if e.baseline is None:
         return None
-    out = plan_json(e.baseline, with_timings)
+    out = plan_json(e.baseline, with_timings, e)
     m = e.baseline_membership
     if m is not None:
         out.update(in_egraph=m.in_egraph, missing=m.missing, refused=m.refused)
@@ -308,8 +341,71 @@ def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str
     return table_lines(header, rows)
 
 
-def text(e: Exploration, include_mlir: bool = True) -> str:
+SIGNATURE_MAX_PARTS = 8
+"""A plan of at most this many dispatches, encodes and initializers is shown by its signature (wrapped);
+a larger one in numbers, its signature with ``--verbose`` (a model's is thousands of characters)."""
+
+
+def _signature_parts(signature: str) -> list[str]:
+    """``init{a, b} encode dispatch{c}`` -> ``["init{a, b}", "encode", "dispatch{c}"]``."""
+    parts, depth, current = [], 0, ""
+    for ch in signature:
+        if ch == " " and depth == 0:
+            if current:
+                parts.append(current)
+            current = ""
+            continue
+        depth += (ch == "{") - (ch == "}")
+        current += ch
+    return [*parts, current] if current else parts
+
+
+def _plan_line(label: str, c: Candidate, v: PlanView, verbose: bool) -> list[str]:
+    """``label: <signature>`` wrapped between its parts (never inside a ``dispatch{...}``) for a small plan
+    or with ``verbose``; else what the plan holds in numbers."""
+    parts = _signature_parts(plan_signature(c.mlir))
+    if verbose or len(parts) <= SIGNATURE_MAX_PARTS:
+        lines = [f"{label}:"]
+        for part in parts:
+            if len(lines[-1]) + 1 + len(part) > WIDTH and lines[-1].strip() != f"{label}:":
+                lines.append("   ")
+            lines[-1] += " " + part
+        return [piece for line in lines for piece in fit(line)]
+    encodes = sum(d.encode_only for d in v.dispatches) + v.tensor_encodes
+    tiled = sum(k.tiled for k in v.contractions)
+    return [
+        f"{label}: {c.metrics.dispatches} dispatches ({encodes} encode), {c.metrics.globals} load-time globals, "
+        f"{tiled} of {len(v.contractions)} contractions data-tiled (--verbose: every dispatch)"
+    ]
+
+
+def _heads(ops: list[str]) -> str:
+    """Term heads in words, where the plan's MLIR could not be matched to its graph (``Op`` -> ``op``)."""
+    return " + ".join(o.lower() for o in ops)
+
+
+def _holds(c: Candidate, v: PlanView) -> dict[str, str]:
+    """What each dispatch of the plan graph holds (``plan_view``), by plan graph name: the plan's MLIR holds
+    its dispatches in ``Candidate.dispatch_order``."""
+    func = next((op for op in c.mlir.ops if op.name in ("func.func", "util.func") and op.regions), None)
+    if func is None:
+        return {}
+    emitted = [op for op in func.regions[0].entry.ops if op.name in ("flow.dispatch.region", "flow.tensor.encode")]
+    at_run = {d.name for d in c.plan.dispatches}
+    order = [f"dispatch:{cls}" for _, cls in c.dispatch_order if f"dispatch:{cls}" in at_run]  # not the load's
+    if len(emitted) != len(order):
+        return {}
+    by_op = {id(d.op): d.name for d in v.dispatches}
+    return {name: by_op.get(id(op), "encode") for op, name in zip(emitted, order, strict=True)}
+
+
+def text(e: Exploration, include_mlir: bool = False, verbose: bool = False) -> str:
+    """The text report: header, recommendation, the chosen plan summarised beside IREE's (dispatches and
+    globals by kind, data-tiled contractions, totals), each contraction's decision that differs from IREE's
+    plan, the rule families, the e-graph. ``verbose`` adds every dispatch, global and contraction (and the
+    rule matches); ``include_mlir`` the chosen plan as MLIR. No line is longer than ``WIDTH`` (except MLIR)."""
     c = e.best
+    ours_view, theirs_view = views(e)
     lines = [f"egg-dispatch explore: {e.module.file} @{e.imported.function} on {e.target.name}"]
     if e.input is not None:
         lines.append(f"  input: {e.input.describe()}")
@@ -322,7 +418,7 @@ def text(e: Exploration, include_mlir: bool = True) -> str:
         lines.append(f"recommendation: {e.decision.reason}")
         lines.append(f"  {e.decision.basis_line()}")
     lines.append("")
-    lines.append(f"chosen plan: {plan_signature(c.mlir)}")
+    lines += _plan_line("chosen plan", c, ours_view, verbose)
     if c.extraction is not None:
         ex = c.extraction
         gap = f", gap {ex.gap:.2%}" if ex.gap is not None else ""
@@ -334,44 +430,78 @@ def text(e: Exploration, include_mlir: bool = True) -> str:
         lines.append(f"  {e.compile_check.summary()}")
         lines += [f"  {d}" for d in e.compile_check.details()]
     lines.append("")
-    names = _names(c)
-    rows = [
-        (names[d.name], " + ".join(d.ops), str(d.bytes_in), str(d.bytes_out), _us(d.seconds)) for d in c.plan.dispatches
-    ]
-    lines += _table(("dispatch", "ops", "bytes in", "bytes out", "est. µs"), rows)
-    if c.plan.globals:
-        lines.append("")
-        lines += _table(
-            ("global", "bytes", "initializer"), [(names[g], str(b), " + ".join(ops)) for g, b, ops in c.plan.globals]
-        )
-    lines.append("")
     column, plan_name = baseline_names(e)
+    lines += summary_lines(e, column)
+    if verbose:
+        names = _names(c)
+        holds = _holds(c, ours_view)
+        rows = [
+            (names[d.name], holds.get(d.name) or _heads(d.ops), str(d.bytes_in), str(d.bytes_out), _us(d.seconds))
+            for d in c.plan.dispatches
+        ]
+        lines.append("")
+        lines += _table(("dispatch", "holds", "bytes in", "bytes out", "est. µs"), rows)
+        if c.plan.globals:
+            lines.append("")
+            held = [g.holds for g in ours_view.globals]
+            g_rows = [
+                (names[g], str(b), held[i] if len(held) == len(c.plan.globals) else _heads(ops) or "constant")
+                for i, (g, b, ops) in enumerate(c.plan.globals)
+            ]
+            lines += _table(("global", "bytes", "initializer"), g_rows)
+        lines.append("")
+        lines.append("contractions of the chosen plan (M x N x K):")
+        lines += contraction_lines(e, c, ours_view)
+    lines.append("")
     lines += _table(("totals", "ours", column, "ours/IREE"), totals_rows(e))
-    if e.baseline is not None:
-        lines.append(f"{plan_name}: {plan_signature(e.baseline.mlir)}")
+    if e.baseline is not None and theirs_view is not None:
+        lines += _plan_line(plan_name, e.baseline, theirs_view, verbose)
         if (line := membership_line(e)) is not None:
             lines.append(line)
-    diff = differences(e)
-    if diff:
+        diff = diff_lines(e)
+        if diff:
+            lines.append(f"where ours differs from {plan_name} (per contraction, M x N x K):")
+            lines += diff
+    families = differences(e)
+    if families:
         lines.append("rules that made the difference:")
-        lines += [f"  {d}" for d in diff]
+        lines += [f"  {d}" for d in families]
     lines.append("")
-    lines.append(e.saturation.render())
+    rendered = e.saturation.render().splitlines()
+    lines.append(rendered[0])
+    if verbose:
+        lines += rendered[1:]
     if e.pareto:
         lines.append("")
         lines.append("time/memory frontier:")
-        lines += _table(
+        frontier = _table(
             ("plan", "run µs", "memory bytes", "signature"),
             [
                 (p.label, _us(p.metrics.run_seconds), str(p.metrics.memory_bytes), plan_signature(p.mlir))
                 for p in e.pareto
             ],
         )
+        if max(map(len, frontier)) > WIDTH:  # a model's signatures: their sizes instead
+            frontier = _table(
+                ("plan", "run µs", "memory bytes", "dispatches", "globals"),
+                [
+                    (
+                        p.label,
+                        _us(p.metrics.run_seconds),
+                        str(p.metrics.memory_bytes),
+                        str(p.metrics.dispatches),
+                        str(p.metrics.globals),
+                    )
+                    for p in e.pareto
+                ],
+            )
+        lines += frontier
+    out = [piece for block in lines for line in block.split("\n") for piece in fit(line)]
     if include_mlir:
-        lines.append("")
-        lines.append("// chosen plan as MLIR (flow.dispatch.region form)")
-        lines.append(print_mlir(c.mlir).rstrip())
-    return "\n".join(lines)
+        out.append("")
+        out.append("// chosen plan as MLIR (flow.dispatch.region form)")
+        out.append(print_mlir(c.mlir).rstrip())
+    return "\n".join(out)
 
 
 def markdown(e: Exploration) -> str:
