@@ -16,6 +16,7 @@ see a half-initialized other, and hides which one is the foundation.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -30,6 +31,13 @@ DATA_PACKAGES = frozenset({"examples"})
 """Subpackages that hold only package data (no imports, no code)."""
 ABOVE_STAGES = frozenset({"__init__", "__main__"})
 """Top-level modules that sit above every stage: the public API and ``python -m``."""
+
+
+@functools.cache
+def _parsed(source: str) -> ast.Module:
+    """``ast.parse``, once per text: every checker walks all of the package's modules, and the tests that
+    show a checker can fail change one module at a time (the trees are only read, never changed)."""
+    return ast.parse(source)
 
 
 def module_name(rel: Path) -> str:
@@ -58,7 +66,7 @@ def imported_modules(source: str, module: str, is_package: bool) -> Iterator[tup
     """(line, absolute module) for every import in ``source``; ``from X import name`` yields ``X.name``
     when ``X`` is the top-level package (the name is then a stage, or the package's own API)."""
     package = module if is_package else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(_parsed(source)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, alias.name
@@ -150,7 +158,7 @@ def module_level_imports(source: str, module: str, is_package: bool, modules: fr
     ``P.n`` when that is a module, else ``P`` (its ``__init__``); the parent packages Python
     initializes first are not counted (they are being imported already)."""
     package = module if is_package else module.rpartition(".")[0]
-    for node in _run_at_import(ast.parse(source).body):
+    for node in _run_at_import(_parsed(source).body):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names if alias.name in modules)
         elif isinstance(node, ast.ImportFrom):
@@ -281,7 +289,7 @@ def private_uses(source: str, module: str, is_package: bool, modules: frozenset[
     """(line, what) for each private name ``source`` takes from another module of ``modules``:
     ``from M import _x``, and ``m._x`` where ``m`` is bound to a module of ``modules`` by an import."""
     package = module if is_package else module.rpartition(".")[0]
-    tree = ast.parse(source)
+    tree = _parsed(source)
     bound: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):

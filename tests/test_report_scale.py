@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from egg_dispatch.cli.explore import _use_iree_baseline
+from egg_dispatch.cli.explore import use_iree_baseline
 from egg_dispatch.iree.lowering import iree_compiler_available
 from egg_dispatch.pipeline import explore
 from egg_dispatch.result.exploration import Exploration
@@ -79,7 +79,7 @@ def explored(request: pytest.FixtureRequest) -> tuple[str, Exploration]:
     path = str(MODELS / name / "torch.mlir")
     result = explore(path, "x86_64-avx2", compile_check=False)
     args = argparse.Namespace(file=path, baseline="iree", assume=None, min_gain=0.05)
-    _use_iree_baseline(result, result.module, args)
+    use_iree_baseline(result, result.module, args)
     assert result.baseline is not None and "iree-compile" in result.baseline.label
     return name, result
 

@@ -185,7 +185,7 @@ def _emit_iree(result: Exploration) -> str:
         ) from None
 
 
-def _use_iree_baseline(
+def use_iree_baseline(
     result: Exploration, module: Module, args: argparse.Namespace, measured: MeasuredTimes | None = None
 ) -> None:
     """Replace the modelled baseline by IREE's own plan (issue #6), or say why not; with IREE's plan,
@@ -311,7 +311,7 @@ def run(args: argparse.Namespace) -> int:
     for w in module.warnings:
         print(w, file=sys.stderr)
     if args.baseline != "modelled":
-        _use_iree_baseline(result, module, args, measured)
+        use_iree_baseline(result, module, args, measured)
         _recommend(result, args, measured, parameters, progress)
     if not result.saturation.saturated:
         print(f"egg-dispatch: saturation stopped early: {result.saturation.stop_reason}", file=sys.stderr)
