@@ -34,6 +34,11 @@ predicted and measured times, the machine, the profile's provenance and the IREE
 ``notebooks/02_cost_model_fidelity.ipynb`` can plot them without timing anything.
 
 Run: ``python benchmarks/bench_fidelity.py [--programs ...] [--top-k 6] [--repeats 5]``.
+
+``--verdicts`` runs another report instead (``benchmarks/fidelity_verdicts.py``, issue 52): per program at
+realistic sizes, explore's measured recommendation and its measured ratio to IREE's plan (built-in and
+calibrated profiles), tune's verdict with its interval, Kendall's tau, top-1 regret, and whether a
+second tune run agreed; ``--verdicts --help`` lists its flags.
 """
 
 from __future__ import annotations
@@ -415,7 +420,16 @@ def summary(results: list[dict]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--verdicts" in argv:
+        from fidelity_verdicts import main as verdicts
+
+        return verdicts([a for a in argv if a != "--verdicts"])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--verdicts", action="store_true",
+        help="issue 52's report instead: recommendations, tune verdicts and their agreement (--verdicts --help)",
+    )  # fmt: skip
     ap.add_argument("--target", default="host")
     ap.add_argument("--programs", nargs="*", help="names (default: every fixture and generated program)")
     ap.add_argument("--top-k", type=int, default=6)

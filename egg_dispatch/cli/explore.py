@@ -162,7 +162,7 @@ class _Progress:
         self.done.set()
 
 
-def _emit_iree(result: Exploration) -> str:
+def emitted_iree(result: Exploration) -> str:
     """The recommended plan in IREE's post-dispatch-creation form: IREE's own as IREE printed it, or ours
     emitted. Ours that cannot be written so (``EmitIreeError``: a form the emitter does not spell) gives
     IREE's own plan with a note on stderr when IREE's plan is known, else a one-line error (exit 2)."""
@@ -238,7 +238,7 @@ def _nothing_to_measure(result: Exploration, args: argparse.Namespace) -> str | 
     return None
 
 
-def _recommend(
+def recommend(
     result: Exploration,
     args: argparse.Namespace,
     measured: MeasuredTimes | None,
@@ -312,7 +312,7 @@ def run(args: argparse.Namespace) -> int:
         print(w, file=sys.stderr)
     if args.baseline != "modelled":
         use_iree_baseline(result, module, args, measured)
-        _recommend(result, args, measured, parameters, progress)
+        recommend(result, args, measured, parameters, progress)
     if not result.saturation.saturated:
         print(f"egg-dispatch: saturation stopped early: {result.saturation.stop_reason}", file=sys.stderr)
     emit: dict[str, Callable[[], str]] = {
@@ -320,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
         "json": lambda: json.dumps(report.to_json(result, args.timings), indent=2, sort_keys=True),
         "mlir": lambda: report.print_mlir(result.recommended.mlir).rstrip(),
         "dot": lambda: report.dot(result.recommended),
-        "iree": lambda: _emit_iree(result),
+        "iree": lambda: emitted_iree(result),
     }
     _write(emit[args.emit](), args.output)
     if args.explain:
