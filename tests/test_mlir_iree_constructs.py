@@ -504,8 +504,11 @@ def test_scatter_and_transfer_are_read_with_their_sizes() -> None:
 
 
 def test_a_size_read_from_data_is_a_clean_refusal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A size read from a tensor the program computes (a size read from an argument's data is cloned into
+    the plan: tests/test_llm_commands.py)."""
     text = (
-        "util.func public @f(%t: tensor<2xi32>) -> tensor<?xf32> {\n"
+        "util.func public @f(%a: tensor<2xi32>) -> tensor<?xf32> {\n"
+        "  %t = arith.addi %a, %a : tensor<2xi32>\n"
         "  %c0 = arith.constant 0 : index\n"
         "  %d = tensor.extract %t[%c0] : tensor<2xi32>\n"
         "  %n = arith.index_cast %d : i32 to index\n"
@@ -515,7 +518,7 @@ def test_a_size_read_from_data_is_a_clean_refusal(tmp_path: Path, capsys: pytest
     code, _, err = _start_plan("data_size", tmp_path, capsys, text)
     assert code == 2
     assert err == (
-        f"{tmp_path}/data_size.mlir:3:3: error: a plan of @f needs the size %d, which a tensor.extract gives: the "
+        f"{tmp_path}/data_size.mlir:4:3: error: a plan of @f needs the size %d, which a tensor.extract gives: the "
         "model cannot compute it from the function's arguments\n"
     )
 

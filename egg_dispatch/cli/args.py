@@ -19,6 +19,7 @@ from typing import NoReturn
 from egg_dispatch.egraph.rules import FAMILIES, Budget
 from egg_dispatch.evaluate.parameters import ParameterError, ParameterFile, Parameters
 from egg_dispatch.mlir.ir import Module
+from egg_dispatch.mlir.lexer import MLIRSyntaxError
 from egg_dispatch.mlir.parser import parse_file, parse_mlir
 from egg_dispatch.target.host import HOST
 from egg_dispatch.target.profile import Target
@@ -32,6 +33,7 @@ __all__ = [
     "add_budget_arguments",
     "add_extractor_arguments",
     "add_input_arguments",
+    "as_written",
     "budget_from_args",
     "budget_spec",
     "builtin_example_text",
@@ -411,11 +413,30 @@ def add_input_arguments(p: argparse.ArgumentParser, *, start: bool = True) -> No
     )
 
 
-def parameters_from_args(args: argparse.Namespace) -> Parameters:
+def as_written(file: str | None, module: Module) -> Module | Path:
+    """FILE as the user wrote it when it is a file (so that ``parameters_from_args`` points into it, not into
+    IREE's lowering of it), else ``module`` (stdin, the built-in example)."""
+    return module if file is None or file == "-" else Path(file)
+
+
+def parameters_from_args(args: argparse.Namespace, program: Module | Path | None = None) -> Parameters:
+    """``--parameters``, checked against the parameters ``program`` declares (``Parameters.validate``) before
+    any work starts: a file that lacks a key or holds it with another size, shape or element type is one
+    input error naming file, key and the type expected. A ``program`` our parser cannot read is checked
+    where it is lowered (the evaluator raises the same errors)."""
     try:
-        return Parameters([ParameterFile.parse(s) for s in args.parameters])
+        parameters = Parameters([ParameterFile.parse(s) for s in args.parameters])
+        if parameters.files and program is not None:
+            if isinstance(program, Path):
+                try:
+                    program = parse_file(program)
+                except (MLIRSyntaxError, OSError):
+                    return parameters
+            parameters.validate(program)
     except ParameterError as e:
-        raise InputError(f"error: {e}") from None
+        text = str(e)
+        raise InputError(text if ": error: " in text or text.startswith("error: ") else f"error: {text}") from None
+    return parameters
 
 
 def parse_families(text: str) -> tuple[str, ...]:

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     target = load_target_arg(args.target)
     path = input_path(args.file)  # missing, or a directory: one line, exit 2
     require_iree("bench", ("iree-compile", "iree-benchmark-module"))
-    parameters = parameters_from_args(args)
+    parameters = parameters_from_args(args, path)
     try:
         report = bench(
             path,

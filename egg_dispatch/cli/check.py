@@ -14,6 +14,7 @@ from egg_dispatch.cli.args import (
     TARGET_HELP,
     InputError,
     add_input_arguments,
+    as_written,
     function_name,
     load_target_arg,
     non_negative_int,
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     module = program(args.file)
     for w in module.warnings:
         print(w, file=sys.stderr)
-    parameters = parameters_from_args(args)
+    parameters = parameters_from_args(args, as_written(args.file, module))
     target = load_target_arg(args.target)
     try:
         assume = assumed_domains(select_function(module, args.function), args.assume)

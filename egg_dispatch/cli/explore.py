@@ -277,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
     families = parse_families(args.rules)
     target = load_target_arg(args.target_file or args.target)
     source = input_source(args.file)
-    parameters = parameters_from_args(args)
+    parameters = parameters_from_args(args, source)
     budget = budget_from_args(args)
     progress = _Progress()
     measured = measurement_cache(args, target)

@@ -133,11 +133,12 @@ def _require_iree() -> None:
 def run(args: argparse.Namespace) -> int:
     """Handler of ``egg-dispatch iree-baseline``."""
     from egg_dispatch.iree.tools import IreeError
-    from egg_dispatch.pipeline import explore
+    from egg_dispatch.pipeline import UnsupportedInput, explore
 
     target = load_target_arg(args.target)
     path = input_path(args.file)  # missing, or a directory: one line, exit 2
     _require_iree()
+    parameters = parameters_from_args(args, path)  # checked before IREE runs
     try:
         iree = iree_plan(path, target, assume=args.assume)
         ours = explore(path, target, assume=args.assume)
@@ -145,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{args.file}: IREE rejected the input: {first_error_line(e.stderr)}") from None
     except AssumeError as e:
         raise InputError(f"error: {e}") from None
+    except UnsupportedInput as e:  # a plan the model cannot build (its message names the op and where)
+        raise InputError(str(e)) from None
     for w in iree.warnings:
         print(w, file=sys.stderr)
     rows = [plan_row("ours (egg_dispatch best)", ours.best.metrics)]
@@ -160,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.show_iree:
         print(iree.text.rstrip())
-    failed = _check(ours, iree, parameters_from_args(args)) if args.check else False
+    failed = _check(ours, iree, parameters) if args.check else False
     if iree.candidate is None:
         print(f"error: our model cannot cost IREE's plan: {iree.error}", file=sys.stderr)
         return 1

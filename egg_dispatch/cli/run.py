@@ -28,6 +28,7 @@ import numpy as np
 from egg_dispatch.cli.args import (
     InputError,
     add_input_arguments,
+    as_written,
     function_name,
     non_negative_int,
     parameters_from_args,
@@ -248,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
     module = program(args.file)
     for w in module.warnings:
         print(w, file=sys.stderr)
-    parameters = parameters_from_args(args)
+    parameters = parameters_from_args(args, as_written(args.file, module))
     try:
         target = load_target(args.target) if args.target else None
     except TargetError as e:

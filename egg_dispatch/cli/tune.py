@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
 
         source = print_mlir(given)
     cache = measurement_cache(args, target)
-    parameters = parameters_from_args(args)
+    parameters = parameters_from_args(args, given)
     bar = ProgressBar("tune")
     try:
         report = tune(

@@ -8,6 +8,12 @@ a dynamic ``extract_slice``, the ``{%d}`` lists of ``flow.dispatch.region`` and 
 ``tensor.dim %argK, %cD``, followed by ``util.assume.int`` with what the program (or ``--assume``)
 allows of it, and any other size is arithmetic on those (``arith.muli``, ``arith.addi``,
 ``arith.divui`` ... with ``overflow<nsw>`` where IREE writes it).
+
+A size the analysis does not see through (``arith.minsi`` of a size, as torch-mlir clamps a slice's end;
+a value read with ``tensor.extract`` from an argument's data) is still a dynamic size: the ops that give it
+in the input are cloned into the plan, when what they read is the function's arguments, constants and
+scalar arithmetic (``_rebuilt``). Only a size read from a tensor the program computes is refused
+(``UnknownSize``).
 """
 
 from __future__ import annotations
@@ -31,6 +37,16 @@ from egg_dispatch.mlir.symbolic import Atom, Dim, parse_symbol
 __all__ = ["SizeValues", "UnknownSize", "dynamic_type"]
 
 INDEX = ScalarType("index")
+_RETURNS = ("util.return", "func.return", "return")
+_SCALAR_DIALECTS = ("arith.", "affine.", "math.", "index.")
+"""Ops of these dialects without regions and with scalar results are cloned into a plan as they are, when
+a size needs them (``SizeValues._rebuilt``); so are the ops of ``_SCALAR_OPS`` (``flow.tensor.load``: a
+``tensor.extract`` as IREE's own plan writes it between dispatches)."""
+_SCALAR_OPS = ("tensor.extract", "flow.tensor.load", "tensor.dim", "util.assume.int")
+_RESHAPES = ("tensor.collapse_shape", "tensor.expand_shape", "flow.tensor.reshape")
+"""Reshapes of a tensor a size reads (global optimization collapses a ``tensor<1xi64>`` before the read)."""
+_SAME_VALUE = ("iree_tensor_ext.compute_barrier.start", "iree_tensor_ext.compute_barrier.end", "flow.tensor.tie_shape")
+"""Ops whose result is their first operand's value (barriers, a shape tie): read through."""
 
 
 class UnknownSize(EmitError):
@@ -51,11 +67,22 @@ def dynamic_type(vec: tuple[int, ...] | list[int], element: ScalarType, encoding
 class SizeValues:
     """The ``index`` value of every size an emitted function needs, built once in its entry block."""
 
-    def __init__(self, imported: ImportedProgram, block: Block, args: list[Value], where: int | None = None):
+    def __init__(
+        self,
+        imported: ImportedProgram,
+        block: Block,
+        args: list[Value],
+        where: int | None = None,
+        entry_args: dict[int, Value] | None = None,
+    ):
         self.imp = imported
         self.block = block
         self.args = args
         """The function's data arguments, in order (data argument k is ``args[k]``)."""
+        self.entry_args = entry_args or {}
+        """Entry-block argument index of the input's function -> the plan's argument for it (its data
+        arguments: tensors, as ``hal.tensor.import`` gives them, and scalars), for ``_rebuilt``."""
+        self.rebuilt: dict[Value, Value | None] = {}
         self.cache: dict[Dim, Value] = {}
         self.consts: dict[int, Value] = {}
         self.insert_at = where
@@ -107,6 +134,50 @@ class SizeValues:
         self.cache[d] = total
         return total
 
+    def _rebuilt(self, v: Value) -> Value | None:
+        """``v`` (a value of the input's function) computed in the plan by clones of the ops that give it in
+        the input, or None when it reads a tensor the program computes, or an op not cloned: an argument
+        (``hal.tensor.import`` of one, ``hal.buffer_view.dim`` of one), a constant, scalar arithmetic
+        (``_SCALAR_DIALECTS``), ``tensor.extract`` / ``tensor.dim`` of those, ``util.assume.int``."""
+        if v in self.rebuilt:
+            return self.rebuilt[v]
+        self.rebuilt[v] = None  # a cycle (a loop's block argument) is not rebuilt
+        out: Value | None = None
+        owner = v.owner
+        if isinstance(owner, Block):
+            arg = self.entry_args.get(v.index)
+            is_entry = bool(owner.ops) and owner.ops[-1].name in _RETURNS
+            out = arg if is_entry and arg is not None and arg.type == v.type else None
+        elif isinstance(owner, Operation) and not owner.regions:
+            name = owner.name
+            if name == "hal.tensor.import" and owner.operands:
+                view = owner.operands[0]
+                arg = self.entry_args.get(view.index) if isinstance(view.owner, Block) else None
+                out = arg if arg is not None and isinstance(arg.type, TensorType) else None
+            elif name == "hal.buffer_view.dim" and owner.operands and isinstance(owner.operands[0].owner, Block):
+                arg = self.entry_args.get(owner.operands[0].index)
+                index = owner.attributes.get("index")
+                if arg is not None and isinstance(arg.type, TensorType) and isinstance(index, IntAttr):
+                    out = self._add("tensor.dim", [arg, self.const(index.value)]).result
+            elif name in _SAME_VALUE and owner.operands and v.index == 0:
+                out = self._rebuilt(owner.operands[0])
+            elif name.startswith(_SCALAR_DIALECTS) or name in _SCALAR_OPS or name in _RESHAPES:
+                scalar = all(isinstance(r.type, ScalarType) for r in owner.results)
+                ok = scalar or name == "arith.constant" or name in _RESHAPES
+                operands = [self._rebuilt(o) for o in owner.operands] if ok else [None]
+                if all(o is not None for o in operands):
+                    clone = self._clone(owner, [o for o in operands if o is not None])
+                    out = clone.results[v.index]
+        self.rebuilt[v] = out
+        return out
+
+    def _clone(self, op: Operation, operands: list[Value]) -> Operation:
+        clone = self._add(op.name, operands, op.attributes, n=len(op.results))
+        for r, orig in zip(clone.results, op.results, strict=True):
+            r.type = orig.type
+        clone.loc = op.loc
+        return clone
+
     def _arith(self, name: str, a: Value, b: Value) -> Value:
         attrs = {"overflow": StrAttr("nsw")}
         return self._add(name, [a, b], attrs if name in ("arith.muli", "arith.addi", "arith.subi") else None).result
@@ -129,6 +200,8 @@ class SizeValues:
         sym = parse_symbol(name)
         if name in self.imp.size_sources:
             src = self.imp.size_sources[name]
+            if src is not None and len(src.results) == 1 and (v := self._rebuilt(src.results[0])) is not None:
+                return v if v.type == INDEX else self._add("arith.index_cast", [v]).result
             what = f"a {src.name}" if src is not None else "a region's argument"
             raise UnknownSize(
                 f"a plan of @{self.imp.function} needs the size {name.partition('#')[0]}, which {what} gives: the "

@@ -245,7 +245,8 @@ class Emitter:
         for i, t in enumerate(ft_inputs):
             func_block.args.append(Value(f"arg{i}", t, func_block, i))
         self.func_args = func_block.args
-        self.sizes = SizeValues(self.imp, func_block, func_block.args)
+        entry = {i: func_block.args[j] for j, i in enumerate(sorted(self.arg_types))}  # as Arg i is emitted
+        self.sizes = SizeValues(self.imp, func_block, func_block.args, entry_args=entry)
         top = _Ctx(func_block)
         self.top = top
         values = [self.value(r, top) for r in results]

@@ -32,6 +32,7 @@ from egg_dispatch.mlir.ops import (
     DYNAMIC,
     attr,
     base_operands,
+    dim_group,
     result_bindings,
     static_slice,
     tensor_type,
@@ -126,10 +127,13 @@ def _reshape(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     return [it.array(op.operands[0], frame).reshape(tensor_type(op.result).static_shape)]
 
 
-@handles("tensor.extract")
+@handles("tensor.extract", "flow.tensor.load")
 def _extract(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    """``tensor.extract %x[%i..]``; ``flow.tensor.load %x[%i..] : T{%d..}`` (IREE's host read) is the same."""
     src = it.array(op.operands[0], frame)
-    idx = [it.array(v, frame).astype(np.int64) for v in op.operands[1:]]
+    sizes = len(dim_group(op, 0)) if op.name == "flow.tensor.load" else 0  # its {%d..} after the indices
+    indices = op.operands[1 : len(op.operands) - sizes]
+    idx = [it.array(v, frame).astype(np.int64) for v in indices]
     for d, i in enumerate(idx):
         if np.any(i < 0) or np.any(i >= src.shape[d]):
             raise EvaluationError(f"index out of bounds in dim {d} (size {src.shape[d]})")

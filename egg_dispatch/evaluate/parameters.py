@@ -10,6 +10,11 @@ Scopes follow IREE: a parameter ``"model"::"w"`` is looked up in the files given
 ``model``; a file given without a scope serves parameters without one. With no file at all, every
 parameter gets deterministic stand-in values (as an elided resource does) and one warning says so:
 plans can then be compared with each other, but the numbers are not the model's.
+
+``Parameters.validate`` checks, before any work starts, that the files given hold every parameter a module
+declares (``util.global`` initialized from one, ``flow.tensor.constant`` of one) with its size, and where
+the file records them its element type and shape, so that a wrong file is one error naming file, key and
+expected type instead of a failure inside IREE's runtime or halfway through an evaluation.
 """
 
 from __future__ import annotations
@@ -23,10 +28,10 @@ from typing import Any
 import numpy as np
 
 from egg_dispatch.mlir.elements import decode_elements, storage_nbytes
-from egg_dispatch.mlir.ir import ParameterAttr, TensorType
+from egg_dispatch.mlir.ir import Loc, Module, ParameterAttr, TensorType, TypeAttr
 from egg_dispatch.mlir.resources import elided_fill
 
-__all__ = ["ParameterError", "ParameterFile", "Parameters"]
+__all__ = ["DeclaredParameter", "ParameterError", "ParameterFile", "Parameters", "declared_parameters"]
 
 _TORCH_DTYPES = {
     "float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int8": "i8", "int16": "i16",
@@ -37,6 +42,32 @@ _TORCH_DTYPES = {
 
 class ParameterError(ValueError):
     """A parameter the files cannot provide as the module declares it (names file, key and type)."""
+
+
+@dataclass(frozen=True)
+class DeclaredParameter:
+    """A named parameter as a module reads it: the tensor type it declares (encoding dropped) and where."""
+
+    attr: ParameterAttr
+    type: TensorType
+    loc: Loc | None
+
+
+def declared_parameters(module: Module) -> dict[tuple[str | None, str], DeclaredParameter]:
+    """(scope, key) -> the first declaration of every named parameter ``module`` reads: a ``util.global``
+    initialized from one, or a ``flow.tensor.constant`` of one (IREE's global optimization writes both)."""
+    out: dict[tuple[str | None, str], DeclaredParameter] = {}
+    for op in module.walk():
+        if op.name == "util.global":
+            attr, typ = op.attributes.get("initial_value"), op.attributes.get("type")
+            t = typ.type if isinstance(typ, TypeAttr) else None
+        elif op.name == "flow.tensor.constant" and op.results:
+            attr, t = op.attributes.get("value"), op.results[0].type
+        else:
+            continue
+        if isinstance(attr, ParameterAttr) and isinstance(t, TensorType):
+            out.setdefault((attr.scope, attr.key), DeclaredParameter(attr, t.without_encoding(), op.loc))
+    return out
 
 
 @dataclass(frozen=True)
@@ -79,6 +110,29 @@ class Parameters:
                     "pseudo-random values, so numbers are not the model's"
                 )
             return elided_fill(f"{attr.scope or ''}::{attr.key}", typ)
+        f, entry = self._entry(attr, typ)
+        return _decode(f, attr.key, entry, typ)
+
+    def validate(self, module: Module) -> None:
+        """Raise ``ParameterError`` unless the files given hold every parameter ``module`` declares as it
+        declares it (key, size, and the element type and shape where the file records them), reading no
+        data; the first problem, prefixed with the declaration's location, and how many more there are.
+        Nothing to check without files (stand-in values are made to fit)."""
+        if not self.files:
+            return
+        problems: list[str] = []
+        for d in declared_parameters(module).values():
+            try:
+                f, entry = self._entry(d.attr, d.type)
+                _check_entry(f, d.attr.key, entry, d.type)
+            except ParameterError as e:
+                problems.append(f"{d.loc}: error: {e}" if d.loc is not None else f"error: {e}")
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise ParameterError(problems[0] + more)
+
+    def _entry(self, attr: ParameterAttr, typ: TensorType) -> tuple[ParameterFile, Any]:
+        """The first file of ``attr``'s scope holding its key, and its index entry."""
         scoped = [f for f in self.files if f.scope == attr.scope]
         if not scoped:
             given = ", ".join(str(f) for f in self.files)
@@ -90,7 +144,7 @@ class Parameters:
         for f in scoped:
             entry = self._index(f).get(attr.key)
             if entry is not None:
-                return _decode(f, attr.key, entry, typ)
+                return f, entry
         files = ", ".join(str(f.path) for f in scoped)
         raise ParameterError(f"{files}: no parameter '{attr.key}' (expected {_type(typ)})")
 
@@ -118,10 +172,9 @@ def _type(typ: TensorType) -> str:
     return "tensor<" + "".join(f"{d}x" for d in typ.shape) + f"{typ.element}>"
 
 
-def _decode(f: ParameterFile, key: str, entry: Any, typ: TensorType) -> np.ndarray:
-    """``entry``: an ``iree.runtime`` parameter index entry (IREE's runtime ships no types)."""
-    import iree.runtime as rt
-
+def _check_entry(f: ParameterFile, key: str, entry: Any, typ: TensorType) -> None:
+    """``entry`` (an ``iree.runtime`` parameter index entry) can be read as ``typ``: its element type and
+    shape where the file records them (iree-turbine's metadata), and its size in bytes."""
     where = f"{f.path}: parameter '{key}'"
     meta = _torch_metadata(entry)
     if meta is not None:
@@ -132,12 +185,23 @@ def _decode(f: ParameterFile, key: str, entry: Any, typ: TensorType) -> np.ndarr
             # Only the element count must agree: IREE reads a parameter's bytes, and its global
             # optimization folds unit dimensions ([128, 1] in the file, tensor<128xf32> in the module).
             raise ParameterError(f"{where} has shape {list(shape)}, the module expects {_type(typ)}")
+    length = int(getattr(entry, "length", storage_nbytes(typ)))
+    if length != storage_nbytes(typ):
+        raise ParameterError(f"{where} holds {length} bytes, the module's {_type(typ)} needs {storage_nbytes(typ)}")
+
+
+def _decode(f: ParameterFile, key: str, entry: Any, typ: TensorType) -> np.ndarray:
+    """``entry``: an ``iree.runtime`` parameter index entry (IREE's runtime ships no types)."""
+    import iree.runtime as rt
+
+    _check_entry(f, key, entry, typ)
     if getattr(entry, "is_splat", False):
         pattern = bytes(entry.splat_pattern)
         data = pattern * (storage_nbytes(typ) // max(1, len(pattern)))
     else:
         data = rt.parameter_index_entry_as_numpy_flat_ndarray(entry).tobytes()
     if len(data) != storage_nbytes(typ):
+        where = f"{f.path}: parameter '{key}'"
         raise ParameterError(f"{where} holds {len(data)} bytes, the module's {_type(typ)} needs {storage_nbytes(typ)}")
     return decode_elements(data, typ)
 

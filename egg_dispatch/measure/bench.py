@@ -33,6 +33,7 @@ from egg_dispatch.iree.dispatch_creation import first_error_line, iree_compile_f
 from egg_dispatch.iree.tools import DEFAULT_MIN_TIME, IreeError, benchmark_module, compile_module, run_module
 from egg_dispatch.measure.measured_plan import MeasuredPlan
 from egg_dispatch.measure.stand_in import runtime_parameters
+from egg_dispatch.measure.tune import measurement_sizes
 from egg_dispatch.mlir.ops import sym_name
 from egg_dispatch.pipeline import explore, for_iree, iree_plan
 from egg_dispatch.target.profile import Target, load_target
@@ -201,7 +202,10 @@ def bench(
     report = BenchReport(fname, tgt.name, plans, repeats, ok, why, notes=notes)
     if not ok:
         return report
-    inputs = function_inputs(select_function(ex.module, fname), seed)
+    env, at = measurement_sizes(ex)  # a dynamic program: the heaviest sizes its cost averages over
+    if env:
+        report.notes.append(f"timed {at}")
+    inputs = function_inputs(select_function(ex.module, fname), seed, env)
     reference = evaluate(ex.module, inputs, function=fname, parameters=parameters)
     timed = [p for p in plans if p.vmfb is not None]
     with runtime_parameters(ex.module, parameters) as param_files:  # given, else the evaluator's stand-ins

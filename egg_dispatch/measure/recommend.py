@@ -58,6 +58,7 @@ from egg_dispatch.measure.tune import (
     check_numbers,
     confirms,
     emitted_candidates,
+    measurement_sizes,
     paired_difference,
     tolerance_of,
     vmfb_sampler,
@@ -233,18 +234,6 @@ def judge(outcome: Outcome, rule: StopRule, *, cached: bool = False) -> Decision
     return Decision(True, reason, MEASURED, measured=measured)
 
 
-def _sizes(result: Exploration) -> tuple[dict[str, int] | None, str]:
-    """A dynamic program's sizes to measure at, the heaviest of those its cost is averaged over, and how
-    the report names them; (None, "") for a static one."""
-    plan = result.sizes
-    if plan is None or not plan.dynamic or not plan.configs:
-        return None, ""
-    env, _ = max(plan.configs, key=lambda c: c[1])
-    named = ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
-    more = f" (the heaviest of {len(plan.configs)} size configurations priced)" if len(plan.configs) > 1 else ""
-    return dict(env), f"at {named}{more}"
-
-
 def _failed(why: str, rule: StopRule) -> Decision:
     """IREE's plan, because ours could not be measured (rejected by IREE, wrong numbers, not emitted)."""
     m = Measured("failed", 0, rule.max_rounds, detail=why)
@@ -322,7 +311,7 @@ def measure_recommendation(
     if iree.error is not None:
         return _iree_failed(result, iree.error)
     func = select_function(result.module, fname)
-    env, at = _sizes(result)
+    env, at = measurement_sizes(result)
     try:
         inputs = function_inputs(func, seed, env)
         reference = evaluate(result.module, inputs, function=fname, parameters=parameters)

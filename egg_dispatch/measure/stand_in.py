@@ -16,9 +16,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from egg_dispatch.evaluate.parameters import Parameters
+from egg_dispatch.evaluate.parameters import Parameters, declared_parameters
 from egg_dispatch.mlir.elements import element_bytes
-from egg_dispatch.mlir.ir import Module, ParameterAttr, TensorType, TypeAttr
+from egg_dispatch.mlir.ir import Module, TensorType
 from egg_dispatch.mlir.resources import elided_fill
 
 __all__ = ["named_parameters", "runtime_parameters"]
@@ -27,18 +27,7 @@ __all__ = ["named_parameters", "runtime_parameters"]
 def named_parameters(module: Module) -> dict[tuple[str | None, str], TensorType]:
     """(scope, key) -> the tensor type ``module`` declares for every named parameter it reads (a
     ``util.global`` initialized from one, or a ``flow.tensor.constant`` of one), encodings dropped."""
-    out: dict[tuple[str | None, str], TensorType] = {}
-    for op in module.walk():
-        if op.name == "util.global":
-            attr, typ = op.attributes.get("initial_value"), op.attributes.get("type")
-            t = typ.type if isinstance(typ, TypeAttr) else None
-        elif op.name == "flow.tensor.constant" and op.results:
-            attr, t = op.attributes.get("value"), op.results[0].type
-        else:
-            continue
-        if isinstance(attr, ParameterAttr) and isinstance(t, TensorType):
-            out.setdefault((attr.scope, attr.key), t.without_encoding())
-    return out
+    return {k: d.type for k, d in declared_parameters(module).items()}
 
 
 @contextlib.contextmanager

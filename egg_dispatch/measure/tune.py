@@ -104,6 +104,7 @@ __all__ = [
     "decide",
     "distinct_plans",
     "emitted_candidates",
+    "measurement_sizes",
     "paired_difference",
     "priced_key",
     "tolerance_of",
@@ -226,6 +227,18 @@ class TuneReport:
     @property
     def model_best(self) -> TuneCandidate | None:
         return next((c for c in self.candidates if c.label == "ours: best" or "ours: best" in c.also), None)
+
+
+def measurement_sizes(result: Exploration) -> tuple[dict[str, int] | None, str]:
+    """A dynamic program's sizes to measure at, the heaviest of those its cost is averaged over, and how
+    the report names them; (None, "") for a static one. ``bench`` and ``tune`` time at the same sizes."""
+    plan = result.sizes
+    if plan is None or not plan.dynamic or not plan.configs:
+        return None, ""
+    env, _ = max(plan.configs, key=lambda c: c[1])
+    named = ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
+    more = f" (the heaviest of {len(plan.configs)} size configurations priced)" if len(plan.configs) > 1 else ""
+    return dict(env), f"at {named}{more}"
 
 
 def priced_key(c: Candidate) -> tuple:
@@ -421,7 +434,8 @@ def tune(
     if not ok:
         report.ran, report.reason = False, why
         return report
-    inputs = function_inputs(select_function(ex.module, fname), seed)
+    env, _ = measurement_sizes(ex)  # a dynamic program: the heaviest sizes its cost averages over
+    inputs = function_inputs(select_function(ex.module, fname), seed, env)
     reference = evaluate(ex.module, inputs, function=fname, parameters=parameters)
     with runtime_parameters(ex.module, parameters) as files:  # given, else the evaluator's stand-ins
         for tc in cands:

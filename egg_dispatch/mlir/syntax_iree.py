@@ -20,6 +20,7 @@ from egg_dispatch.mlir.ir import (
     ScalarType,
     StrAttr,
     SymbolRefAttr,
+    TensorType,
     Type,
     TypeAttr,
     UnitAttr,
@@ -110,6 +111,26 @@ class IreeSyntax(ParserBase):
         self.check_types([src], [t], start)
         dims = self.parse_dims(t)
         return self.make_op(name, [src, *set_dims(attrs, [dims])], [t], attributes=attrs)
+
+    def _p_tensor_load(self, name: str, start: int) -> Operation:
+        """``flow.tensor.load %x[%i, ...] : tensor<?x..>{%d}`` (no ``[]`` for a 0-d %x): one element of %x
+        read on the host (what ``tensor.extract`` between dispatches becomes); operands %x, the indices, then
+        the sizes."""
+        lex = self.lex
+        src = self.operand()
+        idx: list[Value] = []
+        if lex.accept("["):  # none for a 0-d tensor
+            idx = self.operand_list("]")
+            lex.expect("]")
+        attrs: dict[str, Attr] = {}
+        self.opt_attr_dict(attrs)
+        lex.expect(":")
+        t = self.parse_type()
+        if not isinstance(t, TensorType):
+            raise lex.error(f"flow.tensor.load needs a tensor type, found {self.type_str(t)}", start)
+        self.check_types([src], [t], start)
+        dims = self.parse_dims(t)
+        return self.make_op(name, [src, *idx, *set_dims(attrs, [dims])], [t.element], attributes=attrs)
 
     def _p_transfer(self, name: str, start: int) -> Operation:
         """``flow.tensor.transfer %x : tensor<?x..>{%d} to TARGET [attributes {..}]``: %x moved to a
@@ -505,6 +526,7 @@ IREE_READERS: dict[str, Callable[[IreeSyntax, str, int], Operation]] = {
     "iree_tensor_ext.bitcast": IreeSyntax._p_unary_typed,
     "flow.tensor.tie_shape": IreeSyntax._p_tie_shape,
     "flow.tensor.transfer": IreeSyntax._p_transfer,
+    "flow.tensor.load": IreeSyntax._p_tensor_load,
     "hal.buffer_view.dim": IreeSyntax._p_buffer_view_dim,
     "iree_tensor_ext.dispatch.workload.ordinal": IreeSyntax._p_workload_ordinal,
     "util.assume.int": IreeSyntax._p_assume_int,
@@ -550,6 +572,15 @@ def _print_transfer(p: Printer, op: Operation, indent: str) -> str:
     rest = p.extra_attrs(op, {"target"})
     extra = f" attributes {p.dict(list(rest.items()))}" if rest else ""
     return f" {p.value(src)} : {p.type(src.type)}{p.dims(dim_group(op, 0))} to {p.attr(op.attributes['target'])}{extra}"
+
+
+@prints("flow.tensor.load")
+def _print_tensor_load(p: Printer, op: Operation, indent: str) -> str:
+    src, dims = op.operands[0], dim_group(op, 0)
+    idx = op.operands[1 : len(op.operands) - len(dims)]
+    extra = p.attr_dict(p.extra_attrs(op, set()))
+    at = f"[{p.values(idx)}]" if idx else ""
+    return f" {p.value(src)}{at}{extra} : {p.type(src.type)}{p.dims(dims)}"
 
 
 @prints("flow.tensor.tie_shape")

@@ -48,7 +48,32 @@ _INDEX = ScalarType("index")
 
 
 def is_size_op(op: Operation) -> bool:
-    return op.name in _SIZE_OPS and bool(op.results) and all(r.type == _INDEX for r in op.results)
+    """Host code between dispatches: the size ops, and any scalar arithmetic on scalars (``arith.minsi`` of
+    a size, as torch-mlir clamps a slice's end; ``arith.index_cast`` of a value read from data)."""
+    if not op.results or op.regions:
+        return False
+    if op.name in _SIZE_OPS and all(r.type == _INDEX for r in op.results):
+        return True
+    scalars = all(isinstance(v.type, ScalarType) for v in (*op.operands, *op.results))
+    return scalars and op.name.startswith(("arith.", "affine.", "index.")) and op.name != "arith.constant"
+
+
+def _host_scalars(region_op: Operation) -> bool:
+    """A dispatch region that only computes scalars from scalars (a clamped size: ``arith.minsi``) or reads
+    one from a tensor (``tensor.extract``, through reshapes): host code, as IREE keeps it; a dispatch would
+    return them as 0-d tensors, which IREE refuses for ``index``."""
+    if not region_op.results or not all(isinstance(r.type, ScalarType) for r in region_op.results):
+        return False
+    body = region_op.regions[0].entry.ops if region_op.regions and region_op.regions[0].blocks else []
+    if not body or body[-1].name != "flow.return":
+        return False
+    scalar_results = ("arith.constant", "tensor.extract")
+    return all(
+        is_size_op(o)
+        or o.name in TENSOR_RESHAPE_OPS
+        or (o.name in scalar_results and all(isinstance(r.type, ScalarType) for r in o.results))
+        for o in body[:-1]
+    )
 
 
 class DispatchConverter:
@@ -170,11 +195,24 @@ class DispatchConverter:
         """Top-level ops of a function or initializer: everything that computes ends up in a dispatch."""
         for op in ops:
             n = op.name
-            if n == "flow.dispatch.region":
+            if n == "flow.dispatch.region" and _host_scalars(op):  # index values may not cross a dispatch
+                body = op.regions[0].entry.ops
+                self.convert_block(body[:-1], b, mapping)
+                for r, v in zip(op.results, body[-1].operands, strict=True):
+                    mapping[r] = mapping.get(v, v)
+            elif n == "flow.dispatch.region":
                 dims = [self.result_dims(op, r, mapping, b) for r in op.results]
                 self.bind(op.results, self.workgroups(op.regions[0].entry.ops, op.results, mapping, b, dims), mapping)
-            elif is_size_op(op):
+            elif is_size_op(op) and not any(v in self.boxed for v in op.operands):  # host scalars
                 b.clone(op, mapping)
+            elif n == "flow.tensor.load" and self.host_read(op, mapping):
+                b.clone(op, mapping)
+            elif n == "tensor.extract" and self.host_read(op, mapping):  # a size read from data: on the host
+                src = mapping[op.operands[0]]
+                load_attrs: dict = {}
+                idx = [mapping.get(v, v) for v in op.operands[1:]]
+                operands = [src, *idx, *set_dims(load_attrs, [self.dims(src, b)])]
+                mapping[op.result] = b.add("flow.tensor.load", operands, [op.result.type], load_attrs).result
             elif n in ("iree_encoding.set_encoding", "iree_encoding.unset_encoding"):
                 src = mapping[op.operands[0]]
                 src_dims = self.dims(src, b)
@@ -192,6 +230,13 @@ class DispatchConverter:
             else:  # a computation between dispatches: give it a dispatch of its own
                 ret = Operation("flow.return", list(op.results))
                 self.bind(op.results, self.workgroups([op, ret], op.results, mapping, b), mapping)
+
+    def host_read(self, op: Operation, mapping: dict[Value, Value]) -> bool:
+        """Whether a top-level ``tensor.extract`` (or ``flow.tensor.load``) reads a tensor of the new module
+        (not a scalar a dispatch returned as a 0-d tensor), so that it is ``flow.tensor.load``, IREE's read
+        on the host."""
+        src = op.operands[0]
+        return src in mapping and src not in self.boxed and isinstance(mapping[src].type, TensorType)
 
     def bind(self, old: list[Value], new: Operation, mapping: dict[Value, Value]) -> None:
         """Map a dispatch's old results to the workgroups op's; scalars come back as 0-d tensors."""
