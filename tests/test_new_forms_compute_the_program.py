@@ -261,3 +261,30 @@ def test_a_folded_constant_compiles_and_runs_on_iree(tmp_path: Path) -> None:
     name = "fold_a_reshape_of_a_slice_of_a_constant"
     for got, ref in zip(run_module(vmfb, name, inputs), evaluate(program, inputs), strict=True):
         np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.skipif(not iree_available(), reason="IREE not installed")
+def test_a_dispatch_storing_a_slice_of_its_fill_compiles_and_runs_on_iree(tmp_path: Path) -> None:
+    """A dispatch that fills a tensor and stores a slice of it (the start state of clone condition 10's
+    case: ``dispatch{linalg.fill, tensor.extract_slice}``) is IREE input once ``--emit iree`` writes the
+    slice of the fill as a fill of the slice (MLIR's SwapExtractSliceWithFill, as IREE's own
+    canonicalizations do): without it IREE's codegen rejects the dispatch. IREE's numbers are the program's."""
+    path, chunk = ("clone/clone_into_opaque_ops.mlir", 2)
+    text = (RULES / path).read_text().split("\n// -----\n")[chunk]
+    source = tmp_path / "case.mlir"
+    source.write_text(text)
+    rc, out, err = run_cli(["opt", str(source), "--rules", "clone", "--target", "x86_64-avx2"])
+    assert rc == 0, err
+    form = ": dispatch{linalg.fill, tensor.extract_slice} dispatch{linalg.generic}"
+    plans = [p for p in out.split("\n// ----- plan ")[1:] if p.split("\n", 1)[0].endswith(form)]
+    assert len(plans) == 1, out
+    emitted = emit_iree(parse_mlir(plans[0].split("\n", 1)[1], "<plan>"), "x86_64-avx2")
+    assert "tensor.extract_slice" not in emitted and emitted.count("linalg.fill") == 1
+    compile_module(emitted, data_tiling=False, target_cpu="haswell", compile_from="dispatch-creation")
+    # its numbers: the evaluator runs the emitted IREE module (IREE's runtime takes no f32 scalar argument
+    # from run_module, which passes every input as a buffer view)
+    program = parse_mlir(text, path)
+    inputs = function_inputs(select_function(program), seed=3)
+    got = evaluate(parse_mlir(emitted, "<emitted>"), inputs)
+    for g, ref in zip(got, evaluate(program, inputs), strict=True):
+        np.testing.assert_allclose(g, ref, rtol=1e-6, atol=1e-6)

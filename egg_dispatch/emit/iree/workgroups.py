@@ -316,8 +316,16 @@ class DispatchConverter:
             inner[v] = body.add("tensor.extract", [loaded], [v.type]).result if v in self.boxed else loaded
         for o in prelude:
             body.clone(o, inner)
+        swapped, dead = _slices_of_fills(body_ops)
         for o in body_ops[:-1]:
-            body.clone(o, inner)
+            if o in swapped:  # a slice of a fill: a fill of the slice (MLIR's SwapExtractSliceWithFill)
+                value = swapped[o]
+                empty = body.add("tensor.empty", [], [o.result.type]).result
+                segments = {"operandSegmentSizes": make_int_list((1, 1))}
+                fill = body.add("linalg.fill", [inner.get(value, value), empty], [o.result.type], segments)
+                inner[o.result] = fill.result
+            elif o not in dead:
+                body.clone(o, inner)
         for v, arg, t, boxed, dims in zip(
             terminator.operands, out_args, out_types, boxed_results, result_dims, strict=True
         ):  # t: arg's tensor
@@ -480,3 +488,24 @@ def _full_slice_dyn(t: TensorType, dims: list[Value]) -> tuple[dict, list[Value]
     if dims:
         attrs["dim_segments"] = make_int_list([len(dims)])
     return attrs, dyn
+
+
+def _slices_of_fills(ops: list[Operation]) -> tuple[dict[Operation, Value], set[Operation]]:
+    """The static ``tensor.extract_slice`` ops of a dispatch body ``ops`` (its terminator last) that slice
+    a ``linalg.fill`` of the body, each with the filled value; and the fills only those slices read.
+    IREE's codegen cannot distribute a dispatch that stores a slice of a tensor it fills larger ("write
+    affecting operations on global resources are restricted to workgroup distributed contexts"); IREE
+    itself never forms one, since its canonicalizations swap the two first (MLIR's
+    ``SwapExtractSliceWithFill``, Linalg/Transforms/SwapExtractSliceWithFillPatterns.cpp): the slice of a
+    fill is a fill of the slice's shape, the same values."""
+    fills = {o for o in ops if o.name == "linalg.fill"}
+    swapped: dict[Operation, Value] = {}
+    for o in ops:
+        src = o.operands[0].owner if o.name == "tensor.extract_slice" and o.operands else None
+        t = o.results[0].type if o.results else None
+        if src in fills and isinstance(t, TensorType) and t.is_static and t.encoding is None:
+            assert isinstance(src, Operation)
+            swapped[o] = src.operands[0]
+    read = {v for o in ops if o not in swapped for v in o.operands}
+    dead = {f for f in fills if f.results[0] not in read and any(s.operands[0] is f.results[0] for s in swapped)}
+    return swapped, dead
