@@ -575,10 +575,10 @@ def iree_plan(
     else:
         text_in = str(source)
     text = text_in if "flow.dispatch.workgroups" in text_in else dispatch_creation_text(_for_iree(source, text_in), tgt)
-    dispatches, encodes, slices, n_globals = count_printed(text)
+    own = parse_mlir(text, f"<{IREE_PLAN}>")  # once: a model's plan is megabytes
+    dispatches, encodes, slices, n_globals = count_printed(own)
     plan = IreePlan(tgt.name, text, dispatches, encodes, slices, n_globals)
     try:
-        own = parse_mlir(text, f"<{IREE_PLAN}>")
         own.warnings = iree_output_warnings(own, IREE_PLAN)
         result = explore(
             own, tgt, families=(), baseline=False, function=function, assume=assume, compile_check=False,

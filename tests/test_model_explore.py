@@ -78,7 +78,7 @@ def test_every_form_is_explored_from_irees_start_state(name: str, form: str) -> 
     assert result.input is not None
     assert result.input.form == ("torch" if "torch" in form else "input")
     assert result.input.explored_form == "set-encoding" and result.input.iree_plan
-    assert any("--mlir-print-ir-after=iree-dispatch-creation-set-encoding" in s for s in result.input.steps)
+    assert any("--mlir-print-ir-before=iree-dispatch-creation-hoist-encoding-ops" in s for s in result.input.steps)
     params = parameters(name, form)
     checks = result.check(parameters=params)
     assert checks and all(c.ok and not c.skipped for c in checks if "modelled" in c.label or c.label == "best")

@@ -51,9 +51,10 @@ def dispatch_creation_text(source: str | os.PathLike[str], target: str | Target)
     return out.decode()
 
 
-def count_printed(text: str) -> tuple[int, int, int, int]:
-    """(workgroups, run-time encodes, run-time slices, globals other than the device) IREE printed."""
-    module = parse_mlir(text, "<iree dispatch-creation>")
+def count_printed(text: str | Module) -> tuple[int, int, int, int]:
+    """(workgroups, run-time encodes, run-time slices, globals other than the device) IREE printed (its
+    text, or that text parsed: a model's plan is parsed once)."""
+    module = parse_mlir(text, "<iree dispatch-creation>") if isinstance(text, str) else text
     func = module.function()
     top = [op.name for op in func.regions[0].entry.ops]
     n_globals = sum(1 for op in module.ops if op.name == "util.global") - ("__device_0" in module.globals())

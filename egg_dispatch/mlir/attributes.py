@@ -45,6 +45,9 @@ _MAX_DIM = 2**63 - 1
 class AttrParser(AffineParser, EncodingParser, DenseParser):
     """Mixin with the type and attribute grammar; ``Parser`` supplies ``lex`` and alias tables."""
 
+    _tensor_types: dict[str, TensorType]
+    """Tensor types parsed so far, by their exact text (``parse_tensor_type``; made on first use)."""
+
     # ------------------------------------------------------------------------------------ types
     def parse_type(self) -> Type:
         lex = self.lex
@@ -116,6 +119,26 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         return ScalarType(f"complex<{part.name}>")
 
     def parse_tensor_type(self) -> TensorType:
+        """``tensor<...>``; a type spelled as one parsed before is that type again (types are immutable;
+        a model's plan spells the same encoded types thousands of times, and parsing them was most of
+        reading it)."""
+        lex = self.lex
+        tok = lex.peek()
+        close = lex.balanced(tok.pos + len(tok.text)) if lex.text.startswith("<", tok.pos + len(tok.text)) else -1
+        try:
+            seen = self._tensor_types
+        except AttributeError:
+            seen = self._tensor_types = {}
+        key = lex.text[tok.pos : close] if close > 0 else ""
+        if (known := seen.get(key)) is not None:
+            lex.restore(close)
+            return known
+        typ = self._parse_tensor_type()
+        if close > 0 and lex.save() == close:  # cached only when the type ends where its text does
+            seen[key] = typ
+        return typ
+
+    def _parse_tensor_type(self) -> TensorType:
         lex = self.lex
         start = lex.next().pos
         lex.expect("<")

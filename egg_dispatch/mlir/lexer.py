@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from egg_dispatch.mlir.ir import Loc
 
@@ -29,8 +29,9 @@ class MLIRSyntaxError(Exception):
         self.message = message
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
+    """One token (a named tuple: a model's text has millions, and a frozen dataclass is slow to make)."""
+
     kind: str
     """``value`` (%x), ``symbol`` (@x), ``label`` (^bb0), ``hash`` (#x), ``bang`` (!x), ``string``,
     ``int``, ``float``, ``ident``, ``punct`` or ``eof``."""
@@ -107,7 +108,9 @@ class Lexer:
     def peek(self) -> Token:
         if self._peeked is not None:
             return self._peeked
-        self.skip_space()
+        m = _SKIP.match(self.text, self.pos)  # skip_space, inlined: peek is the reader's hottest call
+        if m:
+            self.pos = m.end()
         if self.pos >= len(self.text):
             tok = Token("eof", "", len(self.text))
         elif self.text[self.pos] == '"':
@@ -148,7 +151,9 @@ class Lexer:
         return tok
 
     def at(self, text: str) -> bool:
-        tok = self.peek()
+        tok = self._peeked
+        if tok is None:
+            tok = self.peek()
         return tok.text == text and tok.kind in ("punct", "ident")
 
     def accept(self, text: str) -> bool:

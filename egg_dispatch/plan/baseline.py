@@ -235,17 +235,38 @@ def _rank_generic(p: _IreePolicy, node: Node, ctx: str) -> _Rank:
 
 
 def _derivable(g: EGraphData) -> set[str]:
-    """Term classes some acyclic node choice can build (a fixpoint from the leaves)."""
+    """Term classes some acyclic node choice can build (the least fixpoint from the leaves).
+
+    A worklist: each node counts its term children not yet derivable, and a class is derivable once one
+    of its nodes counts none. Linear in the e-graph (sweeping every class until nothing changes took a
+    sweep per level of the program: quadratic in a model's layers)."""
     out: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for c in g.classes:
-            if c in out or not g.is_term_class(c):
+    waiting: dict[int, int] = {}  # a node (by index) -> its term children not yet derivable
+    owner: list[str] = []  # a node's class, by index
+    parents: dict[str, list[int]] = {}
+    ready: list[str] = []
+    for c in g.classes:
+        if not g.is_term_class(c):
+            continue
+        for n in g.choices(c):
+            kids = {k for k in n.children if g.is_term_class(k)}
+            if not kids:
+                ready.append(c)
                 continue
-            if any(all(k in out or not g.is_term_class(k) for k in n.children) for n in g.choices(c)):
-                out.add(c)
-                changed = True
+            i = len(owner)
+            owner.append(c)
+            waiting[i] = len(kids)
+            for k in kids:
+                parents.setdefault(k, []).append(i)
+    while ready:
+        c = ready.pop()
+        if c in out:
+            continue
+        out.add(c)
+        for i in parents.get(c, ()):
+            waiting[i] -= 1
+            if waiting[i] == 0:
+                ready.append(owner[i])
     return out
 
 
