@@ -13,9 +13,6 @@ and the value (exit 2 from ``run`` / ``check``).
 
 from __future__ import annotations
 
-import contextlib
-import io
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +25,7 @@ from egg_dispatch.evaluate.dynamic import SizeError
 from egg_dispatch.evaluate.sizes import check_sizes, sizes_for
 from egg_dispatch.mlir.parser import parse_file, parse_mlir
 from egg_dispatch.mlir.symbolic import Domain
+from tests.cli_process import cli_process
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 CASES = [
@@ -62,25 +60,13 @@ def test_matches_iree_runtime(model: str, size: str, form: str, target: str | No
         assert float(np.max(np.abs(g - w))) <= 1e-5 * float(np.max(np.abs(w)))
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    """``egg-dispatch ARGS`` in this process (the command line's exit code, stdout and stderr), as the
-    subprocess would give them, without an interpreter start and the package's imports per call."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(args))
-        except SystemExit as e:  # argparse's usage errors
-            code = e.code if isinstance(e.code, int) else 2
-    return subprocess.CompletedProcess(["egg-dispatch", *args], code, out.getvalue(), err.getvalue())
-
-
 @pytest.mark.slow
 def test_run_takes_any_size(tmp_path: Path) -> None:
     path = MODELS / "mlp_dyn" / "input.mlir"
     for s in (2, 7):
         x = np.full((1, s, 32), 0.5, np.float32)
         np.save(tmp_path / "x.npy", x)
-        proc = _run("run", str(path), f"--input=@{tmp_path / 'x.npy'}", f"--output=@{tmp_path / 'y.npy'}")
+        proc = cli_process("run", str(path), f"--input=@{tmp_path / 'x.npy'}", f"--output=@{tmp_path / 'y.npy'}")
         assert proc.returncode == 0, proc.stderr
         assert np.load(tmp_path / "y.npy").shape == (1, s, 32)
 
@@ -100,7 +86,7 @@ def test_size_contradicting_assume_int(tmp_path: Path, shape: tuple[int, ...], f
     with pytest.raises(SizeError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
         evaluate(module(path), [x], "main$async")
     np.save(tmp_path / "x.npy", x)
-    proc = _run("run", str(path), f"--input=@{tmp_path / 'x.npy'}")
+    proc = cli_process("run", str(path), f"--input=@{tmp_path / 'x.npy'}")
     assert proc.returncode == 2
     assert fragment in proc.stderr and "Traceback" not in proc.stderr
 
@@ -160,7 +146,6 @@ def test_slices_are_bounds_checked_at_the_run_size() -> None:
 def test_indices_into_a_dynamic_extent_are_seeded_inside_it(capsys: pytest.CaptureFixture[str]) -> None:
     """``explore --check`` on a gather from a table of '?' rows: its index input is seeded inside every
     size the check runs at, and every plan computes the input's numbers (exit 0, no internal error)."""
-    from egg_dispatch.cli import main
 
     path = Path(__file__).parent / "fixtures" / "dynamic" / "gather_dynamic_table.mlir"
     argv = ["explore", str(path), "--from", "input", "--baseline", "modelled", "--check", "--target", "x86_64-avx2"]

@@ -21,18 +21,14 @@ and a sequence of 8 * s, which the export gives as util.assume.int ranges and di
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import io
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from egg_dispatch.cli import main
 from egg_dispatch.cost.sizes import DEFAULT_DYNAMIC_SIZE, AssumeError
 from egg_dispatch.emit.iree.abi import abi_shell
 from egg_dispatch.emit.iree.module import emit_iree, runnable_here
@@ -43,6 +39,7 @@ from egg_dispatch.pipeline import explore, iree_plan
 from egg_dispatch.plan.sized import sizes_of
 from egg_dispatch.result.explain import explain
 from egg_dispatch.result.report import text as render_report
+from tests.cli_process import cli_process
 
 pytestmark = pytest.mark.slow  # IREE builds, explorations at model size or long properties (docs/testing.md)
 
@@ -76,18 +73,6 @@ def max_rel(got: list[np.ndarray], want: list[np.ndarray]) -> float:
 @functools.cache
 def explored(name: str, form: str = "input.mlir", assume: tuple[str, ...] = ()):
     return explore(MODELS / name / form, TARGET, assume=list(assume) or None)
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """``egg-dispatch ARGS`` in this process (the command line's exit code, stdout and stderr), as the
-    subprocess would give them, without an interpreter start and the package's imports per call."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(args))
-        except SystemExit as e:  # argparse's usage errors
-            code = e.code if isinstance(e.code, int) else 2
-    return subprocess.CompletedProcess(["egg-dispatch", *args], code, out.getvalue(), err.getvalue())
 
 
 def test_fixtures_are_dynamic() -> None:
@@ -222,7 +207,7 @@ def test_bad_assume_is_an_error() -> None:
 
 def test_cli_assume(tmp_path: Path) -> None:
     path = str(MODELS / "mlp_sym" / "input.mlir")
-    proc = _cli("explore", path, "--target", TARGET, "--assume", "arg0.d1=8,64:3", "--emit", "json")
+    proc = cli_process("explore", path, "--target", TARGET, "--assume", "arg0.d1=8,64:3", "--emit", "json")
     assert proc.returncode == 0, proc.stderr
     sizes = json.loads(proc.stdout)["sizes"]
     assert json.dumps(sizes).count("arg0.d1") >= 1 and "--assume" in json.dumps(sizes)
@@ -231,13 +216,13 @@ def test_cli_assume(tmp_path: Path) -> None:
         ("nope=3", "no such dynamic dimension"),
         ("arg0.d1", "NAME=SIZE"),
     ):
-        proc = _cli("explore", path, "--target", TARGET, "--assume", bad)
+        proc = cli_process("explore", path, "--target", TARGET, "--assume", bad)
         assert proc.returncode == 2, (bad, proc.stderr)
         assert fragment in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     # run: an input of a size --assume does not allow names the dim and the value
     np.save(tmp_path / "x.npy", np.zeros((1, 16, 32), np.float32))
     dyn = str(MODELS / "mlp_dyn" / "input.mlir")
-    proc = _cli("run", dyn, f"--input=@{tmp_path / 'x.npy'}", "--assume", "arg0.d1=128,256")
+    proc = cli_process("run", dyn, f"--input=@{tmp_path / 'x.npy'}", "--assume", "arg0.d1=128,256")
     assert proc.returncode == 2
     assert "arg0.d1 = 16 contradicts --assume arg0.d1=128,256" in proc.stderr
-    assert _cli("run", dyn, f"--input=@{tmp_path / 'x.npy'}", "--assume", "arg0.d1=16").returncode == 0
+    assert cli_process("run", dyn, f"--input=@{tmp_path / 'x.npy'}", "--assume", "arg0.d1=16").returncode == 0
