@@ -28,6 +28,7 @@ from egg_dispatch.emit.iree.module import emit_iree
 from egg_dispatch.evaluate import evaluate, select_function
 from egg_dispatch.evaluate.check import function_inputs
 from egg_dispatch.iree.tools import compile_module, iree_available, run_module
+from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.parser import parse_mlir
 from tests.test_explore_property import run_cli
 
@@ -209,30 +210,42 @@ def check_every_plan(case: tuple[str, int, str], form: str, target: str, tmp_pat
             np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.skipif(not iree_available(), reason="IREE not installed")
-def test_a_reshape_chain_folded_between_dispatches_compiles_and_runs_on_iree(tmp_path: Path) -> None:
-    """The plan spelling a chain of reshapes between dispatches as the one ``flow.tensor.reshape``
-    (rules/noop_reshape.egg conditions 7-8) is IREE input: ``--emit iree`` of it compiles, for a CPU any
-    x86-64 host runs, and IREE's numbers are the program's."""
-    path, chunk, families = ("noop/fold_reshape_chain.mlir", 0, "noop")
+def the_plan_ending_with(case: tuple[str, int, str], form: str, tmp_path: Path) -> tuple[Module, Module]:
+    """The case's program, and the one plan ``opt`` prints for it (x86_64-avx2) whose signature ends with
+    ``form``."""
+    path, chunk, families = case
     text = (RULES / path).read_text().split("\n// -----\n")[chunk]
     source = tmp_path / "case.mlir"
     source.write_text(text)
     rc, out, err = run_cli(["opt", str(source), "--rules", families, "--target", "x86_64-avx2"])
     assert rc == 0, err
-    form = ": dispatch{linalg.generic} flow.tensor.reshape dispatch{linalg.generic}"
-    folded = [p for p in out.split("\n// ----- plan ")[1:] if p.split("\n", 1)[0].endswith(form)]
-    assert len(folded) == 1, out
-    plan = parse_mlir(folded[0].split("\n", 1)[1], "<plan>")
-    vmfb = compile_module(
-        emit_iree(plan, "x86_64-avx2"), data_tiling=False, target_cpu="haswell", compile_from="dispatch-creation"
-    )
-    program = parse_mlir(text, path)
+    plans = [p for p in out.split("\n// ----- plan ")[1:] if p.split("\n", 1)[0].endswith(form)]
+    assert len(plans) == 1, out
+    return parse_mlir(text, path), parse_mlir(plans[0].split("\n", 1)[1], "<plan>")
+
+
+def compiled_for_avx2(emitted: str) -> bytes:
+    return compile_module(emitted, data_tiling=False, target_cpu="haswell", compile_from="dispatch-creation")
+
+
+def assert_iree_computes_the_program(vmfb: bytes, function: str, program: Module) -> None:
+    """On an x86-64 host with AVX2, IREE's numbers for the compiled plan are the program's."""
     inputs = function_inputs(select_function(program), seed=3)
     if not runnable_here("x86_64-avx2")[0]:
         pytest.skip("compiled only: this CPU does not run x86-64 AVX2 code")
-    for got, ref in zip(run_module(vmfb, "fold_reshape_chain", inputs), evaluate(program, inputs), strict=True):
+    for got, ref in zip(run_module(vmfb, function, inputs), evaluate(program, inputs), strict=True):
         np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.skipif(not iree_available(), reason="IREE not installed")
+def test_a_reshape_chain_folded_between_dispatches_compiles_and_runs_on_iree(tmp_path: Path) -> None:
+    """The plan spelling a chain of reshapes between dispatches as the one ``flow.tensor.reshape``
+    (rules/noop_reshape.egg conditions 7-8) is IREE input: ``--emit iree`` of it compiles, for a CPU any
+    x86-64 host runs, and IREE's numbers are the program's."""
+    form = ": dispatch{linalg.generic} flow.tensor.reshape dispatch{linalg.generic}"
+    program, plan = the_plan_ending_with(("noop/fold_reshape_chain.mlir", 0, "noop"), form, tmp_path)
+    vmfb = compiled_for_avx2(emit_iree(plan, "x86_64-avx2"))
+    assert_iree_computes_the_program(vmfb, "fold_reshape_chain", program)
 
 
 @pytest.mark.skipif(not iree_available(), reason="IREE not installed")
@@ -240,27 +253,10 @@ def test_a_folded_constant_compiles_and_runs_on_iree(tmp_path: Path) -> None:
     """The plan reading the constant a reshape of a slice of a constant folds into (rules/fold_constants.egg)
     is IREE input: ``--emit iree`` of it compiles, and on an x86-64 host with AVX2 IREE's numbers are the
     program's."""
-    path, chunk = ("const_eval/fold_constants.mlir", 2)
-    text = (RULES / path).read_text().split("\n// -----\n")[chunk]
-    source = tmp_path / "case.mlir"
-    source.write_text(text)
-    rc, out, err = run_cli(["opt", str(source), "--rules", "const_eval", "--target", "x86_64-avx2"])
-    assert rc == 0, err
-    folded = [
-        p for p in out.split("\n// ----- plan ")[1:] if p.split("\n", 1)[0].endswith(": dispatch{linalg.generic}")
-    ]
-    assert len(folded) == 1, out
-    plan = parse_mlir(folded[0].split("\n", 1)[1], "<plan>")
-    vmfb = compile_module(
-        emit_iree(plan, "x86_64-avx2"), data_tiling=False, target_cpu="haswell", compile_from="dispatch-creation"
-    )
-    program = parse_mlir(text, path)
-    inputs = function_inputs(select_function(program), seed=3)
-    if not runnable_here("x86_64-avx2")[0]:
-        pytest.skip("compiled only: this CPU does not run x86-64 AVX2 code")
-    name = "fold_a_reshape_of_a_slice_of_a_constant"
-    for got, ref in zip(run_module(vmfb, name, inputs), evaluate(program, inputs), strict=True):
-        np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-6, atol=1e-6)
+    case = ("const_eval/fold_constants.mlir", 2, "const_eval")
+    program, plan = the_plan_ending_with(case, ": dispatch{linalg.generic}", tmp_path)
+    vmfb = compiled_for_avx2(emit_iree(plan, "x86_64-avx2"))
+    assert_iree_computes_the_program(vmfb, "fold_a_reshape_of_a_slice_of_a_constant", program)
 
 
 @pytest.mark.skipif(not iree_available(), reason="IREE not installed")
@@ -269,21 +265,13 @@ def test_a_dispatch_storing_a_slice_of_its_fill_compiles_and_runs_on_iree(tmp_pa
     case: ``dispatch{linalg.fill, tensor.extract_slice}``) is IREE input once ``--emit iree`` writes the
     slice of the fill as a fill of the slice (MLIR's SwapExtractSliceWithFill, as IREE's own
     canonicalizations do): without it IREE's codegen rejects the dispatch. IREE's numbers are the program's."""
-    path, chunk = ("clone/clone_into_opaque_ops.mlir", 2)
-    text = (RULES / path).read_text().split("\n// -----\n")[chunk]
-    source = tmp_path / "case.mlir"
-    source.write_text(text)
-    rc, out, err = run_cli(["opt", str(source), "--rules", "clone", "--target", "x86_64-avx2"])
-    assert rc == 0, err
     form = ": dispatch{linalg.fill, tensor.extract_slice} dispatch{linalg.generic}"
-    plans = [p for p in out.split("\n// ----- plan ")[1:] if p.split("\n", 1)[0].endswith(form)]
-    assert len(plans) == 1, out
-    emitted = emit_iree(parse_mlir(plans[0].split("\n", 1)[1], "<plan>"), "x86_64-avx2")
+    program, plan = the_plan_ending_with(("clone/clone_into_opaque_ops.mlir", 2, "clone"), form, tmp_path)
+    emitted = emit_iree(plan, "x86_64-avx2")
     assert "tensor.extract_slice" not in emitted and emitted.count("linalg.fill") == 1
-    compile_module(emitted, data_tiling=False, target_cpu="haswell", compile_from="dispatch-creation")
+    compiled_for_avx2(emitted)
     # its numbers: the evaluator runs the emitted IREE module (IREE's runtime takes no f32 scalar argument
     # from run_module, which passes every input as a buffer view)
-    program = parse_mlir(text, path)
     inputs = function_inputs(select_function(program), seed=3)
     got = evaluate(parse_mlir(emitted, "<emitted>"), inputs)
     for g, ref in zip(got, evaluate(program, inputs), strict=True):
