@@ -55,7 +55,13 @@ from egg_dispatch.iree.dispatch_creation import (
     first_error_line,
     iree_output_warnings,
 )
-from egg_dispatch.iree.lowering import iree_compiler_available, lower, lowering_command, start_state
+from egg_dispatch.iree.lowering import (
+    START_STATE_MAX_BYTES,
+    iree_compiler_available,
+    lower,
+    lowering_command,
+    start_state,
+)
 from egg_dispatch.iree.tools import IreeError
 from egg_dispatch.mlir.forms import PAST_GLOBAL_OPTIMIZATION, file_form, input_form
 from egg_dispatch.mlir.ir import Loc, Module
@@ -103,9 +109,6 @@ START_CHOICES = ("auto", "set-encoding", "global-optimization", "input")
   ``START_STATE_MAX_BYTES`` (IREE prints that state once per function-like op: too much for a model's
   inline weights), else ``global-optimization``, else ``input``; input already past global
   optimization is taken as given."""
-
-START_STATE_MAX_BYTES = 64 << 20
-"""Largest input whose IREE start state ``auto`` asks for (external parameters keep models far below)."""
 
 
 class UnsupportedInput(Exception):

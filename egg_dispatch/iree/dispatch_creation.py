@@ -43,8 +43,19 @@ def iree_compile_flags(target: str | Target) -> tuple[bool, str, list[str]]:
 
 
 def dispatch_creation_text(source: str | os.PathLike[str], target: str | Target) -> str:
-    """IREE's program at the end of dispatch creation for ``target`` (raises ``IreeError`` on failure)."""
-    data_tiling, cpu, others = iree_compile_flags(target)
+    """IREE's program at the end of dispatch creation for ``target`` (raises ``IreeError`` on failure).
+
+    For an input small enough to dump, this is the plan of the run ``lowering.start_state`` makes (the
+    same text, its locations stripped): IREE's plan and its start state of one input are then one
+    ``iree-compile`` run where compiles are cached (``EGG_DISPATCH_IREE_CACHE``), not two."""
+    from egg_dispatch.iree.lowering import START_STATE_MAX_BYTES, start_state  # lowering imports this module
+
+    tgt = load_target(target) if isinstance(target, str) else target
+    is_path = isinstance(source, os.PathLike) or ("\n" not in str(source) and os.path.isfile(str(source)))
+    size = os.path.getsize(source) if is_path else len(str(source))
+    if size <= START_STATE_MAX_BYTES:
+        return start_state(source, tgt).plan
+    data_tiling, cpu, others = iree_compile_flags(tgt)
     out = compile_module(
         source, data_tiling=data_tiling, target_cpu=cpu, extra_flags=[*others, "--compile-to=dispatch-creation"]
     )

@@ -41,6 +41,7 @@ __all__ = [
     "LOWERING_PHASES",
     "NO_DATA_TILING_PASS",
     "SET_ENCODING_PASS",
+    "START_STATE_MAX_BYTES",
     "Lowered",
     "StartState",
     "lower",
@@ -56,6 +57,9 @@ of a target without data tiling, where IREE's pipeline has no SetEncoding."""
 HOIST_ENCODING_PASS = "iree-dispatch-creation-hoist-encoding-ops"
 """The module pass right after SetEncoding (``DispatchCreation/Passes.cpp``, data tiling only): the start
 state is printed before it, once."""
+START_STATE_MAX_BYTES = 64 << 20
+"""Largest input whose IREE start state is dumped (``pipeline``'s ``auto`` start, ``dispatch_creation_text``):
+the dump holds the module, and external parameters keep models far below."""
 _DUMP = "// -----// IR Dump "
 
 LOWERING_PHASES = ("input", "global-optimization")
