@@ -170,7 +170,8 @@ def _compiles(text: str, target: str) -> str:
     tgt = load_target(target)
     _, cpu, others = iree_compile_flags(tgt)
     try:
-        compile_module(emit_iree(text, tgt), data_tiling=False, target_cpu=cpu, extra_flags=others,
+        compile_module(emit_iree(text, tgt), data_tiling=False, target_cpu=cpu,
+                       extra_flags=[*others, "--compile-to=executable-targets"],  # codegen: where it rejects
                        compile_from="dispatch-creation")  # fmt: skip
     except IreeError as e:
         return first_error_line(e.stderr)
