@@ -26,14 +26,14 @@ near-zero elements do not dominate):
 from __future__ import annotations
 
 import json
-import shutil
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from egg_dispatch.iree.tools import find_tool
 
 pytestmark = pytest.mark.slow  # IREE builds, explorations at model size or long properties (docs/testing.md)
 
@@ -260,8 +260,9 @@ def test_irpa_keys_are_the_parameters(name: str):
 
 
 def iree_compile_tool() -> str | None:
-    local = Path(sys.executable).parent / "iree-compile"
-    return str(local) if local.exists() else shutil.which("iree-compile")
+    """The ``iree-compile`` binary (``find_tool``: not pip's wrapper, an interpreter start per call)."""
+    found = find_tool("iree-compile")
+    return str(found) if found is not None else None
 
 
 @pytest.fixture(scope="module")
