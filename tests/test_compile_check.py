@@ -20,8 +20,6 @@ not have, alone, and extracts again without those IREE rejects (a conflict each)
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import sys
 from collections.abc import Callable
@@ -32,7 +30,6 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import egg_dispatch.iree.compile_check as cc
-from egg_dispatch.cli import main
 from egg_dispatch.cost import violated_conflicts
 from egg_dispatch.emit.iree.abi import abi_shell
 from egg_dispatch.emit.iree.module import emit_iree
@@ -40,6 +37,7 @@ from egg_dispatch.iree.dispatch_creation import first_error_line, iree_compile_f
 from egg_dispatch.iree.tools import CACHE_ENV, IreeError, compile_module, iree_available
 from egg_dispatch.pipeline import explore
 from egg_dispatch.result.exploration import Exploration
+from tests.cli_process import cli_process
 from tests.hypothesis_profiles import examples
 
 ROOT = Path(__file__).parent.parent
@@ -169,10 +167,9 @@ def test_answers_are_cached(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
 
 
 def run_cli(*argv: str) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(["explore", *argv])
-    return rc, out.getvalue()
+    """``egg-dispatch explore ARGV`` in this process: (exit code, stdout)."""
+    done = cli_process("explore", *argv)
+    return done.returncode, done.stdout
 
 
 @needs_iree

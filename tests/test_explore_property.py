@@ -30,8 +30,6 @@ with itself packed and plain. Another test checks that ``iree-opt`` accepts what
 
 from __future__ import annotations
 
-import contextlib
-import io
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,9 +39,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from egg_dispatch.cli import main
 from egg_dispatch.iree.tools import find_tool, iree_opt_parses_each
 from egg_dispatch.target.profile import builtin_target_names
+from tests.cli_process import cli_process
 from tests.hypothesis_profiles import examples
 
 TARGETS = sorted(builtin_target_names())
@@ -871,14 +869,12 @@ def explore_exit(program: str, target: str, start: str, *extra: str) -> tuple[in
     """``egg-dispatch explore FILE --check ...`` in this process: (exit code, stderr)."""
     path = TMP / "program.mlir"
     path.write_text(program)
-    out, err = io.StringIO(), io.StringIO()
     # Without the compile check (iree.compile_check: an iree-compile run per new plan, +50% here at 1,600
     # examples); tests/test_compile_check.py's property compiles random programs' plans whole instead.
     argv = ["explore", str(path), "--check", "--baseline", "modelled", "--target", target, "--emit", "json"]
     argv.append("--no-compile-check")
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main([*argv, "--from", start, *extra])
-    return rc, err.getvalue()
+    done = cli_process(*argv, "--from", start, *extra)
+    return done.returncode, done.stderr
 
 
 def check_program(program: str, target: str, start: str = "input", *extra: str) -> None:
@@ -908,10 +904,9 @@ def test_explore_check_after_iree_global_optimization(program: str, target: str,
 
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(argv)
-    return rc, out.getvalue(), err.getvalue()
+    """``egg-dispatch ARGV`` in this process (``cli_process``): (exit code, stdout, stderr)."""
+    done = cli_process(*argv)
+    return done.returncode, done.stdout, done.stderr
 
 
 @pytest.mark.slow
