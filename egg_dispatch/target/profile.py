@@ -271,15 +271,15 @@ def host_target() -> Target:
     if isa is None:  # no data-tiling profile fits: IREE's non-data-tiled path, which every CPU has
         base = _load_builtin("none")
         warning = (
-            f"warning: --target host: no built-in data-tiling profile for this CPU ({cpu}: {why}); falling back "
-            f"to 'none' (no encodings, IREE without data tiling); pass --target with one of "
-            f"{', '.join(builtin_target_names())} or a --target-file"
+            f"warning: --target host: no built-in data-tiling profile for this CPU ({cpu}: {why});\n"
+            "  falling back to 'none' (no encodings, IREE without data tiling); pass --target with one of\n"
+            f"  {', '.join(builtin_target_names())} or a --target-file"
         )
         return dataclasses.replace(base, provenance=MappingProxyType({**base.provenance, "warning": warning}))
     base = _load_builtin(isa)
     warning = (
-        f"warning: --target host: {cpu} is not calibrated; using the built-in {isa} profile ({why}), whose "
-        "numbers were not measured here (run 'egg-dispatch calibrate')"
+        f"warning: --target host: {cpu} is not calibrated (run 'egg-dispatch calibrate');\n"
+        f"  using the built-in {isa} profile ({why}), whose numbers were not measured here"
     )
     return dataclasses.replace(base, provenance=MappingProxyType({**base.provenance, "warning": warning}))
 
