@@ -85,6 +85,7 @@ from egg_dispatch.measure.stats import (
 from egg_dispatch.measure.stats import verdict as stats_verdict
 from egg_dispatch.mlir.ops import sym_name
 from egg_dispatch.pipeline import explore, for_iree, iree_plan
+from egg_dispatch.plan.graph import DispatchInfo
 from egg_dispatch.result.exploration import Candidate, Exploration
 from egg_dispatch.target.profile import Target, load_target
 
@@ -104,6 +105,7 @@ __all__ = [
     "decide",
     "distinct_plans",
     "emitted_candidates",
+    "kernel_times",
     "measurement_sizes",
     "paired_difference",
     "priced_key",
@@ -299,15 +301,15 @@ _DISPATCH = re.compile(r"^(?P<func>.+)_dispatch_(?P<n>\d+)(?:_|$)")
 _ENCODING = re.compile(r"^_encoding_(?P<n>\d+)(?:_|$)")
 
 
-def attribute_dispatch_times(candidate: Candidate, dispatch_seconds: dict[str, float]) -> list[tuple[str, float]]:
-    """(node signature, seconds) for every computation of ``candidate`` a profiled kernel time covers.
+def kernel_times(candidate: Candidate, dispatch_seconds: dict[str, float]) -> list[tuple[DispatchInfo, float]]:
+    """(plan dispatch, its measured kernel seconds) for every run-time dispatch of ``candidate`` a profiled
+    executable is.
 
     IREE numbers executables in program order (``<func>_dispatch_<N>_...`` for the N-th dispatch,
     ``_encoding_<N>_...`` for the N-th encode or decode); ``candidate.dispatch_order`` says which plan
-    dispatch each one is. A dispatch's kernel time is shared among the computations it fuses in
-    proportion to their modelled times. Dispatches IREE deduplicated (their ordinal has no function of
-    its own) are left out rather than guessed; when IREE ran more dispatches than the plan lists, the
-    ordinals do not line up and nothing is attributed."""
+    dispatch each one is. Dispatches IREE deduplicated (their ordinal has no function of its own) are
+    left out rather than guessed; when IREE ran more dispatches than the plan lists, or the executables
+    belong to several functions, the ordinals do not line up and nothing is returned."""
     dispatches: dict[int, float] = {}
     encodes: dict[int, float] = {}
     funcs: set[str] = set()
@@ -325,15 +327,24 @@ def attribute_dispatch_times(candidate: Candidate, dispatch_seconds: dict[str, f
         # a copy dispatch of its own): from there on ordinal N is not the plan's N-th dispatch
         return []
     by_name = {d.name: d for d in candidate.plan.dispatches}
-    out: list[tuple[str, float]] = []
+    out: list[tuple[DispatchInfo, float]] = []
     counters = {"dispatch": 0, "encode": 0}
     for kind, eclass in candidate.dispatch_order:
         n = counters[kind]
         counters[kind] += 1
         took = (dispatches if kind == "dispatch" else encodes).get(n)
         info = by_name.get(f"dispatch:{eclass}")
-        if took is None or info is None:
-            continue
+        if took is not None and info is not None:
+            out.append((info, took))
+    return out
+
+
+def attribute_dispatch_times(candidate: Candidate, dispatch_seconds: dict[str, float]) -> list[tuple[str, float]]:
+    """(node signature, seconds) for every computation of ``candidate`` a profiled kernel time covers
+    (``kernel_times``): a dispatch's kernel time is shared among the computations it fuses in proportion
+    to their modelled times."""
+    out: list[tuple[str, float]] = []
+    for info, took in kernel_times(candidate, dispatch_seconds):
         total = sum(s for _, s in info.nodes)
         if total <= 0:
             continue
