@@ -158,7 +158,8 @@ def test_json_report_schema() -> None:
         "compile_check",  # iree.compile_check: "not checked" without IREE
         "differences_from_iree",  # per contraction, what differs from the baseline (result.summary.diff_entries)
     }
-    assert all(set(d) == {"who", "layers", "locations", "ours", "iree"} for d in data["differences_from_iree"])
+    diff_keys = {"who", "layers", "locations", "ours", "iree", "ours_per_call", "iree_per_call", "faster", "verdict"}
+    assert all(set(d) == diff_keys for d in data["differences_from_iree"])
     assert set(data["compile_check"]) >= {"status", "reason", "checked", "excluded", "kept"}
     assert set(data["egraph"]) == {"enodes", "eclasses", "iterations", "stop_reason", "rule_matches"}
     assert set(data["input"]) == {"form", "explored_form", "steps", "notes"} and data["input"]["form"] == "linalg"

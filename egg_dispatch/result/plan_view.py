@@ -41,6 +41,8 @@ _RESHAPES = frozenset(
     {"tensor.collapse_shape", "tensor.expand_shape", "flow.tensor.reshape", "tensor.cast", "tensor.reshape"}
 )
 _SLICES = frozenset({"tensor.extract_slice", "flow.tensor.slice"})
+SLICES = _SLICES
+"""Slice ops (a slice between dispatches is a copy dispatch once compiled: ``result.per_call``)."""
 _QUIET = frozenset(
     {"arith.constant", "tensor.empty", "flow.return", "util.return", "util.global.store", "util.global.load",
      "linalg.fill", "tensor.dim", "util.assume.int", "flow.tensor.constant", "linalg.yield"}
@@ -67,6 +69,12 @@ class Contraction:
     ``result``: where it is decoded."""
     dispatch: int
     """Index of its dispatch in ``PlanView.dispatches``."""
+    steps: dict[str, tuple[Operation, Operation | None]] = field(default_factory=dict)
+    """The op that encodes each encoded operand (``LHS``, ``RHS``, ``ACC``: a ``set_encoding`` or a
+    ``flow.tensor.encode``), decodes the ``result`` (an ``unset_encoding``), and encodes another input of
+    an op between the contraction and that decode (``for generic(add)``: a residual the add reads
+    encoded), each with what holds it: a ``flow.dispatch.region``, a ``util.initializer`` (at load), or
+    None (an op of the function itself). What ``result.per_call`` prices per call."""
 
     @property
     def key(self) -> str:
@@ -467,51 +475,83 @@ def view(module: Module) -> PlanView:
             operands = ins(op)[:2]
             result = op.results[0] if op.results else None
             tiled = any(_encoded(v) for v in operands) or (result is not None and _encoded(result))
-            placements = {role: _placement(p, v, top, index, out) for role, v in zip(ROLES, operands, strict=False)}
+            steps: dict[str, tuple[Operation, Operation | None]] = {}
+            placements = {
+                role: _placement(p, v, top, index, out, steps, role) for role, v in zip(ROLES, operands, strict=False)
+            }
             acc = outs(op)
             if acc and _encoded(acc[0]) and not _filled(p, acc[0]):
-                placements["ACC"] = _placement(p, acc[0], top, index, out)
+                placements["ACC"] = _placement(p, acc[0], top, index, out, steps, "ACC")
             if result is not None:
-                placements["result"] = _decoded(p, result, top, index, out)
+                placements["result"] = _decoded(p, result, top, index, out, steps)
             weight = next((w for v in reversed(operands) if (w := p.weight(v)) is not None), None)
-            out.contractions.append(Contraction(op, contraction_shape(op), weight, tiled, placements, index[id(top)]))
+            shape = contraction_shape(op)
+            out.contractions.append(Contraction(op, shape, weight, tiled, placements, index[id(top)], steps))
     return out
 
 
-def _placement(p: _Plan, v: Value, dispatch: Operation, index: dict[int, int], out: PlanView) -> str:
-    """Where an operand of a contraction in ``dispatch`` is encoded."""
-    if not _encoded(v):
-        return "not encoded"
+def _encoder(p: _Plan, v: Value) -> tuple[Operation | None, bool]:
+    """The op that encodes ``v`` (a ``set_encoding`` or ``flow.tensor.encode``; None: another op, e.g. a
+    data-tiled contraction whose result it is) and whether it is sliced on the way."""
     through_slice = False
     for _ in range(200):
         v, owner = p.source(v)
         if owner is None:
-            return "encoded outside the plan's view"
-        if owner.name == "iree_encoding.set_encoding":
-            where = p.dispatch_of(owner)
-            slice_note = " (then sliced)" if through_slice else ""
-            if where is dispatch:
-                return "encoded in the matmul's dispatch" + slice_note
-            if where is not None and where.name == "util.initializer":
-                return "encoded at load" + slice_note
-            if where is not None and id(where) in index:
-                d = out.dispatches[index[id(where)]]
-                if d.encode_only:
-                    return "in an encode dispatch" + slice_note
-                return f"encode fused into the {d.primary} dispatch" + slice_note
-            return "encoded outside a dispatch" + slice_note
-        if owner.name == "flow.tensor.encode":
-            return "in an encode dispatch"
+            return None, through_slice
+        if owner.name in ("iree_encoding.set_encoding", "flow.tensor.encode"):
+            return owner, through_slice
         if owner.name in _SLICES and owner.operands:
             through_slice = True
             v = owner.operands[0]
             continue
+        return owner, through_slice
+    return None, through_slice
+
+
+def _placement(
+    p: _Plan,
+    v: Value,
+    dispatch: Operation,
+    index: dict[int, int],
+    out: PlanView,
+    steps: dict[str, tuple[Operation, Operation | None]],
+    role: str,
+) -> str:
+    """Where an operand of a contraction in ``dispatch`` is encoded (the op that does it into ``steps``)."""
+    if not _encoded(v):
+        return "not encoded"
+    owner, through_slice = _encoder(p, v)
+    if owner is None:
+        return "encoded outside the plan's view"
+    if owner.name not in ("iree_encoding.set_encoding", "flow.tensor.encode"):
         return f"encoded by {op_name(owner) or owner.name}"
-    return "encoded outside the plan's view"
+    where = p.dispatch_of(owner)
+    steps[role] = (owner, where)
+    if owner.name == "flow.tensor.encode":  # of the function, or of an initializer: at load
+        return "encoded at load" if where is not None and where.name == "util.initializer" else "in an encode dispatch"
+    slice_note = " (then sliced)" if through_slice else ""
+    if where is dispatch:
+        return "encoded in the matmul's dispatch" + slice_note
+    if where is not None and where.name == "util.initializer":
+        return "encoded at load" + slice_note
+    if where is not None and id(where) in index:
+        d = out.dispatches[index[id(where)]]
+        if d.encode_only:
+            return "in an encode dispatch" + slice_note
+        return f"encode fused into the {d.primary} dispatch" + slice_note
+    return "encoded outside a dispatch" + slice_note
 
 
-def _decoded(p: _Plan, result: Value, dispatch: Operation, index: dict[int, int], out: PlanView) -> str:
-    """Where a contraction's encoded result is decoded."""
+def _decoded(
+    p: _Plan,
+    result: Value,
+    dispatch: Operation,
+    index: dict[int, int],
+    out: PlanView,
+    steps: dict[str, tuple[Operation, Operation | None]],
+) -> str:
+    """Where a contraction's encoded result is decoded (the unset, and the encodes of other inputs of the
+    ops on the way to it, into ``steps``)."""
     if not _encoded(result):
         return "not encoded"
     todo, seen = [result], set()
@@ -521,8 +561,15 @@ def _decoded(p: _Plan, result: Value, dispatch: Operation, index: dict[int, int]
             continue
         seen.add(id(v))
         for user in p.users.get(id(v), []):
+            if user.name not in ("iree_encoding.unset_encoding", "flow.tensor.encode", "flow.return"):
+                for other in user.operands:  # e.g. the residual an add after the contraction reads encoded
+                    if other is not v and _encoded(other):
+                        enc, _ = _encoder(p, other)
+                        if enc is not None and enc.name in ("iree_encoding.set_encoding", "flow.tensor.encode"):
+                            steps.setdefault(f"for {op_name(user) or user.name}", (enc, p.dispatch_of(enc)))
             if user.name == "iree_encoding.unset_encoding":
                 where = p.dispatch_of(user)
+                steps["result"] = (user, where)
                 if where is dispatch:
                     after = op_name(v.owner) if isinstance(v.owner, Operation) and v is not result else None
                     return "decoded in its dispatch" + (f", after {after}" if after else "")
@@ -530,6 +577,7 @@ def _decoded(p: _Plan, result: Value, dispatch: Operation, index: dict[int, int]
                     return f"decoded in the {out.dispatches[index[id(where)]].primary} dispatch"
                 return "decoded outside a dispatch"
             if user.name == "flow.tensor.encode":
+                steps["result"] = (user, p.dispatch_of(user))
                 return "decoded by a flow.tensor.encode"
             if user.name == "flow.return":
                 region = p.dispatch_of(user)

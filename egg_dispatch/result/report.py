@@ -18,10 +18,14 @@ measured intervals: ``--no-measure`` for a report that is a function of its inpu
     PLAN = {label, signature, objective, run_seconds, load_seconds, persistent_bytes,
             transient_bytes, peak_live_bytes, dispatches: [{name, ops, bytes_in, bytes_out,
             seconds, seconds_max_form, holds}], globals: [{name, bytes, initializer_ops, holds}],
-            contractions: [{layer, role, shape, weight, data_tiled, placements, dispatch, location}],
+            contractions: [{layer, role, shape, weight, data_tiled, placements, dispatch, location, per_call}],
             extraction: {method, objective, optimal, gap, seconds?} | null, mlir}
 
-and, with a baseline, ``differences_from_iree: [{who, layers, locations, ours, iree}]`` (``summary.diff_entries``).
+and, with a baseline, ``differences_from_iree: [{who, layers, locations, ours, iree, ours_per_call,
+iree_per_call, faster, verdict}]`` (``summary.diff_entries``; ``*_per_call``: ``{seconds, kernel,
+kernel_seconds, encode_decode_seconds, steps: [{what, seconds, own_dispatch, shared_by}]} | null``, the
+contraction's predicted time per call in each plan, ``result.per_call``; ``faster``: ``ours`` | ``IREE`` |
+``tie`` | null).
 ``holds`` names what a dispatch or global holds (``plan_view``: ``rmsnorm + encode(LHS)``), never ``Op``;
 the text report (``text``) summarises by it and keeps every line within ``summary.WIDTH`` (docs/report.md).
 """
@@ -33,6 +37,7 @@ from typing import TYPE_CHECKING
 
 from egg_dispatch.emit.signature import plan_signature
 from egg_dispatch.mlir.printer import print_mlir
+from egg_dispatch.result.per_call import emitted_dispatches
 from egg_dispatch.result.plan_view import view
 from egg_dispatch.result.sizes_report import size_lines, sizes_json
 from egg_dispatch.result.summary import (
@@ -179,7 +184,7 @@ def plan_json(c: Candidate, with_timings: bool = False, e: Exploration | None = 
             }
             for i, (g, b, ops) in enumerate(c.plan.globals)
         ],
-        "contractions": contractions_json(e, v) if e is not None else contractions_json(None, v),
+        "contractions": contractions_json(e, v, c),
         "extraction": extraction,
         "mlir": print_mlir(c.mlir),
     }
@@ -386,17 +391,9 @@ def _heads(ops: list[str]) -> str:
 
 def _holds(c: Candidate, v: PlanView) -> dict[str, str]:
     """What each dispatch of the plan graph holds (``plan_view``), by plan graph name: the plan's MLIR holds
-    its dispatches in ``Candidate.dispatch_order``."""
-    func = next((op for op in c.mlir.ops if op.name in ("func.func", "util.func") and op.regions), None)
-    if func is None:
-        return {}
-    emitted = [op for op in func.regions[0].entry.ops if op.name in ("flow.dispatch.region", "flow.tensor.encode")]
-    at_run = {d.name for d in c.plan.dispatches}
-    order = [f"dispatch:{cls}" for _, cls in c.dispatch_order if f"dispatch:{cls}" in at_run]  # not the load's
-    if len(emitted) != len(order):
-        return {}
+    its dispatches in ``Candidate.dispatch_order`` (``per_call.emitted_dispatches``)."""
     by_op = {id(d.op): d.name for d in v.dispatches}
-    return {name: by_op.get(id(op), "encode") for op, name in zip(emitted, order, strict=True)}
+    return {d.name: by_op.get(op, "encode") for op, d in emitted_dispatches(c).items()}
 
 
 def text(e: Exploration, include_mlir: bool = False, verbose: bool = False) -> str:

@@ -15,9 +15,10 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from egg_dispatch.mlir.ir import Loc
+from egg_dispatch.result.per_call import PerCall, per_call
 from egg_dispatch.result.plan_view import Contraction, PlanView, contraction_names, view
 from egg_dispatch.util.table import table_lines
 
@@ -28,6 +29,7 @@ __all__ = [
     "WIDTH",
     "contraction_lines",
     "contractions_json",
+    "data_tiling_verdict",
     "diff_entries",
     "diff_lines",
     "fit",
@@ -69,6 +71,20 @@ def views(e: Exploration) -> tuple[PlanView, PlanView | None]:
     if cache is None or cache[0] != key:  # the CLI puts IREE's own plan in after exploring
         cache = (key, (view(e.best.mlir), view(e.baseline.mlir) if e.baseline is not None else None))
         e._views = cache  # type: ignore[attr-defined]
+    return cache[1]
+
+
+def per_calls(e: Exploration) -> tuple[list[PerCall | None], list[PerCall | None] | None]:
+    """Each contraction's predicted time per call (``result.per_call``) in the chosen plan and in IREE's
+    (None without a baseline), computed once per exploration."""
+    key = (id(e.best), id(e.baseline))
+    cache = getattr(e, "_per_calls", None)
+    if cache is None or cache[0] != key:
+        ours, theirs = views(e)
+        mine = per_call(e.best, ours)
+        other = per_call(e.baseline, theirs) if e.baseline is not None and theirs is not None else None
+        cache = (key, (mine, other))
+        e._per_calls = cache  # type: ignore[attr-defined]
     return cache[1]
 
 
@@ -211,19 +227,69 @@ def _where(locs: list[str | None]) -> str:
     return f" ({', '.join(shown)}{more})"
 
 
-def diff_entries(e: Exploration) -> list[dict]:
-    """Each data-tiling decision of a contraction where ours differs from IREE's plan, grouped over the
-    layers that repeat it: ``{who, layers, locations, ours, iree}`` (``layers`` empty when the contraction
-    is not in a layer; ``locations`` ``file:line:col`` in the user's file, where known)."""
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.2f}"
+
+
+def _signed(seconds: float) -> str:
+    return ("+" if seconds >= 0 else "-") + _us(abs(seconds))
+
+
+_TIE = 0.005e-6
+"""Per-call times closer than this (half the report's last digit, in seconds) are a tie."""
+
+
+def _cost_text(pc: PerCall) -> str:
+    """``mmt4d 8.37 + LHS encode 0.11 + decode 0.06 = 8.54 µs``."""
+    if not pc.parts:
+        return f"{pc.kernel} {_us(pc.seconds)} µs"
+    steps = " + ".join(f"{p.what} {_us(p.seconds)}" for p in pc.parts)
+    return f"{pc.kernel} {_us(pc.kernel_seconds)} + {steps} = {_us(pc.seconds)} µs"
+
+
+def data_tiling_verdict(shape: str, mine: PerCall, theirs: PerCall) -> tuple[str, str]:
+    """(which plan's contraction is predicted faster per call: ``ours``, ``IREE`` or ``tie``; why, in words)."""
+    diff = mine.seconds - theirs.seconds
+    faster = "tie" if abs(diff) < _TIE else "ours" if diff < 0 else "IREE"
+    dims = shape.split("x")
+    m = f" at M={dims[-3]}" if len(dims) >= 3 and dims[-3] != "?" else ""  # a dynamic M: at the sizes priced
+    if (mine.kernel == "mmt4d") != (theirs.kernel == "mmt4d"):
+        tiled, plain = (theirs, mine) if theirs.kernel == "mmt4d" else (mine, theirs)
+        saved = plain.kernel_seconds - tiled.kernel_seconds
+        cost = tiled.steps_seconds - plain.steps_seconds
+        if faster == "tie":
+            return faster, f"a tie{m}: the tiled kernel saves {_us(saved)} µs, its encodes and decodes cost as much"
+        gain = plain.seconds - tiled.seconds
+        if gain > 0:
+            why = f"the tiled kernel saves {_us(saved)}, its encodes and decodes cost {_us(cost)}"
+            return faster, f"data tiling pays{m}, by {_us(gain)} µs ({why})"
+        if saved <= 0:
+            why = f"the tiled kernel alone is {_us(-saved)} slower"
+            return faster, f"data tiling does not pay{m}, by {_us(-gain)} µs ({why})"
+        why = f"its encodes and decodes cost {_us(cost)}, more than the tiled kernel saves, {_us(saved)}"
+        return faster, f"data tiling does not pay{m}, by {_us(-gain)} µs ({why})"
+    if faster == "tie":
+        return faster, "the same predicted time per call"
+    kernel, steps = mine.kernel_seconds - theirs.kernel_seconds, mine.steps_seconds - theirs.steps_seconds
+    why = f"kernel {_signed(kernel)}, encodes and decodes {_signed(steps)}"
+    who = "ours" if faster == "ours" else "IREE's"
+    return faster, f"{who} is faster by {_us(abs(diff))} µs per call (ours' {why})"
+
+
+def _diff(e: Exploration) -> list[tuple[dict, str]]:
+    """``diff_entries``, each with its contraction's per-call line (empty without figures)."""
     ours, theirs = views(e)
     if theirs is None:
         return []
+    ours_pc, theirs_pc = per_calls(e)
     names = contraction_names(ours.contractions)
     theirs_names = contraction_names(theirs.contractions)
     locs = locations(e, ours.contractions)
     theirs_locs = locations(e, theirs.contractions)
-    groups: dict[tuple[str, str, str], dict] = {}
+    groups: dict[tuple[str, str, str, str], tuple[dict[str, Any], str]] = {}
     for i, j in match(ours.contractions, theirs.contractions):
+        mine: PerCall | None = None
+        other: PerCall | None = None
         if i is None:
             assert j is not None
             (layer, role), at, shape = theirs_names[j], theirs_locs[j], theirs.contractions[j].shape
@@ -231,44 +297,91 @@ def diff_entries(e: Exploration) -> list[dict]:
         else:
             (layer, role), at, shape = names[i], locs[i], ours.contractions[i].shape
             decisions = _decisions(ours.contractions[i], theirs.contractions[j] if j is not None else None)
+            if j is not None and theirs_pc is not None:
+                mine, other = ours_pc[i], theirs_pc[j]
+        faster, verdict, line = None, None, ""
+        if mine is not None and other is not None:
+            faster, verdict = data_tiling_verdict(shape, mine, other)
+            line = f"per call: ours {_cost_text(mine)}; IREE {_cost_text(other)}: {verdict}"
         who = role if role.startswith("#") else f"{role} (matmul {shape})"
-        for mine, iree in decisions:
-            key = (who, mine, iree) if layer is not None else (f"{who}@{len(groups)}", mine, iree)
-            entry = groups.setdefault(key, {"who": who, "layers": [], "locations": [], "ours": mine, "iree": iree})
+        for ours_does, iree in decisions:
+            key = (who, ours_does, iree, line) if layer is not None else (f"{who}@{len(groups)}", ours_does, iree, line)
+            if key not in groups:
+                entry: dict[str, Any] = {
+                    "who": who, "layers": [], "locations": [], "ours": ours_does, "iree": iree,
+                    "ours_per_call": mine.as_json() if mine is not None else None,
+                    "iree_per_call": other.as_json() if other is not None else None,
+                    "faster": faster, "verdict": verdict,
+                }  # fmt: skip
+                groups[key] = (entry, line)
+            entry = groups[key][0]
             if layer is not None:
                 entry["layers"].append(layer)
             entry["locations"].append(None if at is None else str(at))
     return list(groups.values())
 
 
+def diff_entries(e: Exploration) -> list[dict]:
+    """Each data-tiling decision of a contraction where ours differs from IREE's plan, grouped over the
+    layers that repeat it (and predict the same times for it): ``{who, layers, locations, ours, iree,
+    ours_per_call, iree_per_call, faster, verdict}`` (``layers`` empty when the contraction is not in a
+    layer; ``locations`` ``file:line:col`` in the user's file, where known; ``ours_per_call`` and
+    ``iree_per_call`` the contraction's predicted time per call in each plan, ``PerCall.as_json``: seconds,
+    kernel, kernel_seconds, encode_decode_seconds, steps, or None where the contraction has no match or the
+    plan no figures; ``faster`` ``ours``, ``IREE`` or ``tie`` by those times, ``verdict`` why in words)."""
+    return [entry for entry, _ in _diff(e)]
+
+
 def diff_lines(e: Exploration) -> list[str]:
-    """``diff_entries`` as report lines."""
+    """``diff_entries`` as report lines: each decision, then once per contraction (after its last
+    decision line) its predicted time per call in both plans and whether data tiling pays."""
     lines = []
-    for d in diff_entries(e):
+    entries = _diff(e)
+    mine = theirs = 0.0
+    for n, (d, per_call_line) in enumerate(entries):
         prefix = f"{_layers(d['layers'])} {d['who']}" if d["layers"] else d["who"]
         lines += fit(f"  {prefix}{_where(d['locations'])}: {d['ours']}; IREE: {d['iree']}")
+        following = entries[n + 1] if n + 1 < len(entries) else None
+        same = following is not None and (following[0]["who"], following[0]["layers"], following[1]) == (
+            d["who"], d["layers"], per_call_line,
+        )  # fmt: skip
+        if per_call_line and not same:
+            lines += fit(f"    {per_call_line}")
+            mine += d["ours_per_call"]["seconds"] * len(d["locations"])
+            theirs += d["iree_per_call"]["seconds"] * len(d["locations"])
+    if mine or theirs:
+        assert e.baseline is not None
+        whole = f"{_us(e.best.metrics.run_seconds)} and {_us(e.baseline.metrics.run_seconds)} µs"
+        together = f"ours {_us(mine)} µs, IREE {_us(theirs)} µs"
+        lines += fit(f"  these contractions together, per call: {together} (the whole plans: {whole})")
     return lines
 
 
 def contraction_lines(e: Exploration, c: Candidate, v: PlanView) -> list[str]:
-    """``--verbose``: every contraction of a plan, its name, place in the user's file and decisions."""
+    """``--verbose``: every contraction of a plan, its name, place in the user's file, decisions and
+    predicted time per call (``result.per_call``)."""
     names = contraction_names(v.contractions)
     locs = locations(e, v.contractions)
+    figures = per_calls(e)[0] if c is e.best else per_call(c, v)
     out = []
-    for (layer, role), at, k in zip(names, locs, v.contractions, strict=True):
+    for (layer, role), at, k, pc in zip(names, locs, v.contractions, figures, strict=True):
         who = (f"layer {layer} " if layer is not None else "") + role
         where = f" ({at})" if at is not None else ""
-        out += fit(f"  {who}{where}, dispatch{k.dispatch}: {_describe(k, True)}")
+        cost = f"; per call: {_cost_text(pc)}" if pc is not None else ""
+        out += fit(f"  {who}{where}, dispatch{k.dispatch}: {_describe(k, True)}{cost}")
     return out
 
 
-def contractions_json(e: Exploration | None, v: PlanView) -> list[dict]:
-    """Every contraction of a plan for ``--emit json``: name, place in the user's file (with ``e``), decisions."""
+def contractions_json(e: Exploration | None, v: PlanView, c: Candidate | None = None) -> list[dict]:
+    """Every contraction of a plan for ``--emit json``: name, place in the user's file (with ``e``), decisions,
+    and with ``c`` (the plan ``v`` views) its predicted time per call (``per_call``: ``PerCall.as_json``)."""
     out = []
     where = locations(e, v.contractions) if e is not None else [None] * len(v.contractions)
-    for (layer, role), at, k in zip(contraction_names(v.contractions), where, v.contractions, strict=True):
+    figures = per_call(c, v) if c is not None else [None] * len(v.contractions)
+    for (layer, role), at, k, pc in zip(contraction_names(v.contractions), where, v.contractions, figures, strict=True):
         out.append({
             "layer": layer, "role": role, "shape": k.shape, "weight": k.weight, "data_tiled": k.tiled,
             "placements": dict(k.placements), "dispatch": k.dispatch, "location": None if at is None else str(at),
+            "per_call": pc.as_json() if pc is not None else None,
         })  # fmt: skip
     return out
