@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from egg_dispatch.egraph.data import EGraphData, Node, node_order
-from egg_dispatch.egraph.enumerate import MATERIALIZED_OPS, is_acyclic
+from egg_dispatch.egraph.enumerate import MATERIALIZED_OPS
 from egg_dispatch.util.deep import allow_deep_recursion
 from egg_dispatch.util.registry import OpTable
 
-__all__ = ["BaselineError", "iree_baseline_choice"]
+__all__ = ["MAX_REPAIRS", "BaselineError", "chosen_cycle", "iree_baseline_choice"]
 
 
 class BaselineError(Exception):
@@ -89,14 +89,53 @@ def _computed(g: EGraphData, c: str) -> bool:
     return any(n.op in ("Generic", "Op", "UnsetEncoding", "InsertSlice") for n in g.choices(c))
 
 
-def iree_baseline_choice(g: EGraphData) -> dict[str, str]:
-    """IREE's plan in ``g``: class -> node id, picked greedily from the root by IREE's policy."""
+MAX_REPAIRS = 64
+"""Cycles ``iree_baseline_choice`` breaks before it gives up."""
+
+
+def iree_baseline_choice(g: EGraphData, *, repair: bool = True) -> dict[str, str]:
+    """IREE's plan in ``g``: class -> node id, picked greedily from the root by IREE's policy.
+
+    The greedy walk avoids a node that reads a class being chosen above it, but a cycle can also close
+    through a class chosen on another branch (two opaque ops the rules found to undo each other, each
+    class holding the other's op besides its own producer). Each cycle left is broken where the policy's
+    next-ranked node of one of its classes leaves no cycle through that class (``_IreePolicy.repair``).
+    ``repair=False``: the walk's choice as it is, cycles included (what the repair is measured against)."""
     allow_deep_recursion()
     policy = _IreePolicy(g)
     policy.choose(g.root, "run", frozenset())
-    if not is_acyclic(g, policy.choice):
-        raise BaselineError("IREE's policy picked a cyclic plan")
-    return policy.choice
+    if not repair:
+        return policy.choice
+    for _ in range(MAX_REPAIRS):
+        cycle = chosen_cycle(g, policy.choice)
+        if cycle is None:
+            return policy.choice
+        if not policy.repair(cycle):
+            break
+    raise BaselineError("IREE's policy picked a cyclic plan")
+
+
+def chosen_cycle(g: EGraphData, choice: dict[str, str]) -> list[str] | None:
+    """The term classes of a cycle among the chosen nodes reachable from the root, or None (a DAG)."""
+    state: dict[str, int] = {g.root: 1}
+    stack: list[tuple[str, int]] = [(g.root, 0)]
+    while stack:
+        c, i = stack[-1]
+        kids = g.nodes[choice[c]].children
+        if i == len(kids):
+            state[c] = 2
+            stack.pop()
+            continue
+        stack[-1] = (c, i + 1)
+        k = kids[i]
+        if not g.is_term_class(k) or state.get(k) == 2:
+            continue
+        if state.get(k) == 1:
+            on_stack = [s for s, _ in stack]
+            return on_stack[on_stack.index(k) :]
+        state[k] = 1
+        stack.append((k, 0))
+    return None
 
 
 _Rank = tuple[float, ...]
@@ -120,6 +159,29 @@ class _IreePolicy:
         self.owners = _owners(g)
         self.derivable = _derivable(g)
         self.choice: dict[str, str] = {}
+        self.context: dict[str, str] = {}
+        """Where each chosen class runs (``run``, ``hoisted``, ``load``): a repair chooses again there."""
+
+    def repair(self, cycle: list[str]) -> bool:
+        """Break ``cycle``: in the first of its classes (in its order) where one does, the best-ranked
+        other node after which no cycle runs through that class (children not chosen yet chosen by the
+        policy; undone when it does not help). False when no class of the cycle has one."""
+        g = self.g
+        for c in cycle:
+            ctx = self.context.get(c, "run")
+            others = [n for n in g.choices(c) if n.id != self.choice[c]]
+            others = [n for n in others if all(k in self.derivable or not g.is_term_class(k) for k in n.children)]
+            for alt in sorted(others, key=lambda n: (self.rank(n, ctx), node_order(n.id))):
+                before, kept = dict(self.choice), dict(self.context)
+                self.choice[c] = alt.id
+                child_ctx = {"Dispatch": "hoisted", "ConstEval": "load"}.get(alt.op, ctx)
+                for k in alt.children:
+                    self.choose(k, child_ctx, frozenset({c}))
+                left = chosen_cycle(g, self.choice)
+                if left is None or c not in left:
+                    return True
+                self.choice, self.context = before, kept
+        return False
 
     def single_use(self, c: str) -> bool:
         return len(self.owners.get(c, ())) <= 1
@@ -164,6 +226,7 @@ class _IreePolicy:
         # puts in a generic's class, whose set_encoding is that class's encoded twin): a cycle
         best = min(options, key=lambda n: (bool(path & set(n.children)), self.rank(n, ctx), node_order(n.id)))
         self.choice[c] = best.id
+        self.context[c] = ctx
         child_ctx = {"Dispatch": "hoisted", "ConstEval": "load"}.get(best.op, ctx)
         for k in best.children:
             self.choose(k, child_ctx, path | {c})
