@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from egg_dispatch.egraph.enumerate import is_acyclic
+from egg_dispatch.egraph.enumerate import chosen_cycle, is_acyclic
 from egg_dispatch.iree.tools import iree_available
 from egg_dispatch.pipeline import explore
-from egg_dispatch.plan.baseline import chosen_cycle, iree_baseline_choice
+from egg_dispatch.plan.baseline import iree_baseline_choice
 
 LLAMA = Path(__file__).parent / "fixtures" / "models" / "llama_block" / "torch.mlir"
 pytestmark = pytest.mark.skipif(not iree_available(), reason="the fixture's start state is IREE's (egg-dispatch[iree])")

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.util.deadline import Deadline
 
-__all__ = ["MATERIALIZED_OPS", "EnumerationBudget", "count_plans", "enumerate_plans", "is_acyclic"]
+__all__ = ["MATERIALIZED_OPS", "EnumerationBudget", "chosen_cycle", "count_plans", "enumerate_plans", "is_acyclic"]
 
 MATERIALIZED_OPS = frozenset({"Pack", "Unpack", "Mmt4d"})
 
@@ -34,8 +34,9 @@ def _options(g: EGraphData, c: str) -> list[str]:
     return [n.id for n in (plain or nodes)]
 
 
-def is_acyclic(g: EGraphData, choice: dict[str, str]) -> bool:
-    """True when the chosen nodes reachable from the root form a DAG (iterative DFS)."""
+def chosen_cycle(g: EGraphData, choice: dict[str, str]) -> list[str] | None:
+    """The term classes of a cycle among the chosen nodes reachable from the root (in the order the cycle
+    runs), or None when they form a DAG (iterative DFS)."""
     state: dict[str, int] = {g.root: 1}
     stack: list[tuple[str, int]] = [(g.root, 0)]
     while stack:
@@ -50,10 +51,16 @@ def is_acyclic(g: EGraphData, choice: dict[str, str]) -> bool:
         if not g.is_term_class(k) or state.get(k) == 2:
             continue
         if state.get(k) == 1:
-            return False
+            on_stack = [s for s, _ in stack]
+            return on_stack[on_stack.index(k) :]
         state[k] = 1
         stack.append((k, 0))
-    return True
+    return None
+
+
+def is_acyclic(g: EGraphData, choice: dict[str, str]) -> bool:
+    """True when the chosen nodes reachable from the root form a DAG."""
+    return chosen_cycle(g, choice) is None
 
 
 def enumerate_plans(

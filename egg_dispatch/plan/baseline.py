@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from egg_dispatch.egraph.data import EGraphData, Node, node_order
-from egg_dispatch.egraph.enumerate import MATERIALIZED_OPS
+from egg_dispatch.egraph.enumerate import MATERIALIZED_OPS, chosen_cycle
 from egg_dispatch.util.deep import allow_deep_recursion
 from egg_dispatch.util.registry import OpTable
 
-__all__ = ["MAX_REPAIRS", "BaselineError", "chosen_cycle", "iree_baseline_choice"]
+__all__ = ["MAX_REPAIRS", "BaselineError", "iree_baseline_choice"]
 
 
 class BaselineError(Exception):
@@ -113,29 +113,6 @@ def iree_baseline_choice(g: EGraphData, *, repair: bool = True) -> dict[str, str
         if not policy.repair(cycle):
             break
     raise BaselineError("IREE's policy picked a cyclic plan")
-
-
-def chosen_cycle(g: EGraphData, choice: dict[str, str]) -> list[str] | None:
-    """The term classes of a cycle among the chosen nodes reachable from the root, or None (a DAG)."""
-    state: dict[str, int] = {g.root: 1}
-    stack: list[tuple[str, int]] = [(g.root, 0)]
-    while stack:
-        c, i = stack[-1]
-        kids = g.nodes[choice[c]].children
-        if i == len(kids):
-            state[c] = 2
-            stack.pop()
-            continue
-        stack[-1] = (c, i + 1)
-        k = kids[i]
-        if not g.is_term_class(k) or state.get(k) == 2:
-            continue
-        if state.get(k) == 1:
-            on_stack = [s for s, _ in stack]
-            return on_stack[on_stack.index(k) :]
-        state[k] = 1
-        stack.append((k, 0))
-    return None
 
 
 _Rank = tuple[float, ...]
