@@ -11,7 +11,7 @@ import os
 import re
 
 from egg_dispatch.emit.iree.module import iree_cpu
-from egg_dispatch.iree.tools import compile_module
+from egg_dispatch.iree.tools import compile_module, is_source_path
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.target.profile import Target, load_target
@@ -51,8 +51,7 @@ def dispatch_creation_text(source: str | os.PathLike[str], target: str | Target)
     from egg_dispatch.iree.lowering import START_STATE_MAX_BYTES, start_state  # lowering imports this module
 
     tgt = load_target(target) if isinstance(target, str) else target
-    is_path = isinstance(source, os.PathLike) or ("\n" not in str(source) and os.path.isfile(str(source)))
-    size = os.path.getsize(source) if is_path else len(str(source))
+    size = os.path.getsize(source) if is_source_path(source) else len(str(source))  # as compile_module reads it
     if size <= START_STATE_MAX_BYTES:
         return start_state(source, tgt).plan
     data_tiling, cpu, others = iree_compile_flags(tgt)

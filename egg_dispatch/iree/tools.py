@@ -50,6 +50,7 @@ __all__ = [
     "iree_opt_parses",
     "iree_opt_parses_each",
     "iree_opt_passes",
+    "is_source_path",
     "parameter_flags",
     "run_module",
 ]
@@ -147,7 +148,7 @@ def iree_available() -> bool:
     return True
 
 
-def _is_path(source: str | os.PathLike[str]) -> bool:
+def is_source_path(source: str | os.PathLike[str]) -> bool:
     """A ``PathLike`` is a path; a one-line ``str`` naming an existing ``.mlir``/``.mlirbc`` file is too."""
     if isinstance(source, os.PathLike):
         return True
@@ -263,7 +264,7 @@ def _compiled(
         return
     folder = Path(cache)
     folder.mkdir(parents=True, exist_ok=True)
-    text = Path(source).read_bytes() if _is_path(source) else str(source).encode()
+    text = Path(source).read_bytes() if is_source_path(source) else str(source).encode()
     stat = tool.stat()
     identity = f"{tool}:{stat.st_size}:{stat.st_mtime_ns}".encode()
     key = hashlib.sha256(b"\0".join([text, *(f.encode() for f in flags), identity])).hexdigest()[:32]
@@ -308,7 +309,7 @@ def _compiled_in_temp(
     ``<output>.stderr``); raises ``IreeError`` on failure."""
     with tempfile.TemporaryDirectory(prefix="egg_dispatch_iree_", dir=folder) as tmp:
         out = Path(tmp) / "module.out"
-        if _is_path(source):
+        if is_source_path(source):
             src, stdin = str(Path(source)), None
         else:
             src, stdin = "-", str(source).encode()
