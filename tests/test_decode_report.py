@@ -12,7 +12,11 @@ Checked here:
   per call is that dispatch's predicted seconds less its accumulator fill, plus, in IREE's plan, the
   encode dispatch that feeds it (its predicted seconds over the dispatches it feeds);
 * the verdict agrees with the sign of the difference of the two times, in JSON and in the text;
-* the verdict's words on made-up figures (tiling pays, does not, a tie).
+* the verdict's words on made-up figures (tiling pays, does not, a tie);
+* the kernels ``benchmarks/bench_m1_kernels.py`` compares with IREE's profile (``measure.kernel_agreement``):
+  per M x N x K, the contraction dispatches counted by hand from the model's config (2 layers; q/o
+  256x256, k/v 64x256, gate/up 512x256, down 256x512, the tied LM head 2048x256), their total what the
+  plan graph alone gives (its dispatches holding a contraction, compute and traffic without the launch).
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ import pytest
 
 from egg_dispatch.cli.explore import use_iree_baseline
 from egg_dispatch.iree.lowering import iree_compiler_available
+from egg_dispatch.measure.kernel_agreement import predicted
 from egg_dispatch.pipeline import explore
 from egg_dispatch.plan.graph import DispatchInfo, Plan
 from egg_dispatch.result.exploration import Exploration
 from egg_dispatch.result.per_call import Part, PerCall
+from egg_dispatch.result.plan_view import view
 from egg_dispatch.result.report import text, to_json
 from egg_dispatch.result.summary import data_tiling_verdict
 
@@ -185,3 +191,29 @@ def test_the_verdicts_words() -> None:
     assert data_tiling_verdict("1x8x8", _pc("matmul", 3.0), _pc("mmt4d", 2.0, 1.0))[0] == "tie"
     both = data_tiling_verdict("1x8x8", _pc("mmt4d", 3.0, 0.25), _pc("mmt4d", 3.0, 0.5))
     assert both == ("ours", "ours is faster by 0.25 µs per call (ours' kernel +0.00, encodes and decodes -0.25)")
+
+
+@needs_iree
+def test_the_models_kernels_of_the_decode_step_are_the_ones_counted_by_hand() -> None:
+    e = explored()
+    for c in (e.best, e.baseline):
+        assert c is not None
+        got = predicted(c, view(c.mlir))
+        counts = {k: p.count for k, p in got.items() if k[0] == "matmul"}
+        assert counts == {
+            ("matmul", "1x256x256"): 4,
+            ("matmul", "1x64x256"): 4,
+            ("matmul", "1x512x256"): 4,
+            ("matmul", "1x256x512"): 2,
+            ("matmul", "1x2048x256"): 1,
+        }, c.label
+        # Another route, the plan graph alone: its dispatches holding a contraction, without the launch.
+        holding = [d for d in c.plan.dispatches if {"Contract", "Mmt4d"} & set(d.ops)]
+        assert len(holding) == 15
+        total = sum(p.seconds * p.count for k, p in got.items() if k[0] == "matmul")
+        assert total == pytest.approx(sum(d.flops_seconds for d in holding), rel=1e-12)
+        assert total < sum(d.seconds for d in holding)  # the launches are left out
+    # IREE's plan encodes the M = 1 activations per call (1x1x256 in IREE's 3-d form): the model has them
+    assert e.baseline is not None
+    encodes = {k: p for k, p in predicted(e.baseline, view(e.baseline.mlir)).items() if k[0] == "encode"}
+    assert encodes and all(p.seconds > 0 for p in encodes.values())
