@@ -1,7 +1,8 @@
 """Every command on every transformers fixture (issue 53 point 1): a table of exit codes and first error lines.
 
-For each fixture (``tests/fixtures/models/hf_*`` and the decode step ``llama_decode``), on the file a user
-has (``torch.mlir``, iree-turbine's export) with its ``params.irpa`` (``--parameters=model=...``):
+For each fixture (``tests/fixtures/models/hf_*``, ``hf_llama_dyn`` with a dynamic sequence length among
+them, and the decode step ``llama_decode``), on the file a user has (``torch.mlir``, iree-turbine's export)
+with its ``params.irpa`` (``--parameters=model=...``):
 
 - ``explore``: ``explore --check --parameters P --emit iree -o plan.mlir`` (small measurement budget);
 - ``emit-iree``: that ``plan.mlir`` compiled with ``iree-compile --compile-from=dispatch-creation`` and
@@ -11,8 +12,9 @@ has (``torch.mlir``, iree-turbine's export) with its ``params.irpa`` (``--parame
   budgets: ``--min-time 0.01``, ``--repeats 1``, ``tune --top-k 2``), ``check --parameters P``;
 - ``run --parameters P`` on the recorded inputs, its outputs against ``expected_iree.npz`` (1e-4).
 
-The dynamic fixtures (``attention_dyn``, ``mlp_dyn``, ``mlp_sym``: no transformers class, weights inline)
-are in the run with ``--dynamic``: ``emit-iree`` and ``run`` then check every recorded size (``inputs_<size>.npz``).
+A fixture recorded at several sizes (``inputs_<size>.npz``: ``hf_llama_dyn``, and the dynamic fixtures
+``attention_dyn``, ``mlp_dyn``, ``mlp_sym``, no transformers class, weights inline, in the run with
+``--dynamic``) has ``emit-iree`` and ``run`` check every recorded size.
 
 Commands run one at a time (the machine this was written on has 2 shared cores). ``--tree DIR`` runs a
 copy of the package from DIR (``PYTHONPATH``), e.g. a snapshot taken before a change, for a before/after
@@ -39,7 +41,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "fixtures" / "models"
-FIXTURES = ("hf_llama", "hf_qwen2", "hf_gpt2", "hf_bert", "hf_phi3", "hf_gemma2", "llama_decode")
+FIXTURES = ("hf_llama", "hf_qwen2", "hf_gpt2", "hf_bert", "hf_phi3", "hf_gemma2", "hf_llama_dyn", "llama_decode")
 DYNAMIC = ("attention_dyn", "mlp_dyn", "mlp_sym")
 COMMANDS = ("explore", "emit-iree", "iree-baseline", "bench", "tune", "check", "run")
 TOLERANCE = 1e-4

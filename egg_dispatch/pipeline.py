@@ -74,6 +74,7 @@ from egg_dispatch.plan.graph import build_plan
 from egg_dispatch.plan.sized import plan_at_sizes
 from egg_dispatch.result.exploration import Candidate, Exploration, InputInfo
 from egg_dispatch.start.initial_plan import initial_plan
+from egg_dispatch.start.tensor_to_flow import flow_reshapes
 from egg_dispatch.target.profile import Target, load_target
 from egg_dispatch.util.deadline import Deadline, StageStop
 from egg_dispatch.util.deep import allow_deep_recursion
@@ -148,7 +149,9 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
     def as_given() -> Module:
         if parsed is not None:
             return parsed
-        return parse_mlir(text, name) if text is not None else parse_file(cast(Path, path))  # no text: a file
+        module = parse_mlir(text, name) if text is not None else parse_file(cast(Path, path))  # no text: a file
+        flow_reshapes(module)
+        return module
 
     if form in PAST_GLOBAL_OPTIMIZATION or (start == "input" and form != "torch"):
         if start == "input" and form != "torch":
@@ -192,6 +195,7 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
         if own:  # its locations are in the user's file
             info.locations = {n: Loc(os.path.basename(name), at.line, at.col) for n, at in state.locations.items()}
         module = parse_mlir(state.text, f"{name} after IREE's SetEncoding")
+        flow_reshapes(module)  # as IREE converts them after SetEncoding (start.tensor_to_flow)
         module.warnings = [*warnings, *iree_output_warnings(module, f"IREE's start state for {name}")]
         return module, info
     if start == "auto":
@@ -214,6 +218,7 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
     info.steps.append(lowered.command)
     info.explored_form = phase  # what IREE just wrote (no need to scan a model-sized text for it)
     module = parse_mlir(lowered.text, f"{name} after IREE's {phase} phase")
+    flow_reshapes(module)
     module.warnings = [*warnings, *iree_output_warnings(module, f"IREE's {phase} output for {name}")]
     return module, info
 

@@ -15,6 +15,11 @@ transformers' own mask building looks for packed sequences with ``torch.diff`` a
 IREE 3.13's torch input does not lower. BERT gets its 0/1 padding mask ``1xS`` as an input and builds the
 additive mask itself.
 
+``hf_llama_dyn`` is the Llama prefill exported with a dynamic sequence length (``Dim("seq")`` of the
+export, 2..128; the wrapper's mask is ``[1,1,S,S]`` of that length too): the same files but, in place of
+``inputs.npz`` / ``expected_*.npz``, ``inputs_s<N>.npz``, ``expected_torch_s<N>.npz`` and
+``expected_iree_s<N>.npz`` for N in ``DYN_SIZES`` (IREE compiled once, run at each length).
+
 Files per folder: ``torch.mlir`` (iree-turbine's export), ``input.mlir`` (``iree-compile --compile-to=input``),
 ``params.irpa``, ``inputs.npz`` (arg0, ...), ``expected_torch.npz`` and ``expected_iree.npz`` (out0; IREE:
 llvm-cpu, target-cpu=host, local-sync, with params.irpa; max |IREE - torch| / max |torch| <= 1e-4 is checked),
@@ -25,9 +30,12 @@ Setup: the ``models`` extra plus transformers, in a Python 3.11 venv (see script
     V/bin/pip install torch==2.13.0 iree-turbine==3.9.0 safetensors transformers
     V/bin/python scripts/export_transformers_fixtures.py            # all families
     V/bin/python scripts/export_transformers_fixtures.py gpt2 bert  # some
+    V/bin/python scripts/export_transformers_fixtures.py llama_dyn  # the dynamic Llama
 
 Deterministic: fixed seeds, fixed-timestamp .npz, the compiler run inside the folder on relative paths;
-a rerun gives byte-identical files.
+a rerun on the same host gives byte-identical files (``expected_iree*.npz`` is target-cpu=host code's: on
+another CPU its last bits may differ, as ``hf_llama``'s do on the AMD EPYC host ``hf_llama_dyn`` was
+written on, within the 1e-4 bound).
 """
 
 from __future__ import annotations
@@ -35,16 +43,35 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import textwrap
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 
 import torch
 import torch.nn as nn
 import transformers
-from export_fixtures import OUT, export_external, folder_sizes, irpa_items
+from export_fixtures import (
+    HOST,
+    OUT,
+    SCOPE,
+    export_external,
+    folder_sizes,
+    iree_compile,
+    irpa_items,
+    max_rel,
+    run_iree,
+    save_npz,
+    torch_outputs,
+)
+from iree.turbine import aot
 
 SEQ = 16
+DYN_SIZES = (8, 13, 16)
+"""The sequence lengths a dynamic fixture records (the export's example is ``SEQ``)."""
+DYNAMIC = {"llama_dyn": "llama"}
+"""Dynamic fixtures (``hf_<key>``): the family exported with a dynamic sequence length."""
 VOCAB = 512
 TOL = 1e-4
 
@@ -358,16 +385,124 @@ def export(fam: Family) -> dict:
     return meta
 
 
+README_DYN = """\
+# `{name}`: transformers' `{model_class}`, prefill of a dynamic number of tokens
+
+**Generated** by `scripts/export_transformers_fixtures.py` (its docstring has the setup); do not edit by hand.
+
+{intro}
+
+config: `{config_json}`
+
+{mask_text}
+
+Parameters are external (`#flow.parameter.named<"model"::...>`, values in `params.irpa`).
+
+- inputs: {inputs} (`inputs_s<N>.npz`, arg0, for N in {sizes_list})
+- outputs: {outputs} (`expected_torch_s<N>.npz`, `expected_iree_s<N>.npz`: torch.mlir compiled once for
+  llvm-cpu, target-cpu=host, run with `params.irpa` at each length)
+- max |IREE - torch| / max |torch|: {rels}
+- versions: {versions}
+- files: {sizes}
+
+```sh
+iree-compile torch.mlir --compile-to=input -o input.mlir
+egg-dispatch explore torch.mlir --check --parameters model=params.irpa
+```
+"""
+
+
+def dyn_inputs(s: int) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator().manual_seed(200 + s)
+    return (torch.randint(0, VOCAB, (1, s), generator=g, dtype=torch.int64),)
+
+
+def export_dynamic(key: str) -> dict:
+    """``hf_<key>``: the causal family ``DYNAMIC[key]`` exported with ``Dim("seq")`` as its sequence length,
+    recorded at each of ``DYN_SIZES``."""
+    fam = BY_NAME[DYNAMIC[key]]
+    assert fam.kind == "causal" and not fam.window_layers
+    name = f"hf_{key}"
+    folder = OUT / name
+    folder.mkdir(parents=True, exist_ok=True)
+    step = build(fam)
+    runs = {s: dyn_inputs(s) for s in DYN_SIZES}
+    expected = {s: torch_outputs(step, args) for s, args in runs.items()}  # before externalizing
+    seq = torch.export.Dim("seq", min=2, max=fam.config["max_position_embeddings"])
+    aot.externalize_module_parameters(step, external_scope=SCOPE)
+    aot.export(step, args=runs[SEQ], dynamic_shapes={"ids": {1: seq}}).save_mlir(str(folder / "torch.mlir"))
+    aot.save_module_parameters(folder / "params.irpa", step)
+    (folder / "params.irpa").chmod(0o644)
+    iree_compile("torch.mlir", "input.mlir", ["--compile-to=input"], folder)
+    rels = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        vmfb = Path(tmp) / "m.vmfb"
+        iree_compile("torch.mlir", str(vmfb), HOST, folder)
+        for s, args in runs.items():
+            inputs = [a.numpy() for a in args]
+            got = run_iree(vmfb, inputs, folder / "params.irpa")
+            save_npz(folder / f"inputs_s{s}.npz", {f"arg{i}": a for i, a in enumerate(inputs)})
+            save_npz(folder / f"expected_torch_s{s}.npz", {f"out{i}": o for i, o in enumerate(expected[s])})
+            save_npz(folder / f"expected_iree_s{s}.npz", {f"out{i}": o for i, o in enumerate(got)})
+            rels[f"s{s}"] = max_rel(got, expected[s])
+            if rels[f"s{s}"] > TOL:
+                raise SystemExit(f"{name} s={s}: IREE vs torch {rels[f's{s}']:.2e}")
+    meta = {
+        "name": name,
+        "kind": "dynamic",
+        "model_class": fam.model_class,
+        "config_class": fam.config_class,
+        "config": fam.config,
+        "seed": fam.seed,
+        "what": f"transformers {fam.model_class} prefill of a dynamic number of tokens: {fam.features}",
+        "inputs": ["1x?xint64"],
+        "outputs": [f"1x?x{VOCAB}xfloat32"],
+        "seq_sizes": list(DYN_SIZES),
+        "param_keys": [e.key for _, e in irpa_items(folder / "params.irpa")],
+        "max_rel_iree_vs_torch": {k: float(f"{v:.3g}") for k, v in rels.items()},
+        "versions": {p: metadata.version(p) for p in ("torch", "transformers", "iree-turbine", "iree-base-compiler")},
+    }
+    (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    text = README_DYN.format(
+        name=name,
+        model_class=fam.model_class,
+        intro=textwrap.fill(
+            f"transformers' own `{fam.model_class}` built from `{fam.config_class}(**config)` with random weights "
+            f"under `torch.manual_seed({fam.seed})` (norm weights perturbed away from 1), the same model as "
+            f"`hf_{fam.name}`: {fam.features}.",
+            width=110,
+            break_on_hyphens=False,
+        ),
+        config_json=json.dumps(fam.config, sort_keys=True),
+        mask_text=textwrap.fill(
+            'The forward is a prefill: batch 1, a dynamic number S of tokens (the export\'s `Dim("seq")`, '
+            f"2..{fam.config['max_position_embeddings']}, traced at {SEQ}), no cache, the logits as the output. "
+            + MASK_TEXT["causal"],
+            width=110,
+            break_on_hyphens=False,
+        ),
+        inputs=", ".join(f"`{x}`" for x in meta["inputs"]),
+        outputs=", ".join(f"`{x}`" for x in meta["outputs"]),
+        sizes_list=", ".join(map(str, DYN_SIZES)),
+        rels=", ".join(f"{k} {v:.1e}" for k, v in rels.items()),
+        versions=", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
+        sizes=folder_sizes(folder),
+    )
+    (folder / "README.md").write_text(text)
+    return meta
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("names", nargs="*", metavar="NAME", help=f"families to write: {', '.join(BY_NAME)} (default: all)")
+    known = [*BY_NAME, *DYNAMIC]
+    ap.add_argument("names", nargs="*", metavar="NAME", help=f"fixtures to write: {', '.join(known)} (default: all)")
     opts = ap.parse_args()
-    if unknown := sorted(set(opts.names) - set(BY_NAME)):
-        ap.error(f"unknown family {', '.join(unknown)}; known: {', '.join(BY_NAME)}")
+    if unknown := sorted(set(opts.names) - set(known)):
+        ap.error(f"unknown family {', '.join(unknown)}; known: {', '.join(known)}")
     torch.set_num_threads(1)
-    for name in opts.names or list(BY_NAME):
-        meta = export(BY_NAME[name])
-        print(f"{meta['name']}: max rel {meta['max_rel_iree_vs_torch']:.1e}", file=sys.stderr)
+    for name in opts.names or known:
+        meta = export_dynamic(name) if name in DYNAMIC else export(BY_NAME[name])
+        print(f"{meta['name']}: max rel {meta['max_rel_iree_vs_torch']}", file=sys.stderr)
 
 
 if __name__ == "__main__":

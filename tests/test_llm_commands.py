@@ -6,9 +6,10 @@
   are written here from ``hf_llama``'s ``params.irpa`` the way iree-turbine writes one (IREE's runtime
   ``ParameterIndex``, each entry with its ``PYTORCH:{"dtype", "shape"}`` metadata).
 - Point 1: ``explore --check --parameters``, ``check`` and ``run`` on the file a user has (``torch.mlir``)
-  of every transformers fixture (the six ``hf_*`` prefills and the ``llama_decode`` step); ``run``'s
-  numbers are compared with what IREE recorded for the fixture's inputs (``expected_iree.npz``: IREE
-  compiled the same program and ran it with the same ``params.irpa``). ``explore`` here extracts greedily
+  of every transformers fixture (the six ``hf_*`` prefills, ``hf_llama_dyn`` with a dynamic sequence length
+  and the ``llama_decode`` step); ``run``'s numbers are compared with what IREE recorded for the fixture's
+  inputs (``expected_iree.npz``, or ``expected_iree_s<N>.npz`` at each recorded length: IREE compiled the
+  same program and ran it with the same ``params.irpa``). ``explore`` here extracts greedily
   (``--time-limit 0``) and skips the compile check to stay cheap; ``iree-baseline``, ``bench``, ``tune``
   and ``explore --emit iree`` compiled and run against ``expected_iree`` are run on every fixture by
   ``benchmarks/bench_llm_commands.py`` (a minute or more per fixture), ``iree-baseline`` here on one.
@@ -32,8 +33,9 @@ import pytest
 from egg_dispatch.cli import build_parser, main
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
-TRANSFORMERS = ("hf_llama", "hf_qwen2", "hf_gpt2", "hf_bert", "hf_phi3", "hf_gemma2", "llama_decode")
-"""The transformers fixtures of the suite: prefills of transformers' own classes and a decode step."""
+TRANSFORMERS = ("hf_llama", "hf_qwen2", "hf_gpt2", "hf_bert", "hf_phi3", "hf_gemma2", "hf_llama_dyn", "llama_decode")
+"""The transformers fixtures of the suite: prefills of transformers' own classes (``hf_llama_dyn``: the Llama
+exported with a dynamic sequence length, recorded at three) and a decode step."""
 WITH_PARAMETERS = ("explore", "iree-baseline", "bench", "tune", "check", "run")
 TOLERANCE = 1e-4
 """Max |ours - IREE's| / max |IREE's| over an output: the bound the fixtures' IREE-vs-torch outputs meet
@@ -182,20 +184,31 @@ def test_explore_check_and_run_on_a_transformers_fixture(
     out, err = capsys.readouterr()
     assert code == 0, err + out
 
-    inputs = _load_npz(folder / "inputs.npz", "arg")
-    want = _load_npz(folder / "expected_iree.npz", "out")
-    argv = ["run", str(torch_mlir), f"--parameters=model={params}"]
-    for i, x in enumerate(inputs):
-        np.save(tmp_path / f"arg{i}.npy", x)
-        argv.append(f"--input=@{tmp_path / f'arg{i}.npy'}")
-    outs = [tmp_path / f"out{i}.npy" for i in range(len(want))]
-    code = main([*argv, *(f"--output=@{o}" for o in outs)])
-    err = capsys.readouterr().err
-    assert code == 0, err
-    for o, w in zip(outs, want, strict=True):
-        got = np.load(o)
-        assert got.shape == w.shape and got.dtype == w.dtype
-        assert np.abs(got.astype(np.float64) - w).max() <= TOLERANCE * np.abs(w).max(), (name, o.name)
+    for tag in _recorded(folder):  # "" (inputs.npz), or each length of a dynamic export (_s8 ...)
+        inputs = _load_npz(folder / f"inputs{tag}.npz", "arg")
+        want = _load_npz(folder / f"expected_iree{tag}.npz", "out")
+        argv = ["run", str(torch_mlir), f"--parameters=model={params}"]
+        for i, x in enumerate(inputs):
+            np.save(tmp_path / f"arg{i}.npy", x)
+            argv.append(f"--input=@{tmp_path / f'arg{i}.npy'}")
+        outs = [tmp_path / f"out{tag}{i}.npy" for i in range(len(want))]
+        code = main([*argv, *(f"--output=@{o}" for o in outs)])
+        err = capsys.readouterr().err
+        assert code == 0, err
+        for o, w in zip(outs, want, strict=True):
+            got = np.load(o)
+            assert got.shape == w.shape and got.dtype == w.dtype
+            assert np.abs(got.astype(np.float64) - w).max() <= TOLERANCE * np.abs(w).max(), (name, o.name)
+
+
+def _recorded(folder: Path) -> list[str]:
+    """The suffixes of a fixture's recorded inputs: ``""`` for ``inputs.npz``, else each ``_s<N>`` of
+    ``inputs_s<N>.npz`` (a dynamic export, recorded at several lengths)."""
+    if (folder / "inputs.npz").is_file():
+        return [""]
+    tags = sorted(p.stem.removeprefix("inputs") for p in folder.glob("inputs_s*.npz"))
+    assert len(tags) >= 3, folder  # the export's length and two more
+    return tags
 
 
 @pytest.mark.slow  # IREE's plan compiled and imported; ours explored with the ILP
@@ -305,6 +318,96 @@ def test_the_iree_form_of_such_a_plan_compiles_and_matches_iree(name: str, tmp_p
             (got,) = run_module(vmfb, "f", inputs)
             assert got.shape == want.shape
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+RESHAPED = """util.func public @f(%x: tensor<?x32xf32>, %w: tensor<16x16xf32>) -> tensor<?x16xf32> {
+  %c0 = arith.constant 0 : index
+  %d = tensor.dim %x, %c0 : tensor<?x32xf32>
+  %di = arith.index_cast %d : index to i64
+  %c2 = arith.constant 2 : i64
+  %c16 = arith.constant 16 : i64
+  %n = arith.muli %di, %c2 : i64
+  %shape = tensor.from_elements %n, %c16 : tensor<2xi64>
+  %r = tensor.reshape %x(%shape) : (tensor<?x32xf32>, tensor<2xi64>) -> tensor<?x16xf32>
+  %ni = arith.index_cast %n : i64 to index
+  %e = tensor.empty(%ni) : tensor<?x16xf32>
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %m = linalg.matmul ins(%r, %w : tensor<?x16xf32>, tensor<16x16xf32>) outs(%f : tensor<?x16xf32>) -> tensor<?x16xf32>
+  util.return %m : tensor<?x16xf32>
+}
+"""
+"""torch-mlir's ``view`` of a dynamic dim (hf_llama_dyn's head split): ``tensor.reshape`` to the sizes a
+``tensor.from_elements`` of ``i64`` sizes holds, here ``[2 * rows, 16]``."""
+
+
+def _reshaped_inputs(rows: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(rows)
+    return [rng.standard_normal((rows, 32)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)]
+
+
+def test_a_reshape_to_a_shape_tensor_is_read_sized_evaluated_and_explored(tmp_path: Path) -> None:
+    """Before: ``tensor.reshape`` and ``tensor.from_elements`` were opaque ops (not evaluated; the reshape's
+    size unknown), and a plan needing that size was refused (exit 2, "a plan of @main$async needs the size
+    %reshape_11.d1, which a tensor.reshape gives" on hf_llama_dyn). Now both are read, printed and
+    evaluated, the size is ``2 * arg0.d0``, and explore converts the reshape as IREE does
+    (``flow.tensor.reshape``, start.tensor_to_flow), whose plan computes the input's numbers."""
+    from egg_dispatch.evaluate import evaluate
+    from egg_dispatch.mlir.parser import parse_file, parse_mlir
+    from egg_dispatch.mlir.printer import print_mlir
+    from egg_dispatch.mlir.shapes import function_shapes
+    from egg_dispatch.start.tensor_to_flow import flow_reshapes
+
+    module = parse_mlir(RESHAPED, "<reshaped>")
+    printed = print_mlir(module)
+    assert "tensor.reshape %x(%shape) : (tensor<?x32xf32>, tensor<2xi64>) -> tensor<?x16xf32>\n" in printed
+    assert "tensor.from_elements %n, %c16 : tensor<2xi64>\n" in printed
+    func = module.function()
+    reshape = next(op for op in func.walk() if op.name == "tensor.reshape")
+    assert str(function_shapes(func).shape(reshape.result)[0]) == "2*arg0.d0"
+    converted = parse_mlir(RESHAPED, "<reshaped>")
+    assert flow_reshapes(converted) == 1
+    text = print_mlir(converted)
+    assert "flow.tensor.reshape %x : tensor<?x32xf32>{%r_src0} -> tensor<?x16xf32>{%r_d0}" in text
+    assert " tensor.reshape" not in text and "tensor.from_elements" not in text  # the shape was only its
+    src, plan = tmp_path / "reshaped.mlir", tmp_path / "plan.mlir"
+    src.write_text(RESHAPED)
+    argv = ["explore", str(src), "--from", "input", "--emit", "mlir", "-o", str(plan), "--target", "x86_64-avx2"]
+    assert main([*argv, "--no-compile-check"]) == 0
+    for rows in ROWS:
+        x, w = _reshaped_inputs(rows)
+        want = x.reshape(2 * rows, 16) @ w
+        for program in (module, converted, parse_file(plan)):
+            (got,) = evaluate(program, [x, w])
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow  # IREE compiles the input and the plan
+@needs_iree
+def test_the_iree_plan_of_a_reshape_to_a_shape_tensor_matches_iree(tmp_path: Path) -> None:
+    """From IREE's own start state (``tensor.reshape`` between dispatches, as hf_llama_dyn's): the plan in
+    IREE's form compiles and gives IREE's numbers at three sizes."""
+    from egg_dispatch.emit.iree.module import runnable_here
+    from egg_dispatch.iree.tools import compile_module, run_module
+    from egg_dispatch.target.profile import load_target
+
+    runs, why = runnable_here(load_target("x86_64-avx2"))
+    src, plan = tmp_path / "reshaped.mlir", tmp_path / "plan.mlir"
+    src.write_text(RESHAPED)
+    argv = ["explore", str(src), "--emit", "iree", "-o", str(plan), "--target", "x86_64-avx2", "--no-compile-check"]
+    assert main(argv) == 0
+    text = plan.read_text()
+    assert "flow.tensor.reshape" in text and " tensor.reshape" not in text
+    vmfb = compile_module(text, data_tiling=False, target_cpu="haswell", compile_from="dispatch-creation")
+    if not runs:
+        pytest.skip(f"compiled; not run here: {why}")
+    reference = compile_module(src, data_tiling=True, target_cpu="haswell")
+    for rows in ROWS:
+        inputs = _reshaped_inputs(rows)
+        (want,) = run_module(reference, "f", inputs)
+        (got,) = run_module(vmfb, "f", inputs)
+        assert got.shape == want.shape == (2 * rows, 16)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_flow_tensor_load_is_read_printed_and_evaluated() -> None:

@@ -44,6 +44,8 @@ SYMBOLIC = {"mlp_sym": ((1, 8), (3, 16), (2, 24))}
 """Models exported with symbolic shape expressions (util.assume.int in input.mlir): name -> recorded sizes."""
 HF = ("hf_llama", "hf_qwen2", "hf_gpt2", "hf_bert", "hf_phi3", "hf_gemma2")
 """Prefills of transformers' own model classes (scripts/export_transformers_fixtures.py)."""
+HF_DYNAMIC = {"hf_llama_dyn": (8, 13, 16)}
+"""The same script's exports with a dynamic sequence length: name -> recorded lengths."""
 DECODE = ("llama_decode",)
 """Decode steps against a KV cache (scripts/export_decode_fixture.py)."""
 DECODE_FILES = (
@@ -112,11 +114,11 @@ def ext_tolerance(name: str) -> float:
 
 def test_model_list_matches_folders():
     on_disk = {p.name for p in MODELS.iterdir() if p.is_dir()}
-    assert on_disk == set(STATIC) | set(DYNAMIC) | set(SYMBOLIC) | set(DECODE) | set(HF)
+    assert on_disk == set(STATIC) | set(DYNAMIC) | set(SYMBOLIC) | set(DECODE) | set(HF) | set(HF_DYNAMIC)
     readme = (MODELS / "README.md").read_text()
     for name in (*STATIC, *DYNAMIC, *SYMBOLIC):
         assert f"| `{name}` |" in readme
-    for name in (*DECODE, *HF):  # written by their own scripts, with a README of their own
+    for name in (*DECODE, *HF, *HF_DYNAMIC):  # written by their own scripts, with a README of their own
         assert f"`{name}" in readme and (MODELS / name / "README.md").is_file()
 
 
@@ -131,6 +133,25 @@ def test_transformers_prefill_files_and_recorded_outputs(name: str):
     for t, i in zip(torch_out, iree_out, strict=True):
         assert np.abs(t - i).max() <= 1e-4 * np.abs(t).max()
     assert f'#flow.parameter.named<"{SCOPE}"::' in (folder / "torch.mlir").read_text()
+
+
+@pytest.mark.parametrize("name", HF_DYNAMIC)
+def test_transformers_dynamic_files_and_recorded_outputs(name: str):
+    """A transformers prefill exported with a dynamic sequence length: its files, the length dynamic in
+    torch.mlir, and at each recorded length IREE's logits agree with torch's (1e-4, as above)."""
+    folder = MODELS / name
+    sizes = HF_DYNAMIC[name]
+    per_size = {f"{k}_s{s}.npz" for s in sizes for k in ("inputs", "expected_torch", "expected_iree")}
+    common = {"torch.mlir", "input.mlir", "params.irpa", "meta.json", "README.md"}
+    assert {p.name for p in folder.iterdir()} == common | per_size
+    assert "!torch.vtensor<[1,?],si64>" in (folder / "torch.mlir").read_text()
+    assert f'#flow.parameter.named<"{SCOPE}"::' in (folder / "torch.mlir").read_text()
+    for s in sizes:
+        (ids,) = load_npz(folder / f"inputs_s{s}.npz")
+        assert ids.shape == (1, s)
+        want = load_npz(folder / f"expected_torch_s{s}.npz")
+        assert [o.shape for o in want] == [(1, s, 512)]
+        assert max_rel(load_npz(folder / f"expected_iree_s{s}.npz"), want) <= 1e-4
 
 
 def test_decode_files_and_recorded_outputs():

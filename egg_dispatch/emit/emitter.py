@@ -427,7 +427,7 @@ class Emitter:
         if op in ("Generic", "Op"):
             proto = self.imp.ops[a[0]]
             if op == "Op" and proto.name == "flow.tensor.reshape" and ctx.in_dispatch:
-                return self._reshape_in_dispatch(v(a[1][0]), tensor_type(proto.results[0]), ctx)
+                return self._reshape_in_dispatch(v(a[1][0]), typ, ctx, self.dim_values(t))
             operands = [v(x) for x in a[1]] + ([v(x) for x in a[2]] if op == "Generic" else [])
             types = [typ] if op == "Generic" else [r.type for r in proto.results]
             new = self._clone(proto, operands, types, ctx)
@@ -466,20 +466,23 @@ class Emitter:
             return self.add(ctx, name, [lhs, rhs, acc], [typ], attributes=_seg(2, 1)).result
         raise EmitError(f"cannot emit term {op}")
 
-    def _reshape_in_dispatch(self, src: Value, result: TensorType, ctx: _Ctx) -> Value:
-        """A static ``flow.tensor.reshape`` (a chain of reshapes folded: rules/noop_reshape.egg conditions
-        7-8) read inside a dispatch, where a flow op may not stand: the source collapsed to one dim and
-        expanded to the result's shape, the same row-major bytes."""
+    def _reshape_in_dispatch(self, src: Value, result: Type, ctx: _Ctx, dims: list[Value]) -> Value:
+        """A ``flow.tensor.reshape`` (a chain of reshapes folded: rules/noop_reshape.egg conditions 7-8; a
+        ``tensor.reshape`` of a dynamic size, start.tensor_to_flow) read inside a dispatch, where a flow op
+        may not stand: the source collapsed to one dim and expanded to the result's shape (``dims``: its
+        ``?`` sizes), the same row-major bytes."""
         source = tensor_type(src)
-        flat = TensorType((source.num_elements,), source.element)
+        assert isinstance(result, TensorType)
+        flat = TensorType((source.num_elements if source.is_static else None,), source.element)
         if source.rank != 1:
             groups = ArrayAttr((make_int_list(list(range(source.rank))),)) if source.rank else ArrayAttr(())
             src = self.add(ctx, "tensor.collapse_shape", [src], [flat], attributes={"reassociation": groups}).result
         if result.rank == 1:
             return src
         groups = ArrayAttr((make_int_list(list(range(result.rank))),)) if result.rank else ArrayAttr(())
-        attrs: dict[str, Attr] = {"reassociation": groups, "static_output_shape": make_int_list(result.static_shape)}
-        return self.add(ctx, "tensor.expand_shape", [src], [result], attributes=attrs).result
+        static = [DYNAMIC if d is None else d for d in result.shape]
+        attrs: dict[str, Attr] = {"reassociation": groups, "static_output_shape": make_int_list(static)}
+        return self.add(ctx, "tensor.expand_shape", [src, *dims], [result], attributes=attrs).result
 
     def _copy_between_dispatches(self, t: Term, ctx: _Ctx) -> None:
         """A slice between dispatches (not of a constant, which folds) becomes a copy dispatch of its own

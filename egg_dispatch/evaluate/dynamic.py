@@ -145,6 +145,8 @@ def _result_shapes(it: Interpreter, op: Operation, frame: Frame) -> list[list[in
         dyn = iter(op.operands[1:])
         static = int_list(op.attributes.get("static_output_shape"))
         return [[int(it.array(next(dyn), frame)) if s == DYNAMIC else s for s in static]]
+    if n == "tensor.reshape":  # its sizes are the elements of its shape operand
+        return [[int(x) for x in it.array(op.operands[1], frame).reshape(-1)]]
     if n == "tensor.collapse_shape":
         src = _shape_of(frame, op.operands[0])
         merged = [int_list(g) for g in attr(op, "reassociation", ArrayAttr).items]

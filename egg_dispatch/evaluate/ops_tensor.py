@@ -127,6 +127,26 @@ def _reshape(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     return [it.array(op.operands[0], frame).reshape(tensor_type(op.result).static_shape)]
 
 
+@handles("tensor.reshape")
+def _shape_reshape(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    """``tensor.reshape %x(%shape)``: row-major, to the sizes ``%shape`` holds (checked against the type)."""
+    arr = it.array(op.operands[0], frame)
+    shape = [int(n) for n in it.array(op.operands[1], frame).reshape(-1)]
+    declared = tensor_type(op.result).shape
+    if len(shape) != len(declared) or any(d is not None and d != n for d, n in zip(declared, shape, strict=False)):
+        raise EvaluationError(f"the shape {shape} is not a {tensor_type(op.result)}")
+    if any(n < 0 for n in shape) or int(np.prod(shape, dtype=np.int64)) != arr.size:
+        raise EvaluationError(f"cannot reshape {arr.size} elements into {shape}")
+    return [arr.reshape(shape)]
+
+
+@handles("tensor.from_elements")
+def _from_elements(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
+    t = tensor_type(op.result)
+    values = [it.array(v, frame) for v in op.operands]
+    return [np.array([v.item() for v in values], dtype=dtype_of(t.element)).reshape(t.static_shape)]
+
+
 @handles("tensor.extract", "flow.tensor.load")
 def _extract(it: Interpreter, op: Operation, frame: Frame) -> list[object]:
     """``tensor.extract %x[%i..]``; ``flow.tensor.load %x[%i..] : T{%d..}`` (IREE's host read) is the same."""

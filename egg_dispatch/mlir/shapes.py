@@ -272,6 +272,18 @@ class _Walker:
         dyn = iter(self.dims_of(op.operands[1:]))
         self.set_shape(op.results[0], tuple(next(dyn) if s == DYNAMIC else Dim.const(s) for s in static))
 
+    @_handles("tensor.reshape")
+    def reshape(self, op: Operation) -> None:
+        """``tensor.reshape %src(%shape)``: dim i is element i of ``%shape`` when a ``tensor.from_elements``
+        of sizes builds it (as torch-mlir lowers ``view`` on a dynamic dim); any other shape tensor: unknown."""
+        r = op.results[0]
+        maker = op.operands[1].owner if len(op.operands) > 1 else None
+        if isinstance(maker, Operation) and maker.name == "tensor.from_elements" and isinstance(r.type, TensorType):
+            if len(maker.operands) == r.type.rank:
+                self.set_shape(r, tuple(self.dims_of(maker.operands)))
+                return
+        self.out.shape(r)
+
     @_handles("tensor.concat")
     def concat(self, op: Operation) -> None:
         dim = attr(op, "dim", IntAttr).value

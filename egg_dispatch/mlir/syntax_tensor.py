@@ -1,5 +1,6 @@
 """Custom syntax of the tensor-building ops PyTorch exports use: ``tensor.concat``, ``tensor.pad``,
-``linalg.softmax`` and ``cf.assert`` (torch-mlir's bounds checks inside embedding lookups).
+``linalg.softmax``, ``cf.assert`` (torch-mlir's bounds checks inside embedding lookups), and
+``tensor.reshape`` with the ``tensor.from_elements`` shape it reads (torch-mlir's ``view`` of a dynamic dim).
 
 Read by ``TensorSyntax``; written by the ``_print_*`` functions at the end (registered into
 ``printer.OP_PRINTERS``). Attribute keys are listed in ``mlir.ops``.
@@ -7,6 +8,7 @@ Read by ``TensorSyntax``; written by the ``_print_*`` functions at the end (regi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -156,8 +158,46 @@ class TensorSyntax(ParserBase):
                 raise lex.error(f"tensor.cast cannot change the element type ({a.element} to {b.element})", start)
         return self.make_op(name, [src], [res], attributes=attrs)
 
+    def _p_shape_reshape(self, name: str, start: int) -> Operation:
+        """``tensor.reshape %x(%shape) [attr-dict] : (T, tensor<Nxi64>) -> R``: the result's sizes are the
+        elements of the 1-d ``%shape``; the element counts agree when both are static."""
+        lex = self.lex
+        src = self.operand()
+        lex.expect("(")
+        shape = self.operand()
+        lex.expect(")")
+        attrs: dict[str, Attr] = {}
+        self.opt_attr_dict(attrs)
+        lex.expect(":")
+        self.check_types([src, shape], self.parse_paren_types(), start)
+        lex.expect("->")
+        res = self.parse_type()
+        a, s, r = src.type, shape.type, res
+        if isinstance(a, TensorType) and isinstance(s, TensorType) and isinstance(r, TensorType):
+            if s.rank != 1 or s.shape[0] != r.rank or a.element != r.element:
+                raise lex.error(f"tensor.reshape: a shape {s} for a {r} of {a}", start)
+            if a.is_static and r.is_static and math.prod(a.static_shape) != math.prod(r.static_shape):
+                raise lex.error(f"tensor.reshape: {a} and {r} have different element counts", start)
+        return self.make_op(name, [src, shape], [res], attributes=attrs)
+
+    def _p_from_elements(self, name: str, start: int) -> Operation:
+        """``tensor.from_elements %a, %b.. [attr-dict] : T``: a static tensor of its scalar operands."""
+        lex = self.lex
+        vals = self.operand_list()
+        attrs: dict[str, Attr] = {}
+        self.opt_attr_dict(attrs)
+        lex.expect(":")
+        res = self.parse_type()
+        if isinstance(res, TensorType):
+            if not res.is_static or math.prod(res.static_shape) != len(vals):
+                raise lex.error(f"tensor.from_elements of {len(vals)} values is no {res}", start)
+            self.check_types(vals, [res.element] * len(vals), start)
+        return self.make_op(name, vals, [res], attributes=attrs)
+
 
 TENSOR_READERS: dict[str, Callable[[TensorSyntax, str, int], Operation]] = {
+    "tensor.reshape": TensorSyntax._p_shape_reshape,
+    "tensor.from_elements": TensorSyntax._p_from_elements,
     "tensor.cast": TensorSyntax._p_cast,
     "tensor.bitcast": TensorSyntax._p_cast,
     "tensor.concat": TensorSyntax._p_concat,
@@ -218,3 +258,17 @@ def _print_softmax(p: Printer, op: Operation, indent: str) -> str:
 def _print_assert(p: Printer, op: Operation, indent: str) -> str:
     extra = p.attr_dict(p.extra_attrs(op, {"msg"}))
     return f" {p.value(op.operands[0])}, {string_literal(attr(op, 'msg', StrAttr).value)}{extra}"
+
+
+@prints("tensor.reshape")
+def _print_shape_reshape(p: Printer, op: Operation, indent: str) -> str:
+    extra = p.attr_dict(p.extra_attrs(op, set()))
+    src, shape = op.operands
+    types = f"({p.types([src.type, shape.type])}) -> {p.type(op.result.type)}"
+    return f" {p.value(src)}({p.value(shape)}){extra} : {types}"
+
+
+@prints("tensor.from_elements")
+def _print_from_elements(p: Printer, op: Operation, indent: str) -> str:
+    extra = p.attr_dict(p.extra_attrs(op, set()))
+    return f" {p.values(op.operands)}{extra} : {p.type(op.result.type)}"
