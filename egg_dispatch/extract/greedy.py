@@ -67,10 +67,15 @@ class _Greedy:
             for d in ks:
                 self.parents.setdefault(d, []).append(n)
         self.weights = np.zeros(2 * len(self.pos) + 8)  # padded: unpackbits yields whole bytes
+        self.wlist: list[float] = []
+        self.price_with(costs, lam)
+
+    def price_with(self, costs: Mapping[str, NodeCost], lam: float) -> None:
+        """Weights from ``costs`` (all the state that depends on them: a repair re-prices, keeps the rest)."""
         for n, i in self.pos.items():
             cost = costs.get(n, ZERO_COST)
             self.weights[2 * i], self.weights[2 * i + 1] = lam * cost.memory_bytes, cost.run_seconds
-        self.wlist: list[float] = self.weights.tolist()
+        self.wlist = self.weights.tolist()
 
     def _enter(self, c: str, stack: list[tuple[str, list[str]]]) -> None:
         self.nodes[c] = [n.id for n in self.g.choices(c)]
@@ -141,12 +146,14 @@ class _Greedy:
         pending = {n: len(ks) for n, ks in self.kids.items()}
         waiting = {c: len(self.nodes[c]) for c in self.classes}
         priced: dict[str, float] = {}
+        made: dict[str, tuple[float, int]] = {}  # price in the class's key context: its kids are settled for good
         ready: list[int] = []
         stuck: list[tuple[float, int, int, str]] = []
 
         def make_ready(n: str) -> None:
             c = self.g.nodes[n].eclass
-            priced[n] = price(n, self.key_ctx[c])[0]
+            made[n] = price(n, self.key_ctx[c])
+            priced[n] = made[n][0]
             heapq.heappush(stuck, (priced[n], self.cidx[c], self.pos[n], n))
             waiting[c] -= 1
             if waiting[c] == 0:
@@ -172,7 +179,7 @@ class _Greedy:
             settled[c] = n
             for ctx in (RUN, LOAD):
                 if (c, ctx) in self.states:
-                    value[(c, ctx)] = price(n, ctx)
+                    value[(c, ctx)] = made[n] if ctx == self.key_ctx[c] else price(n, ctx)
             for parent in self.parents.get(c, ()):
                 pending[parent] -= 1
                 if pending[parent] == 0 and self.g.nodes[parent].eclass not in settled:
@@ -188,7 +195,9 @@ def greedy_dag(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, rounds:
     without them (the e-graph holds no alternative), the plan keeps them and ``stats["conflicts_kept"]``
     counts them."""
     start = time.perf_counter()
-    result = _greedy_dag(g, costs, lam, rounds)
+    check_costs(costs, lam)
+    greedy = _Greedy(g, costs, lam)  # built once: a repair only re-prices it
+    result = _greedy_dag(g, costs, lam, rounds, greedy)
     banned: set[str] = set()
     while bad := violated_conflicts(costs, result.choice):
         new = {next((n for n in c if n not in banned), c[0]) for c in bad} - banned
@@ -201,7 +210,8 @@ def greedy_dag(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, rounds:
             CostTable.of(costs).exclusive,
         )
         priced.update({n: NodeCost(_BANNED, 0.0, 0.0) for n in banned if n not in priced})
-        repaired = _greedy_dag(g, priced, lam, rounds)
+        greedy.price_with(priced, lam)
+        repaired = _greedy_dag(g, priced, lam, rounds, greedy)
         stats = {**repaired.stats, "banned": len(banned)}
         result = extraction_result(g, repaired.choice, costs, lam, "greedy-dag", start, stats=stats)
     return result
@@ -211,7 +221,9 @@ _BANNED = 1e6
 """Seconds a banned node is priced at in a repair (finite: ``check_costs`` refuses inf)."""
 
 
-def _greedy_dag(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, rounds: int = 8) -> ExtractionResult:
+def _greedy_dag(
+    g: EGraphData, costs: Mapping[str, NodeCost], lam: float, rounds: int, greedy: _Greedy
+) -> ExtractionResult:
     """Quick extraction: DAG-cost greedy, tree-cost greedy, then rounds of "sunk-cost" greedy.
 
     Greedy DAG is myopic: it prices ``op(a, b)`` with b's whole subtree even when the plan needs b
@@ -222,9 +234,7 @@ def _greedy_dag(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, rounds
     the best is returned (docs/egglog.md §4.4, lesson 4). Raises ``ValueError`` when the e-graph
     holds no acyclic plan.
     """
-    start = time.perf_counter()
-    check_costs(costs, lam)
-    greedy = _Greedy(g, costs, lam)
+    start = time.perf_counter()  # (``greedy_dag`` checked the costs)
     stats: dict[str, object] = {"classes": len(greedy.classes), "nodes": len(greedy.pos)}
     best: tuple[float, str, dict[str, str], set[tuple[str, int]]] | None = None
     for name, dag in (("dag", True), ("tree", False)):

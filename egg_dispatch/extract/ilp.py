@@ -35,6 +35,7 @@ The returned plan is the best of greedy, mapped greedy and the solver's incumben
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import sys
@@ -207,10 +208,14 @@ def solve_ilp(
     """
     start = time.perf_counter()
     check_costs(costs, lam)
-    greedy = warm_start if warm_start is not None else greedy_dag(g, costs, lam)
-    greedy = extraction_result(g, greedy.choice, costs, lam, greedy.method, start)  # repriced: it may be any plan
+    if warm_start is not None:  # repriced: it may be any plan
+        greedy = extraction_result(g, warm_start.choice, costs, lam, warm_start.method, start)
+    else:  # priced with these costs already
+        greedy = greedy_dag(g, costs, lam)
     p = prune(g, costs)
-    mapped_res = extraction_result(g, {c: p.kept(n) for c, n in greedy.choice.items()}, costs, lam, "greedy-dag", start)
+    mapped_choice = {c: p.kept(n) for c, n in greedy.choice.items()}
+    same = mapped_choice == greedy.choice  # nothing greedy chose was pruned: the same plan, priced already
+    mapped_res = greedy if same else extraction_result(g, mapped_choice, costs, lam, "greedy-dag", start)
     mapped = mapped_res.choice  # only what the root still reaches: the rest may be pruned away
     excluded = [frozenset({c: p.kept(n) for c, n in e.items()}.items()) for e in exclude]
 
@@ -225,10 +230,9 @@ def solve_ilp(
         return not any(ex <= mapped_choice for ex in excluded) and not violated(conflicts, choice)
 
     candidates = [
-        cand
-        for cand in ((greedy.objective, 0, "greedy", greedy.choice), (mapped_res.objective, 1, "mapped", mapped))
-        if allowed(cand[3])
-    ]
+        cand for cand in ((greedy.objective, 0, "greedy", greedy), (mapped_res.objective, 1, "mapped", mapped_res))
+        if allowed(cand[3].choice)
+    ]  # fmt: skip
     stats: dict[str, object] = dict(p.stats)
     stats.update(greedy_objective=greedy.objective, mapped_objective=mapped_res.objective)
     decisions = sum(len(v) > 1 for v in p.nodes.values())
@@ -237,7 +241,7 @@ def solve_ilp(
         raise NoMorePlans("the e-graph holds no other plan")
     if (decisions == 0 or mapped_res.objective == 0.0) and allowed(mapped):
         # One plan left, or a zero-cost plan with costs >= 0: optimal without a solver.
-        return extraction_result(g, mapped, costs, lam, "ilp-highs", start, True, 0.0, {**stats, "source": "mapped"})
+        return _final(mapped_res, start, True, 0.0, {**stats, "source": "mapped"})
 
     scale = mapped_res.objective / _OBJECTIVE_SCALE
     f = _Formulation(g, p, costs, lam, scale)
@@ -260,17 +264,26 @@ def solve_ilp(
         else:
             stats["solver_objective"] = solved.objective
             if allowed(solved.choice):
-                candidates.append((solved.objective, -1, "solver", solved.choice))
+                candidates.append((solved.objective, -1, "solver", solved))
     if not candidates:
         raise NoMorePlans("no plan left outside the excluded ones (or none found within the time limit)")
-    objective, _, source, choice = min(candidates, key=lambda t: (t[0], t[1]))
+    objective, _, source, best = min(candidates, key=lambda t: (t[0], t[1]))
     bound = info.mip_dual_bound * scale
     gap: float | None = None
     if math.isfinite(bound):
         stats["lower_bound"] = bound
         gap = 0.0 if objective <= 0 else max(0.0, (objective - bound) / objective)
     stats["source"] = source
-    return extraction_result(g, choice, costs, lam, "ilp-highs", start, optimal, gap, stats)
+    return _final(best, start, optimal, gap, stats)
+
+
+def _final(
+    priced: ExtractionResult, start: float, optimal: bool, gap: float | None, stats: dict[str, object]
+) -> ExtractionResult:
+    """The answer: a plan ``extraction_result`` priced here already (same costs and λ, so the same
+    totals), as the ILP's result."""
+    seconds = time.perf_counter() - start
+    return dataclasses.replace(priced, method="ilp-highs", seconds=seconds, optimal=optimal, gap=gap, stats=stats)
 
 
 def _highs_for(
