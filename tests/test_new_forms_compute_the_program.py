@@ -101,6 +101,18 @@ CASES = {
         5,
         "noop",
     ): "dispatch{tensor.collapse_shape, tensor.expand_shape, linalg.generic}",
+    # ... with a dynamic size, pair by pair, each with its source's sizes (noop_reshape.egg conditions 9-12)
+    ("noop/fold_sized_reshape_chain.mlir", 0, "noop"): (
+        ": dispatch{linalg.generic} flow.tensor.reshape dispatch{linalg.generic}"
+    ),
+    ("noop/fold_sized_reshape_chain.mlir", 1, "noop"): (
+        ": dispatch{linalg.generic} flow.tensor.reshape dispatch{linalg.generic}"
+    ),
+    ("noop/fold_sized_reshape_chain.mlir", 2, "noop"): ": dispatch{linalg.generic} dispatch{linalg.generic}",  # source
+    ("noop/fold_sized_reshape_chain.mlir", 3, "noop"): (  # two sources of other sizes, each folded with its own
+        "flow.tensor.reshape dispatch{tensor.expand_shape, tensor.collapse_shape, linalg.generic} "
+        "flow.tensor.reshape dispatch{linalg.generic}"
+    ),
     ("noop/fold_reshape_round_trip.mlir", 5, "noop"): (  # a rank-reducing slice expanded back: the slice
         "dispatch{linalg.generic} tensor.extract_slice tensor.extract_slice"
     ),
@@ -175,7 +187,13 @@ IDENTITY_CASE = ("fuse/fuse_encode_through_reshape_identity_layout.mlir", 0, "fu
 the dispatch that computed the bias add returns it reshaped. The cost model, the plan graph and the
 emitter must read that as a dispatch (``cost.is_view_dispatch``), not as a reshape between dispatches."""
 
-SIZES = {("sink_unset/sink_encoded_argument_dynamic.mlir", 0, "sink_unset"): {"arg0.d1": 24, "arg2": 24}}
+SIZES = {
+    ("sink_unset/sink_encoded_argument_dynamic.mlir", 0, "sink_unset"): {"arg0.d1": 24, "arg2": 24},
+    ("noop/fold_sized_reshape_chain.mlir", 0, "noop"): {"arg0.d1": 5},
+    ("noop/fold_sized_reshape_chain.mlir", 1, "noop"): {"arg0.d0": 3},
+    ("noop/fold_sized_reshape_chain.mlir", 2, "noop"): {"arg0.d0": 7},
+    ("noop/fold_sized_reshape_chain.mlir", 3, "noop"): {"arg0.d0": 3},
+}
 """The dynamic sizes a case runs at (``arg2`` is the size argument naming ``arg0.d1``)."""
 
 
@@ -228,9 +246,12 @@ def compiled_for_avx2(emitted: str) -> bytes:
     return compile_module(emitted, data_tiling=False, target_cpu="haswell", compile_from="dispatch-creation")
 
 
-def assert_iree_computes_the_program(vmfb: bytes, function: str, program: Module) -> None:
-    """On an x86-64 host with AVX2, IREE's numbers for the compiled plan are the program's."""
-    inputs = function_inputs(select_function(program), seed=3)
+def assert_iree_computes_the_program(
+    vmfb: bytes, function: str, program: Module, sizes: dict[str, int] | None = None
+) -> None:
+    """On an x86-64 host with AVX2, IREE's numbers for the compiled plan are the program's (at ``sizes``,
+    its dynamic sizes)."""
+    inputs = function_inputs(select_function(program), seed=3, sizes=sizes)
     if not runnable_here("x86_64-avx2")[0]:
         pytest.skip("compiled only: this CPU does not run x86-64 AVX2 code")
     for got, ref in zip(run_module(vmfb, function, inputs), evaluate(program, inputs), strict=True):
@@ -246,6 +267,18 @@ def test_a_reshape_chain_folded_between_dispatches_compiles_and_runs_on_iree(tmp
     program, plan = the_plan_ending_with(("noop/fold_reshape_chain.mlir", 0, "noop"), form, tmp_path)
     vmfb = compiled_for_avx2(emit_iree(plan, "x86_64-avx2"))
     assert_iree_computes_the_program(vmfb, "fold_reshape_chain", program)
+
+
+@pytest.mark.skipif(not iree_available(), reason="IREE not installed")
+def test_a_dynamic_reshape_chain_folded_between_dispatches_compiles_and_runs_on_iree(tmp_path: Path) -> None:
+    """The plan spelling a chain of reshapes with a dynamic size as the one ``flow.tensor.reshape``, its size
+    operands the source's and the last result's (rules/noop_reshape.egg conditions 9-11), is IREE input:
+    ``--emit iree`` of it compiles, and IREE's numbers are the program's."""
+    form = ": dispatch{linalg.generic} flow.tensor.reshape dispatch{linalg.generic}"
+    case = ("noop/fold_sized_reshape_chain.mlir", 1, "noop")
+    program, plan = the_plan_ending_with(case, form, tmp_path)
+    vmfb = compiled_for_avx2(emit_iree(plan, "x86_64-avx2"))
+    assert_iree_computes_the_program(vmfb, "fold_a_dynamic_chain_of_three", program, SIZES[case])
 
 
 @pytest.mark.skipif(not iree_available(), reason="IREE not installed")

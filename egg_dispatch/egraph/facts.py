@@ -388,6 +388,15 @@ def _reshape_chain_facts(imported: ImportedProgram) -> list[str]:
     lines: list[str] = []
     for keys, composed in imported.reshape_chains:
         lines.append(f"(reshape-chain{len(keys)} {' '.join(quote(k) for k in (*keys, composed))})")
+    # with a dynamic size: (sized-reshape-chain k1 k2 k source-shape sizes), (sized-reshape-identity k1 k2
+    # source-shape), rules/noop_reshape.egg conditions 9-12
+    for k1, k2, composed, shape, sizes in dict.fromkeys(imported.sized_reshape_chains):
+        operands = "(TNil)"
+        for c in reversed(sizes):
+            operands = f"(TCons {T.render(T.Size(c) if c < 0 else T.Scalar(str(c), 'index'))} {operands})"
+        lines.append(f"(sized-reshape-chain {quote(k1)} {quote(k2)} {quote(composed)} {ivec(shape)} {operands})")
+    for k1, k2, shape in dict.fromkeys(imported.sized_reshape_identities):
+        lines.append(f"(sized-reshape-identity {quote(k1)} {quote(k2)} {ivec(shape)})")
     return lines
 
 

@@ -71,6 +71,13 @@ class ImportedProgram:
     reshape_chains: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
     """Keys of a chain of two or three static reshapes (first applied first) -> the key of the one
     ``flow.tensor.reshape`` it folds into (an op of ``ops`` the program never wrote)."""
+    sized_reshape_chains: list[tuple[str, str, str, tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)
+    """Reshapes ``k1`` then ``k2``, one with a dynamic size -> the ``flow.tensor.reshape`` they fold into, the
+    shape of the source it is composed for and its size operands (term-vector entries: the source's ``?``
+    sizes, then the result's; rules/noop_reshape.egg conditions 9-11)."""
+    sized_reshape_identities: list[tuple[str, str, tuple[int, ...]]] = field(default_factory=list)
+    """Reshapes ``k1`` then ``k2``, one with a dynamic size, that give a source of this shape back with its
+    own sizes (rules/noop_reshape.egg condition 12)."""
     slice_folds: list[tuple[str, tuple[int, ...], tuple[int, ...], tuple[int, ...], str]] = field(default_factory=list)
     """A static slice of a dense constant (its ``Const`` key, offsets, sizes, strides) -> the key of the
     constant it folds into (a constant of ``constants`` the program never wrote; rules/fold_constants.egg)."""

@@ -12,6 +12,7 @@ exists between dispatches, is ``Dispatch(Op ...)``, a dispatch input priced as t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import replace
 from typing import cast
@@ -60,6 +61,7 @@ from egg_dispatch.mlir.ops import (
     ins,
     outs,
     result_bindings,
+    set_dims,
     static_slice,
     sym_name,
     tied_operands,
@@ -331,6 +333,93 @@ class _Importer:
             composed = Operation("flow.tensor.reshape", [Value("source", source)])
             composed.results = [Value("result", result, composed, 0)]
             self.out.reshape_chains.append((keys, self.op_key(composed, unique=False)))
+
+    def compose_sized_reshapes(self) -> None:
+        """``sized_reshape_chains``: IREE's FlattenTensorCastLikeChain (a ``flow.tensor.reshape`` of a
+        ``flow.tensor.reshape`` is the one reshape of the first's source, with the first's source sizes and
+        the second's result sizes) on the reshapes with a dynamic size, which IREE converts between
+        dispatches to ``flow.tensor.reshape`` (rules/noop_reshape.egg conditions 9-12). For every pair of
+        reshapes of the program (each result type the next one's operand type), and for a composed reshape
+        and a reshape on either side of it (chains of three, folded pair by pair as IREE does): the composed
+        ``flow.tensor.reshape`` for each source shape the first reads in the program, with one size operand
+        per ``?`` of its source and of its result, registered as an op of its own; the source's shape and
+        the composed op's size operands (term-vector entries) go with it. A chain back to its source's
+        type and sizes is ``sized_reshape_identities`` (TensorReshapeOp::fold). Only plain (unencoded)
+        tensors, one of them dynamic. A key names an op by its result (not its source), so a composed
+        reshape may share its key with a reshape of the program, whose op is kept."""
+        index = ScalarType("index")
+        written = dict(self.out.ops)
+        last: dict[str, Operation] = {  # key -> an op with its result (a key names its result's type and sizes)
+            key: op
+            for key, op in written.items()
+            if op.name in RESHAPE_OPS
+            and op.operands
+            and len(op.results) == 1
+            and all(isinstance(t, TensorType) and t.encoding is None for t in (op.operands[0].type, op.results[0].type))
+        }
+        types = [cast(TensorType, t) for op in last.values() for t in (op.operands[0].type, op.results[0].type)]
+        if all(t.is_static for t in types):
+            return
+        originals = list(last)
+        # key -> the (type, shape) of each source it reads (the program's own reshapes: its lets)
+        sources: dict[str, dict[str, tuple[TensorType, tuple[int, ...]]]] = {}
+        for term in self.out.lets.values():
+            if isinstance(term, T.Op) and term.key in last and term.inputs:
+                typ, dims = self.out.let_types.get(term.inputs[0]), self.out.let_dims.get(term.inputs[0])
+                if isinstance(typ, TensorType) and typ.encoding is None and dims is not None:
+                    sources.setdefault(term.key, {})[f"{self.printer.type(typ)}{dims}"] = (typ, dims)
+        by_source: dict[str, list[str]] = {}  # a type -> the reshapes reading it
+        by_result: dict[str, list[str]] = {}  # a type -> the reshapes giving it
+        for key in originals:
+            for typed in {self.printer.type(typ) for typ, _ in sources.get(key, {}).values()}:
+                by_source.setdefault(typed, []).append(key)
+            by_result.setdefault(self.printer.type(last[key].results[0].type), []).append(key)
+
+        def compose(k1: str, k2: str) -> list[str]:
+            """The keys of reshape ``k1`` then ``k2`` folded, one per source shape ``k1`` reads."""
+            out: list[str] = []
+            result = cast(TensorType, last[k2].results[0].type)
+            res_dims = self.dims(last[k2].results[0], result)
+            for source, src_dims in list(sources.get(k1, {}).values()):
+                if source.is_static and result.is_static:  # the static chain rules' (conditions 7-8)
+                    continue
+                if self.printer.type(source) == self.printer.type(result):
+                    if src_dims == res_dims:  # the same sizes: TensorReshapeOp::fold, the source itself
+                        self.out.sized_reshape_identities.append((k1, k2, src_dims))
+                    continue
+                groups = [
+                    [Value(f"d{i}", index) for i, d in enumerate(source.shape) if d is None],
+                    [Value(f"r{i}", index) for i, d in enumerate(result.shape) if d is None],
+                ]
+                attrs: dict[str, Attr] = {}
+                composed = Operation("flow.tensor.reshape", [Value("source", source), *set_dims(attrs, groups)])
+                composed.attributes = attrs
+                composed.results = [Value("result", result, composed, 0)]
+                key = self.op_key(composed, unique=False, like=last[k2])
+                if key in written:
+                    self.out.ops[key] = written[key]
+                last.setdefault(key, last[k2])
+                known = sources.setdefault(key, {})
+                mark = f"{self.printer.type(source)}{src_dims}"
+                if (k1, k2, key, mark) in seen:
+                    continue
+                seen.add((k1, k2, key, mark))
+                known.setdefault(mark, (source, src_dims))
+                out.append(key)
+                sizes = [c for c, d in zip(src_dims, source.shape, strict=True) if d is None]
+                sizes += [c for c, d in zip(res_dims, result.shape, strict=True) if d is None]
+                self.out.sized_reshape_chains.append((k1, k2, key, src_dims, tuple(sizes)))
+            return out
+
+        seen: set[tuple[str, str, str, str]] = set()
+        for k1 in originals:
+            for k2 in by_source.get(self.printer.type(last[k1].results[0].type), []):
+                for f in compose(k1, k2):
+                    for k3 in by_source.get(self.printer.type(last[k2].results[0].type), []):  # a third after
+                        compose(f, k3)
+                    for typed in {self.printer.type(typ) for typ, _ in sources.get(k1, {}).values()}:
+                        for k0 in by_result.get(typed, []):  # ... or before
+                            compose(k0, f)
 
     # -- ops -------------------------------------------------------------------------------------
     def import_block_ops(self, ops: list[Operation]) -> list[str] | None:
@@ -679,7 +768,7 @@ class _Importer:
     def global_term(self, name: str, load: Operation) -> str:
         if name in self.globals:
             return self.globals[name]
-        g = self.module.globals().get(name)
+        g = self.module_globals.get(name)
         if g is None:
             raise ImportError_(f"{load.loc}: util.global.load of unknown global @{name}")
         init = g.attributes.get("initial_value")
@@ -697,18 +786,33 @@ class _Importer:
         self.globals[name] = term
         return term
 
-    def initializer_value(self, name: str) -> str | None:
+    @functools.cached_property
+    def module_globals(self) -> dict[str, Operation]:
+        """The module's globals by name, read once (not once per global loaded)."""
+        return self.module.globals()
+
+    @functools.cached_property
+    def global_stores(self) -> dict[str, tuple[Block, int]]:
+        """Each global's first ``util.global.store`` in an initializer (in module order): the
+        initializer's block and the store's index in it. Read once, not once per global loaded."""
+        out: dict[str, tuple[Block, int]] = {}
         for op in self.module.ops:
             if op.name != "util.initializer":
                 continue
             block = op.regions[0].entry
-            for inner in block.ops:
-                if inner.name == "util.global.store" and attr(inner, "global", SymbolRefAttr).name == name:
-                    saved = dict(self.terms)
-                    values = self.import_block_ops(block.ops[: block.ops.index(inner) + 1])
-                    self.terms = saved
-                    return values[0] if values else None
-        return None
+            for i, inner in enumerate(block.ops):
+                if inner.name == "util.global.store":
+                    out.setdefault(attr(inner, "global", SymbolRefAttr).name, (block, i))
+        return out
+
+    def initializer_value(self, name: str) -> str | None:
+        if (store := self.global_stores.get(name)) is None:
+            return None
+        block, i = store
+        saved = dict(self.terms)
+        values = self.import_block_ops(block.ops[: i + 1])
+        self.terms = saved
+        return values[0] if values else None
 
 
 def _inlined(v: Value) -> bool:
@@ -750,5 +854,6 @@ def import_function(module: Module, function: str | None = None) -> ImportedProg
         name: v.owner if isinstance(v.owner, Operation) else None for name, v in imp.shapes.unknown.items()
     }
     imp.compose_reshapes()
+    imp.compose_sized_reshapes()
     fold_constants(imp.out)
     return imp.out

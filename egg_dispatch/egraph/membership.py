@@ -30,15 +30,18 @@ Leaves are compared by what they stand for, not by how two imports spelled them:
 - a contraction's kind (``linalg.matmul:(d0,d2);…``) by its maps, the named op's defaults when it
   prints none (IREE's printer drops ``indexing_maps`` that are the defaults);
 - a constant matches by its values' digest and type (IREE may hold it in a ``util.global``);
-- everything else (encodings, sizes, argument numbers) by value.
+- a dynamic size by the size it names (``16 * arg0.d1``), not by its code: each import numbers its
+  sizes in the order it meets them;
+- everything else (encodings, static sizes, argument numbers) by value.
 
 Differences of form normalized: IREE's initializers encode with ``flow.tensor.encode``, read
 as ``Dispatch(SetEncoding …)``, where the e-graph's const-eval holds ``ConstEval(SetEncoding …)`` (a
 load-time computation is not a run-time dispatch); a reshape between dispatches, read from IREE's
 ``flow.tensor.reshape`` as ``Dispatch(Op reshape …)``, is the reshape itself (a view, no dispatch).
 (A chain of reshapes IREE folds into one ``flow.tensor.reshape`` needs no normalization: the e-graph
-holds the folded reshape too, rules/noop_reshape.egg conditions 7-8; nor does a constant IREE folds a
-static slice, reshape or transpose of a constant into: the e-graph holds it, rules/fold_constants.egg.)
+holds the folded reshape too, rules/noop_reshape.egg conditions 7-8, and 9-12 with dynamic sizes; nor
+does a constant IREE folds a static slice, reshape or transpose of a constant into: the e-graph holds it,
+rules/fold_constants.egg.)
 A load-time computation of a value the e-graph holds as a constant is that constant
 (``load-time-noops``): IREE's initializer encodes a constant bias to a layout the target resolves to
 the identity, which the e-graph's ``noop`` family folds into the constant itself, leaving no
@@ -236,6 +239,8 @@ class _Identities:
             return (value.op, tuple(self.leaf(a) for a in value.args))
         if isinstance(value, tuple | list):
             return tuple(self.leaf(a) for a in value)
+        if isinstance(value, int) and value in self.imported.dims:  # a size code: the size it names
+            return ("size", self.imported.dims[value])
         return value
 
 
