@@ -178,7 +178,9 @@ def saturate(
             break
         # A snapshot to roll an overshooting iteration back to. egglog cannot drop a snapshot, so each
         # one stays in memory: take one only before an iteration that may overshoot (SNAPSHOT_FROM).
-        snapshot = enodes * growth > budget.enodes
+        # Without families (IREE's own plan, costed) an iteration runs only the analysis, saturated
+        # above: it cannot grow the e-graph, which is as a rollback would leave it, so no copy is taken.
+        snapshot = bool(families) and enodes * growth > budget.enodes
         if snapshot:
             graph.push()
         changed = _accumulate(report, graph.run(f"(run-schedule {step})"))
@@ -188,6 +190,7 @@ def saturate(
         if enodes > budget.enodes:
             if snapshot:
                 graph.pop()
+            if snapshot or not families:  # rolled back, or (no families) nothing grew to roll back
                 report.stop_reason = "e-node limit"
                 if report.iterations == 0 and graph.enodes() > budget.enodes:
                     report.stop_reason += f" (the start state alone has {graph.enodes()} e-nodes)"

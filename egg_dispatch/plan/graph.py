@@ -356,13 +356,18 @@ def _peak_live(graph: nx.DiGraph, persistent: int) -> int:
     """Peak bytes alive while dispatches run in topological order: persistent data plus every
     dispatch result from its producer until its last consumer has run."""
     order = [n for n in nx.lexicographical_topological_sort(graph) if graph.nodes[n].get("kind") == "dispatch"]
+    end = len(order)  # a result read by no later dispatch (a function result) stays alive to the end
     position = {n: i for i, n in enumerate(order)}
-    peak = persistent
-    for i, _ in enumerate(order):
-        live = 0
-        for n in order[: i + 1]:
-            consumers = [position.get(s, len(order)) for s in graph.successors(n)]
-            if max(consumers, default=len(order)) >= i:
-                live += graph.nodes[n]["bytes"]
-        peak = max(peak, persistent + live)
-    return peak
+    # The i-th result is alive from step i through its last consumer's step: one sweep over the steps,
+    # adding each result where it starts and dropping it after its last step (linear, not quadratic).
+    change = [0] * (end + 1)
+    for i, n in enumerate(order):
+        last = max((position.get(s, end) for s in graph.successors(n)), default=end)
+        if last >= i:
+            change[i] += graph.nodes[n]["bytes"]
+            change[min(last, end - 1) + 1] -= graph.nodes[n]["bytes"]
+    peak = live = 0
+    for step in change[:end]:
+        live += step
+        peak = max(peak, live)
+    return persistent + peak
