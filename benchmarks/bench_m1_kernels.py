@@ -5,8 +5,9 @@ its plan and of IREE's own; this script compiles both plans, profiles them with 
 profiling (kernel time per executable, no launch overhead: ``iree.profiling``), and compares each kernel
 the model priced with the one IREE ran, tied by what it computes (``measure.kernel_agreement``: an
 ``M x N x K`` contraction, or a per-call encode of one type). Per plan and kind (our plain contractions,
-IREE's data-tiled ones, IREE's encodes) it reports the median predicted/measured ratio, weighted by
-executions per call, against the fidelity goal (median within 1.5x, docs/calibration-and-fidelity.md).
+IREE's data-tiled ones, IREE's encodes) it reports the median predicted/measured ratio over the keys tied
+like with like (a contraction run as often per call on both sides: ``Row.tied``), weighted by executions
+per call, against the fidelity goal (median within 1.5x, docs/calibration-and-fidelity.md).
 
 Rounds alternate the two plans (``--rounds``, each profiling ``--min-time`` seconds); a kernel's measured
 time is its median over rounds. The target is the built-in profile of this CPU's ISA unless ``--target``
@@ -79,7 +80,7 @@ def _rows_table(rows: list[Row]) -> list[str]:
             str(r.predicted.count) if r.predicted else "-",
             _fmt(r.profiled.seconds if r.profiled else None),
             str(r.profiled.count) if r.profiled else "-",
-            "-" if r.ratio is None else f"{r.ratio:.2f}",
+            "-" if r.ratio is None else f"{r.ratio:.2f}" + ("" if r.tied else " (not tied)"),
         )
         for r in rows
     ]
@@ -165,7 +166,8 @@ def main() -> None:
             }
             for r in rows
         ]
-    print("median predicted/measured, weighted by executions per call (goal: within 1/1.5 .. 1.5):")
+    print("median predicted/measured over the tied rows (a contraction as often per call on both sides),")
+    print("weighted by executions per call (goal: within 1/1.5 .. 1.5):")
     for what, m in medians.items():
         if m is None:
             continue

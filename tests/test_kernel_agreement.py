@@ -7,7 +7,8 @@ priced with the executable IREE ran (``measure.kernel_agreement``). Checked here
   read off by hand; other dispatches give none;
 * pooling a profile: executions per call from the samples, the mean weighted by them, by hand;
 * the model's side on the decode fixture is checked in tests/test_decode_report.py, which explores it;
-* the median ratio, weighted by executions, on made-up rows.
+* the median ratio, weighted by executions, over rows tied like with like (a contraction as many times
+  per call), on made-up rows.
 """
 
 from __future__ import annotations
@@ -65,8 +66,10 @@ def test_the_median_ratio_weighs_rows_by_executions() -> None:
         Row(("matmul", "1x2x3"), Predicted(2.0, 1), Profiled(1.0, 1, ())),  # 2.0 once
         Row(("matmul", "1x4x3"), Predicted(1.0, 3), Profiled(2.0, 3, ())),  # 0.5 three times
         Row(("matmul", "1x5x3"), Predicted(1.0, 1), None),  # not measured: left out
-        Row(("encode", "1xf32"), Predicted(3.0, 1), Profiled(1.0, 1, ())),
+        Row(("matmul", "1x6x3"), Predicted(9.0, 2), Profiled(1.0, 1, ())),  # other counts: not tied, left out
+        Row(("encode", "1xf32"), Predicted(3.0, 2), Profiled(1.0, 1, ())),  # one kernel: tied at other counts
     ]
+    assert [r.tied for r in rows] == [True, True, False, False, True]
     assert median_ratio(rows, "matmul") == 0.5
     assert median_ratio(rows, "encode") == 3.0
     assert median_ratio(rows[2:3], "matmul") is None

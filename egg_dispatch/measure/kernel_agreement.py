@@ -76,6 +76,17 @@ class Row:
             return None
         return self.predicted.seconds / self.profiled.seconds
 
+    @property
+    def tied(self) -> bool:
+        """Like compared with like: both sides have the key, a contraction as often per call (otherwise the
+        key pools other dispatches on one side: a dispatch holding two contractions is keyed by its first
+        here, by the root op IREE picks there). Every encode of one type is the same kernel, so an encode
+        is tied whatever the counts (IREE may run fewer than the plan lists: it folds an encode of a value
+        encoded already)."""
+        if self.predicted is None or self.profiled is None:
+            return False
+        return self.key[0] == "encode" or self.predicted.count == self.profiled.count
+
 
 def _mnk(dims: Sequence[int]) -> str:
     """``MxNxK`` of a contraction's loop ranges (batch first; a batch of 1 is dropped)."""
@@ -153,10 +164,10 @@ def agreement(pred: Mapping[KernelKey, Predicted], prof: Mapping[KernelKey, Prof
 
 
 def median_ratio(rows: Sequence[Row], kind: str) -> float | None:
-    """The median predicted/measured ratio over the rows of ``kind`` (``matmul`` or ``encode``) both sides
-    have, each row weighted by its executions per call (None: no such row)."""
+    """The median predicted/measured ratio over the rows of ``kind`` (``matmul`` or ``encode``) that are
+    ``tied``, each weighted by its executions per call (None: no such row)."""
     ratios: list[float] = []
     for r in rows:
-        if r.key[0] == kind and r.ratio is not None and r.profiled is not None:
+        if r.key[0] == kind and r.tied and r.ratio is not None and r.profiled is not None:
             ratios += [r.ratio] * r.profiled.count
     return statistics.median(ratios) if ratios else None
