@@ -328,6 +328,11 @@ MASK_TEXT = {
 }
 
 
+def _paragraph(text: str) -> str:
+    """A README paragraph: wrapped at 110 columns, never inside a hyphenated word."""
+    return textwrap.fill(text, width=110, break_on_hyphens=False)
+
+
 def _shape(a) -> str:  # type: ignore[no-untyped-def]
     return f"{'x'.join(map(str, a.shape))}x{a.dtype}"
 
@@ -362,19 +367,15 @@ def export(fam: Family) -> dict:
         **{k: v for k, v in meta.items() if k not in ("inputs", "outputs", "versions", "name")},
         name=fam.name,
         seq=SEQ,
-        intro=textwrap.fill(
+        intro=_paragraph(
             f"transformers' own `{fam.model_class}` built from `{fam.config_class}(**config)` with random weights "
             f"under `torch.manual_seed({fam.seed})` (norm weights and biases, and every bias, perturbed away from "
-            f"1/0): {fam.features}.",
-            width=110,
-            break_on_hyphens=False,
+            f"1/0): {fam.features}."
         ),
         config_json=json.dumps(fam.config, sort_keys=True),
-        mask_text=textwrap.fill(
+        mask_text=_paragraph(
             f"The forward is a prefill: batch 1, {SEQ} tokens, no cache, the logits as the output. "
-            + MASK_TEXT[mask_key].format(seq=SEQ, window=fam.config.get("sliding_window")),
-            width=110,
-            break_on_hyphens=False,
+            + MASK_TEXT[mask_key].format(seq=SEQ, window=fam.config.get("sliding_window"))
         ),
         inputs=", ".join(f"`{x}`" for x in meta["inputs"]),
         outputs=", ".join(f"`{x}`" for x in meta["outputs"]),
@@ -466,20 +467,16 @@ def export_dynamic(key: str) -> dict:
     text = README_DYN.format(
         name=name,
         model_class=fam.model_class,
-        intro=textwrap.fill(
+        intro=_paragraph(
             f"transformers' own `{fam.model_class}` built from `{fam.config_class}(**config)` with random weights "
             f"under `torch.manual_seed({fam.seed})` (norm weights perturbed away from 1), the same model as "
-            f"`hf_{fam.name}`: {fam.features}.",
-            width=110,
-            break_on_hyphens=False,
+            f"`hf_{fam.name}`: {fam.features}."
         ),
         config_json=json.dumps(fam.config, sort_keys=True),
-        mask_text=textwrap.fill(
+        mask_text=_paragraph(
             'The forward is a prefill: batch 1, a dynamic number S of tokens (the export\'s `Dim("seq")`, '
             f"2..{fam.config['max_position_embeddings']}, traced at {SEQ}), no cache, the logits as the output. "
-            + MASK_TEXT["causal"],
-            width=110,
-            break_on_hyphens=False,
+            + MASK_TEXT["causal"]
         ),
         inputs=", ".join(f"`{x}`" for x in meta["inputs"]),
         outputs=", ".join(f"`{x}`" for x in meta["outputs"]),

@@ -83,8 +83,9 @@ GC_THRESHOLDS = (20_000, 20, 10)
 """The cyclic garbage collector's thresholds while a command runs (Python's defaults: 700, 10, 10). A
 command builds a few large structures that live to its end (parsed modules, e-graph data, cost tables)
 and frees almost everything else by reference counting; at the defaults each full collection walks all
-of them again, and a 22-layer decoder paid 13 of them (3 s, more than linear in the layers), for a few
-MB. Restored when the command returns (``main`` may run many commands in one process)."""
+of them again, so a model's collections cost more than linear in its layers, for a few MB saved
+(docs/measurements.md §12). Restored when the command returns (``main`` may run many commands in one
+process)."""
 
 
 @contextlib.contextmanager

@@ -117,9 +117,8 @@ def necessary_classes(g: EGraphData, p: PrunedGraph, order: list[str]) -> tuple[
     Fixing a_c = 1 (and r_c = 1) for these is exact, and it is what makes the LP relaxation useful:
     otherwise the LP halves a shared subtree's cost by splitting its parent between two nodes that
     need different children, and the root bound of a deep graph decays towards zero. (The least
-    fixpoint from ∅, used before, loses everything below a cycle of alternatives such as a
-    SetEncoding/UnsetEncoding pair: 38 classes of the 1,165 an 8-layer Llama's plans all need, and
-    HiGHS took twice as long.)
+    fixpoint from ∅ would lose everything below a cycle of alternatives such as a
+    SetEncoding/UnsetEncoding pair: docs/measurements.md §12.)
     """
     bit = {c: 1 << i for i, c in enumerate(order)}
     full = (1 << len(order)) - 1

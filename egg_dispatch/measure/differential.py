@@ -33,6 +33,7 @@ __all__ = [
     "Unshared",
     "calls_profiled",
     "executable_keys",
+    "executions_per_call",
     "per_call",
     "profile_key",
     "relative_gain",
@@ -94,12 +95,18 @@ def calls_profiled(times: DispatchTimes) -> int:
     return math.gcd(*counts)
 
 
+def executions_per_call(times: DispatchTimes, name: str, calls: int) -> int:
+    """How many times per call the executable function ``name`` ran (``calls``: ``calls_profiled(times)``;
+    at least 1, and 1 when no call was counted)."""
+    return max(1, round(times.samples.get(name, 0) / calls)) if calls else 1
+
+
 def per_call(times: DispatchTimes, keys: Mapping[str, str]) -> dict[str, tuple[int, float, str]]:
     """Key -> (executions per call, mean seconds per execution, a function name) of one profile."""
     out: dict[str, tuple[int, float, str]] = {}
     calls = calls_profiled(times)
     for name, seconds in times.seconds.items():
-        n = max(1, round(times.samples.get(name, 0) / calls)) if calls else 1
+        n = executions_per_call(times, name, calls)
         k = profile_key(name, keys)
         if k in out:  # two functions with one key (a name-keyed collision): their executions pooled
             m, s, first = out[k]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from egg_dispatch.iree.profiling import DispatchTimes
-from egg_dispatch.measure.differential import calls_profiled
+from egg_dispatch.measure.differential import calls_profiled, executions_per_call
 from egg_dispatch.mlir.ir import Operation
 from egg_dispatch.mlir.ir_types import TensorType
 from egg_dispatch.result.per_call import emitted_dispatches
@@ -112,7 +112,7 @@ def profiled(times: DispatchTimes) -> dict[KernelKey, Profiled]:
         key = profiled_key(name)
         if key is None:
             continue
-        n = max(1, round(times.samples.get(name, 0) / calls)) if calls else 1
+        n = executions_per_call(times, name, calls)
         total, count, names = pooled.get(key, (0.0, 0, []))
         pooled[key] = (total + n * seconds, count + n, [*names, name])
     return {k: Profiled(total / count, count, tuple(names)) for k, (total, count, names) in pooled.items()}
