@@ -25,7 +25,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import Future
 from pathlib import Path
 from typing import cast
 
@@ -57,6 +57,7 @@ from egg_dispatch.iree.dispatch_creation import (
 )
 from egg_dispatch.iree.lowering import (
     START_STATE_MAX_BYTES,
+    StartState,
     iree_compiler_available,
     lower,
     lowering_command,
@@ -72,10 +73,11 @@ from egg_dispatch.mlir.torch_symbols import torch_aliases
 from egg_dispatch.plan.baseline import BaselineError, iree_baseline_choice
 from egg_dispatch.plan.graph import build_plan
 from egg_dispatch.plan.sized import plan_at_sizes
-from egg_dispatch.result.exploration import Candidate, Exploration, InputInfo
+from egg_dispatch.result.exploration import Candidate, Exploration, InputInfo, IreePlan
 from egg_dispatch.start.initial_plan import initial_plan
 from egg_dispatch.start.tensor_to_flow import flow_reshapes
 from egg_dispatch.target.profile import Target, load_target
+from egg_dispatch.util.background import in_background
 from egg_dispatch.util.deadline import Deadline, StageStop
 from egg_dispatch.util.deep import allow_deep_recursion
 
@@ -164,6 +166,9 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
     warnings: list[str] = []
     src: str | Path = path if path is not None else cast(str, text)  # no file: the text
     named = name  # the input as the commands shown run it
+    # IREE reads the user's file while we parse it (for its warnings): the start state is asked for now
+    # and taken below unless IREE must read a respelled text instead (then this run is not waited for).
+    early = _early_start_state(path, form, start, target, name)
     if form != "torch":
         given = as_given()
         warnings = given.warnings  # a syntax error is reported in the user's own file
@@ -181,7 +186,7 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
         # IREE reads the user's own lines (not a respelled text, nor a parsed module printed again)
         own = src is path or (src is text and not isinstance(source, Module))
         try:
-            state = start_state(src, target, name=named)
+            state = early.result() if early is not None and src is path else start_state(src, target, name=named)
         except IreeError as e:
             first = first_error_line(e.stderr) if e.stderr else str(e).splitlines()[0]
             if form == "torch" or start == "set-encoding":
@@ -221,6 +226,21 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
     flow_reshapes(module)
     module.warnings = [*warnings, *iree_output_warnings(module, f"IREE's {phase} output for {name}")]
     return module, info
+
+
+def _early_start_state(
+    path: Path | None, form: str, start: str, target: Target | None, name: str
+) -> Future[StartState] | None:
+    """``start_state`` of the user's file, started on a thread (``util.background``), when
+    ``prepare_input`` will ask IREE for it; None when it will not, or may not for the file itself (a
+    text IREE cannot read as written: ``mlir.retired``)."""
+    if path is None or target is None or form in PAST_GLOBAL_OPTIMIZATION or start not in ("auto", "set-encoding"):
+        return None
+    if start == "auto" and path.stat().st_size > START_STATE_MAX_BYTES:
+        return None
+    if form != "torch" and may_need_respelling(path.read_text(errors="replace")):
+        return None
+    return in_background(lambda: start_state(path, target, name=name), "iree start state")
 
 
 def _source_parts(source: str | Path | Module) -> tuple[Module | None, str | None, Path | None, str]:
@@ -272,6 +292,7 @@ def explore(
     top_k: int = 0,
     assume: Mapping[str, Assumption] | Sequence[str] | None = None,
     compile_check: bool | None = None,
+    iree_own_plan: bool = False,
 ) -> Exploration:
     """Run the pipeline on MLIR text, a file, or a parsed module; see ``Exploration``.
 
@@ -283,7 +304,8 @@ def explore(
     (``{"arg0.d1": ((128, 1.0),)}`` or ``["arg0.d1=128,512"]``; ``cost.sizes``): what the cost averages
     over, and the only sizes the legality facts must hold for. ``compile_check``: compile the chosen
     plan's new dispatches alone with IREE and extract again without those it rejects
-    (``iree.compile_check``; None: when IREE is installed).
+    (``iree.compile_check``; None: when IREE is installed). ``iree_own_plan``: also price IREE's own plan
+    (``iree_plan``; ``Exploration.iree_own``), while IREE compiles ours: the two overlap.
 
     Every stage runs under ``budget.seconds`` (``util.deadline``): saturation and extraction (the best
     plan, the frontier, the k best) stop there and hand on their best answer; import and emission are
@@ -366,9 +388,12 @@ def explore(
             warnings.append(f"warning: no modelled IREE baseline: {e}")
         else:  # a choice of this e-graph, so in it; legality may refuse a node of it
             membership = choice_membership(data, base.choice, imported)
+    own_source = _iree_own_source(source, module, input_info) if iree_own_plan else ""
+    own = _OwnPlan(lambda: iree_plan(own_source, tgt, imported.function, assume, measured))
     best, checked = compile_checked(
         data, costs, imported.function, tgt, best, lambda: extract(lam), lambda r: candidate("best", r.choice, r),
         base, stage_seconds, enabled=compile_check, progress=say, known=known,
+        meanwhile=own if iree_own_plan else None,
     )  # fmt: skip
     timings["compile_check"] = checked.seconds
     warnings = [*module.warnings, *_kept_warnings(data, best.choice, report, table_conflicts), *warnings]
@@ -418,7 +443,33 @@ def explore(
         stage_seconds=stage_seconds,
         stops=stops,
         compile_check=checked,
+        iree_own=own.plan,
+        iree_own_error=own.error,
     )
+
+
+class _OwnPlan:
+    """IREE's own plan priced when called (``explore(iree_own_plan=True)``), or why it could not be."""
+
+    def __init__(self, price: Callable[[], IreePlan]) -> None:
+        self.price = price
+        self.plan: IreePlan | None = None
+        self.error: str | None = None
+
+    def __call__(self) -> None:
+        try:
+            self.plan = self.price()
+        except Exception as e:  # IREE rejects the input (e.g. ops 3.13 no longer has): the caller says so
+            self.error = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def _iree_own_source(source: str | Path | Module, module: Module, info: InputInfo) -> str | Path:
+    """What ``iree_plan`` reads for the input of an exploration: IREE's plan from the start-state run,
+    else the user's file, else the module explored, printed."""
+    if info.iree_plan:
+        return info.iree_plan
+    path = _source_parts(source)[2]
+    return path if path is not None else print_mlir(module)
 
 
 def _kept_warnings(
@@ -474,47 +525,6 @@ def _non_dominated(cands: list[Candidate]) -> list[Candidate]:
 
     front = [a for a in cands if not any(dominated(a, b) for b in cands if b is not a)]
     return sorted(front, key=lambda c: (c.metrics.run_seconds, c.metrics.memory_bytes))
-
-
-@dataclass
-class IreePlan:
-    """IREE's own plan for a program: the text IREE printed, what it holds, and our model's metrics."""
-
-    target: str
-    text: str
-    """``iree-compile --compile-to=dispatch-creation`` output (post-dispatch-creation form)."""
-    printed_dispatches: int
-    """``flow.dispatch.workgroups`` in the function, as IREE printed them."""
-    printed_encodes: int
-    """Run-time ``flow.tensor.encode`` in the function (each a dispatch once Stream materializes it)."""
-    printed_slices: int
-    """Run-time ``flow.tensor.slice`` in the function: a copy each, imported as the ``Dispatch(Slice ...)``
-    the clone family builds for a slice materialized on its own, so priced (launch, bytes, its buffer) and
-    counted as a dispatch like the modelled baseline's copy of a hoisted argument slice."""
-    printed_globals: int
-    """``util.global``s other than the device."""
-    candidate: Candidate | None = None
-    """The ``Candidate`` our model built from IREE's plan (None when it could not cost it)."""
-    explored: Exploration | None = None
-    """IREE's plan explored on its own, with no rule (its e-graph and import: what membership reads)."""
-    error: str | None = None
-    """Why our model could not cost the plan."""
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def metrics(self):
-        """Our model's ``PlanMetrics`` for IREE's plan (raises when it could not be costed)."""
-        if self.candidate is None:
-            raise ValueError(f"our model could not cost IREE's plan: {self.error}")
-        return self.candidate.metrics
-
-    @property
-    def dispatch_count_sane(self) -> bool:
-        """The model counts what IREE launches: each workgroups op, each run-time encode (Stream
-        materializes it as an encoding dispatch) and each run-time ``flow.tensor.slice`` (a copy)."""
-        if self.candidate is None:
-            return False
-        return self.metrics.dispatches == self.printed_dispatches + self.printed_encodes + self.printed_slices
 
 
 def iree_plan_membership(

@@ -199,15 +199,17 @@ def use_iree_baseline(
     from egg_dispatch.mlir.printer import print_mlir
     from egg_dispatch.pipeline import iree_plan, iree_plan_membership
 
-    source = result.input.iree_plan if result.input and result.input.iree_plan else None
-    if source is None:
-        source = args.file if args.file not in (None, "-") else print_mlir(module)
-    why = ""
-    try:
-        plan = iree_plan(source, result.target, result.imported.function, getattr(args, "assume", None), measured)
-    except Exception as e:  # IREE rejects the input (e.g. ops 3.13 no longer has): keep the modelled one
-        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    else:
+    why = result.iree_own_error or ""
+    plan = result.iree_own  # priced by explore while IREE compiled ours (``run``)
+    if plan is None and not why:
+        source = result.input.iree_plan if result.input and result.input.iree_plan else None
+        if source is None:
+            source = args.file if args.file not in (None, "-") else print_mlir(module)
+        try:
+            plan = iree_plan(source, result.target, result.imported.function, getattr(args, "assume", None), measured)
+        except Exception as e:  # IREE rejects the input (e.g. ops 3.13 no longer has): keep the modelled one
+            why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    if plan is not None:
         if plan.candidate is not None:
             plan.candidate.label = "baseline (IREE 3.13 iree-compile, costed by our model)"
             result.baseline = plan.candidate
@@ -271,6 +273,7 @@ def recommend(
 
 
 def run(args: argparse.Namespace) -> int:
+    from egg_dispatch.iree.tools import iree_available
     from egg_dispatch.pipeline import UnsupportedInput, explore
     from egg_dispatch.result import report
 
@@ -297,6 +300,7 @@ def run(args: argparse.Namespace) -> int:
             measured=measured,
             assume=args.assume,
             compile_check=None if args.compile_check else False,
+            iree_own_plan=args.baseline != "modelled" and iree_available(),
         )
     except UnsupportedInput as e:
         raise InputError(str(e)) from None

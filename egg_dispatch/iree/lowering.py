@@ -132,12 +132,10 @@ def start_state(source: str | os.PathLike[str], target: Target, *, name: str | N
         if data_tiling
         else f"--mlir-print-ir-after={NO_DATA_TILING_PASS}"
     )
-    dump = [
-        dump_at,
-        "--mlir-print-ir-module-scope",
-        "--mlir-disable-threading",
-        "--mlir-print-debuginfo",
-    ]
+    # Before a module pass the dump is the module already, so IREE keeps its threads; after a function
+    # pass (no data tiling) printing the module needs module scope, which needs one thread.
+    scope = [] if data_tiling else ["--mlir-print-ir-module-scope", "--mlir-disable-threading"]
+    dump = [dump_at, *scope, "--mlir-print-debuginfo"]
     command = " ".join(
         [*lowering_command(name, "dispatch-creation", target), *dump, "-o", "PLAN.mlir", "2> START.mlir"]
     )

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from egg_dispatch.extract.common import ExtractionResult
     from egg_dispatch.iree.compile_check import CompileCheck
 
-__all__ = ["Candidate", "CheckResult", "Exploration", "InputInfo"]
+__all__ = ["Candidate", "CheckResult", "Exploration", "InputInfo", "IreePlan"]
 
 
 @dataclass
@@ -94,6 +94,47 @@ class InputInfo:
         return f"{self.form}{done}"
 
 
+@dataclass
+class IreePlan:
+    """IREE's own plan for a program: the text IREE printed, what it holds, and our model's metrics."""
+
+    target: str
+    text: str
+    """``iree-compile --compile-to=dispatch-creation`` output (post-dispatch-creation form)."""
+    printed_dispatches: int
+    """``flow.dispatch.workgroups`` in the function, as IREE printed them."""
+    printed_encodes: int
+    """Run-time ``flow.tensor.encode`` in the function (each a dispatch once Stream materializes it)."""
+    printed_slices: int
+    """Run-time ``flow.tensor.slice`` in the function: a copy each, imported as the ``Dispatch(Slice ...)``
+    the clone family builds for a slice materialized on its own, so priced (launch, bytes, its buffer) and
+    counted as a dispatch like the modelled baseline's copy of a hoisted argument slice."""
+    printed_globals: int
+    """``util.global``s other than the device."""
+    candidate: Candidate | None = None
+    """The ``Candidate`` our model built from IREE's plan (None when it could not cost it)."""
+    explored: Exploration | None = None
+    """IREE's plan explored on its own, with no rule (its e-graph and import: what membership reads)."""
+    error: str | None = None
+    """Why our model could not cost the plan."""
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def metrics(self):
+        """Our model's ``PlanMetrics`` for IREE's plan (raises when it could not be costed)."""
+        if self.candidate is None:
+            raise ValueError(f"our model could not cost IREE's plan: {self.error}")
+        return self.candidate.metrics
+
+    @property
+    def dispatch_count_sane(self) -> bool:
+        """The model counts what IREE launches: each workgroups op, each run-time encode (Stream
+        materializes it as an encoding dispatch) and each run-time ``flow.tensor.slice`` (a copy)."""
+        if self.candidate is None:
+            return False
+        return self.metrics.dispatches == self.printed_dispatches + self.printed_encodes + self.printed_slices
+
+
 @dataclass(kw_only=True)
 class Exploration:
     """What ``pipeline.explore`` found for one function: the e-graph, the chosen plan, the baseline and
@@ -151,6 +192,11 @@ class Exploration:
     compile_check: CompileCheck | None = None
     """Whether IREE compiles the chosen plan's new dispatches, and what was excluded because it did not
     (``iree.compile_check``; None: an ``Exploration`` built by hand)."""
+    iree_own: IreePlan | None = None
+    """IREE's own plan, priced by our model, when ``explore(iree_own_plan=True)`` asked for it (priced while
+    IREE compiled the chosen plan's dispatches); None: not asked, or ``iree_own_error`` says why not."""
+    iree_own_error: str | None = None
+    """Why IREE's own plan was asked for and could not be had (IREE rejects the input, ...)."""
 
     @property
     def recommended(self) -> Candidate:
