@@ -25,7 +25,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import cast
 
@@ -170,7 +170,12 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
     # and taken below unless IREE must read a respelled text instead (then this run is not waited for).
     early = _early_start_state(path, form, start, target, name)
     if form != "torch":
-        given = as_given()
+        try:
+            given = as_given()
+        except Exception:  # a syntax error: IREE's run ends too (it reads the same file); not left behind
+            if early is not None:
+                wait([early])
+            raise
         warnings = given.warnings  # a syntax error is reported in the user's own file
         # What IREE cannot read as written (a retired op, an elided blob) it gets as we read it (mlir.retired),
         # and the command shown says so.
