@@ -1,7 +1,5 @@
 """``python -m egg_dispatch``: the same as the ``egg-dispatch`` console script."""
 
-import sys
+from egg_dispatch.cli import console_main
 
-from egg_dispatch.cli import main
-
-sys.exit(main())
+console_main()

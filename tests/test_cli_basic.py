@@ -169,6 +169,24 @@ def test_explore_stdin_subprocess() -> None:
     assert "split_weight_matmuls" in proc.stdout and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
+def test_the_command_writes_all_its_output_before_it_exits_and_a_reader_may_leave() -> None:
+    """``python -m egg_dispatch`` ends the process without the interpreter's teardown (``console_main``):
+    the whole report reaches a pipe first, and a reader that leaves early (``| head``) is no error."""
+    import json
+
+    argv = [sys.executable, "-m", "egg_dispatch", "explore", "--emit", "json", "--baseline", "modelled"]
+    proc = subprocess.run([*argv, "--no-compile-check"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["best"]["mlir"]  # the whole JSON document, parsed
+    early = subprocess.Popen([*argv, "--no-compile-check"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert early.stdout is not None and early.stderr is not None
+    assert early.stdout.read(1) == b"{"
+    early.stdout.close()
+    assert early.wait(timeout=300) == 0
+    assert b"Traceback" not in early.stderr.read()
+
+
 def test_a_bad_value_does_not_change_the_next_commands_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     """The parsers live for the process: after a bad flag value (one line), an invalid choice in the
     next call still prints the usage first."""

@@ -20,12 +20,13 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from typing import NoReturn
 
 from egg_dispatch.cli import bench, calibrate, check, explore, iree_baseline, opt, run, tune
 from egg_dispatch.cli.args import BUILTIN_EXAMPLE, InputError, Parser, builtin_example_text, take_pending_warnings
 from egg_dispatch.mlir.lexer import MLIRSyntaxError
 
-__all__ = ["BUILTIN_EXAMPLE", "build_parser", "builtin_example_text", "main"]
+__all__ = ["BUILTIN_EXAMPLE", "build_parser", "builtin_example_text", "console_main", "main"]
 
 
 def _add_explore(sub: argparse._SubParsersAction) -> None:
@@ -130,5 +131,20 @@ def _interrupted() -> int:
     return 130
 
 
+def console_main() -> NoReturn:
+    """The ``egg-dispatch`` command (and ``python -m egg_dispatch``): ``main``, its output flushed, then the
+    process ends without tearing the interpreter down. A model's command holds hundreds of MB of Python
+    objects at its end (modules, e-graph data, plans), and freeing them one by one at exit cost as much
+    as a stage of the command (docs/measurements.md §12); nothing is left to clean up by then (files are
+    written and closed, caches committed). ``main`` itself returns, for callers in one process."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # the reader left (``| head``), or the stream was closed
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console_main()
