@@ -21,11 +21,15 @@ The library never imports ``cli``; this package's ``__init__`` and ``__main__`` 
 
 from __future__ import annotations
 
-from egg_dispatch.egraph.rules import FAMILIES, Budget
-from egg_dispatch.mlir.parser import parse_file, parse_mlir
-from egg_dispatch.mlir.printer import print_mlir
-from egg_dispatch.pipeline import explore
-from egg_dispatch.result.exploration import Exploration
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from egg_dispatch.egraph.rules import FAMILIES, Budget
+    from egg_dispatch.mlir.parser import parse_file, parse_mlir
+    from egg_dispatch.mlir.printer import print_mlir
+    from egg_dispatch.pipeline import explore
+    from egg_dispatch.result.exploration import Exploration
 
 __all__ = ["FAMILIES", "STAGES", "Budget", "Exploration", "explore", "parse_file", "parse_mlir", "print_mlir"]
 
@@ -49,3 +53,21 @@ STAGES: tuple[str, ...] = (
     "cli",
 )
 """The stages in import order (subpackages, and the ``pipeline`` module); see the docstring above."""
+
+_EXPORTS = {
+    "FAMILIES": "egg_dispatch.egraph.rules",
+    "Budget": "egg_dispatch.egraph.rules",
+    "parse_file": "egg_dispatch.mlir.parser",
+    "parse_mlir": "egg_dispatch.mlir.parser",
+    "print_mlir": "egg_dispatch.mlir.printer",
+    "explore": "egg_dispatch.pipeline",
+    "Exploration": "egg_dispatch.result.exploration",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The exports, loaded when first used: the command line starts IREE before the e-graph's modules
+    load (``cli.early``), and ``import egg_dispatch.cli`` does not load them."""
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'egg_dispatch' has no attribute {name!r}")

@@ -58,6 +58,7 @@ from egg_dispatch.iree.dispatch_creation import (
 from egg_dispatch.iree.lowering import (
     START_STATE_MAX_BYTES,
     StartState,
+    asks_start_state,
     iree_compiler_available,
     lower,
     lowering_command,
@@ -168,7 +169,7 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
     named = name  # the input as the commands shown run it
     # IREE reads the user's file while we parse it (for its warnings): the start state is asked for now
     # and taken below unless IREE must read a respelled text instead (then this run is not waited for).
-    early = _early_start_state(path, form, start, target, name)
+    early = _early_start_state(path, start, target, name)
     if form != "torch":
         try:
             given = as_given()
@@ -233,17 +234,11 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
     return module, info
 
 
-def _early_start_state(
-    path: Path | None, form: str, start: str, target: Target | None, name: str
-) -> Future[StartState] | None:
+def _early_start_state(path: Path | None, start: str, target: Target | None, name: str) -> Future[StartState] | None:
     """``start_state`` of the user's file, started on a thread (``util.background``), when
-    ``prepare_input`` will ask IREE for it; None when it will not, or may not for the file itself (a
-    text IREE cannot read as written: ``mlir.retired``)."""
-    if path is None or target is None or form in PAST_GLOBAL_OPTIMIZATION or start not in ("auto", "set-encoding"):
-        return None
-    if start == "auto" and path.stat().st_size > START_STATE_MAX_BYTES:
-        return None
-    if form != "torch" and may_need_respelling(path.read_text(errors="replace")):
+    ``prepare_input`` will ask IREE for it (``lowering.asks_start_state``); None when it will not, or may
+    not for the file itself."""
+    if path is None or target is None or not asks_start_state(path, start):
         return None
     return in_background(lambda: start_state(path, target, name=name), "iree start state")
 

@@ -20,16 +20,26 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from egg_dispatch.cli import bench, calibrate, check, explore, iree_baseline, opt, run, tune
-from egg_dispatch.cli.args import BUILTIN_EXAMPLE, InputError, Parser, builtin_example_text, take_pending_warnings
-from egg_dispatch.mlir.lexer import MLIRSyntaxError
+from egg_dispatch.cli.early import ask_iree_early
 
 __all__ = ["BUILTIN_EXAMPLE", "build_parser", "builtin_example_text", "console_main", "main"]
 
 
+def __getattr__(name: str) -> Any:
+    """``BUILTIN_EXAMPLE`` and ``builtin_example_text``, from ``args`` when first used: importing this package
+    loads no command (``console_main`` starts IREE first; ``build_parser`` loads them)."""
+    if name in ("BUILTIN_EXAMPLE", "builtin_example_text"):
+        from egg_dispatch.cli import args
+
+        return getattr(args, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _add_explore(sub: argparse._SubParsersAction) -> None:
+    from egg_dispatch.cli import explore
+
     p = sub.add_parser(
         "explore",
         help="import a program into the e-graph and report it",
@@ -41,6 +51,9 @@ def _add_explore(sub: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from egg_dispatch.cli import bench, calibrate, check, iree_baseline, opt, run, tune
+    from egg_dispatch.cli.args import Parser
+
     parser = Parser(
         prog="egg-dispatch",
         description="Explore IREE data-tiling dispatch plans (set_encoding placement, hoisting, const-eval, "
@@ -69,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     except KeyboardInterrupt:
         return _interrupted()
+    from egg_dispatch.cli.args import take_pending_warnings
+
     handler: Callable[[argparse.Namespace], int] = args.handler
     take_pending_warnings()
     with _fewer_collections():
@@ -100,6 +115,9 @@ def _fewer_collections() -> Iterator[None]:
 
 
 def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    from egg_dispatch.cli.args import InputError
+    from egg_dispatch.mlir.lexer import MLIRSyntaxError
+
     try:
         return handler(args)
     except KeyboardInterrupt:
@@ -137,6 +155,7 @@ def console_main() -> NoReturn:
     objects at its end (modules, e-graph data, plans), and freeing them one by one at exit cost as much
     as a stage of the command (docs/measurements.md §12); nothing is left to clean up by then (files are
     written and closed, caches committed). ``main`` itself returns, for callers in one process."""
+    ask_iree_early(sys.argv[1:])  # IREE starts on the input while the command's modules load
     code = main()
     for stream in (sys.stdout, sys.stderr):
         try:

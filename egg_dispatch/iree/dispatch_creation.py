@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 
-from egg_dispatch.emit.iree.module import iree_cpu
+from egg_dispatch.emit.iree.device import iree_cpu
 from egg_dispatch.iree.tools import compile_module, is_source_path
 from egg_dispatch.mlir.ir import Module
 from egg_dispatch.mlir.parser import parse_mlir

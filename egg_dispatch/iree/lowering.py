@@ -28,13 +28,18 @@ after the last dispatch-formation pass (``NO_DATA_TILING_PASS``).
 from __future__ import annotations
 
 import os
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from egg_dispatch.iree.dispatch_creation import iree_compile_flags
 from egg_dispatch.iree.tools import IreeError, compile_text, compile_text_and_stderr, find_tool
 from egg_dispatch.mlir.debuginfo import strip_locations
+from egg_dispatch.mlir.forms import PAST_GLOBAL_OPTIMIZATION, file_form
 from egg_dispatch.mlir.ir import Loc
+from egg_dispatch.mlir.retired import may_need_respelling
 from egg_dispatch.target.profile import Target
+from egg_dispatch.util.background import in_background
 
 __all__ = [
     "HOIST_ENCODING_PASS",
@@ -44,9 +49,13 @@ __all__ = [
     "START_STATE_MAX_BYTES",
     "Lowered",
     "StartState",
+    "asked_early",
+    "asks_start_state",
+    "forget_asked_early",
     "lower",
     "lowering_command",
     "start_state",
+    "start_state_soon",
 ]
 
 SET_ENCODING_PASS = "iree-dispatch-creation-set-encoding"
@@ -120,11 +129,69 @@ class StartState:
     it (its ``--mlir-print-debuginfo`` locations, ``mlir.debuginfo``; a text is read from a file of IREE's)."""
 
 
+_ASKED_EARLY: dict[tuple[str, ...], Future[StartState]] = {}
+"""``start_state`` runs of files started ahead of time (``start_state_soon``), by ``_early_key``."""
+
+
+def asks_start_state(path: Path, start: str = "auto") -> bool:
+    """Whether exploring the file ``path`` from ``start`` (``pipeline.START_CHOICES``) asks IREE for the start
+    state of the file itself (``pipeline.prepare_input``, IREE installed): not when the file is past
+    global optimization, nor too large to dump (``auto``), nor a text IREE gets respelled (``mlir.retired``)."""
+    form = file_form(path)
+    if form in PAST_GLOBAL_OPTIMIZATION or start not in ("auto", "set-encoding"):
+        return False
+    if start == "auto" and path.stat().st_size > START_STATE_MAX_BYTES:
+        return False
+    return form == "torch" or not may_need_respelling(path.read_text(errors="replace"))
+
+
+def start_state_soon(path: Path, target: Target, *, name: str) -> None:
+    """Start ``start_state(path, target, name=name)`` on a thread now: the call itself, made later in this
+    process with the same file (unchanged since), target and name, takes its result. The command line
+    asks this before the modules that explore loads are imported (``cli.early``): IREE works meanwhile."""
+    key = _early_key(path, target, name)
+    if key is not None and key not in _ASKED_EARLY:
+        _ASKED_EARLY[key] = in_background(lambda: _start_state(path, target, name), "iree start state")
+
+
+def asked_early() -> list[tuple[str, ...]]:
+    """The runs ``start_state_soon`` started that no ``start_state`` call took yet (by what makes them one
+    run: the file's resolved path, size and time stamp, data tiling, the CPU, other flags, the name)."""
+    return list(_ASKED_EARLY)
+
+
+def forget_asked_early() -> None:
+    """Wait for the runs asked early that were not taken, and drop them."""
+    while _ASKED_EARLY:
+        _, run = _ASKED_EARLY.popitem()
+        wait([run])
+
+
+def _early_key(source: str | os.PathLike[str], target: Target, name: str) -> tuple[str, ...] | None:
+    """What makes two ``start_state`` calls the same run: the file (its path, size and time stamp), the
+    flags, the name (None: a text, never asked early)."""
+    if not isinstance(source, os.PathLike):
+        return None
+    try:
+        stat = Path(source).stat()
+    except OSError:
+        return None
+    data_tiling, cpu, others = iree_compile_flags(target)
+    facts = (str(Path(source).resolve()), str(stat.st_size), str(stat.st_mtime_ns), str(data_tiling), cpu)
+    return (*facts, *others, name)
+
+
 def start_state(source: str | os.PathLike[str], target: Target, *, name: str | None = None) -> StartState:
     """IREE's data-tiling start state for ``source`` (raises ``IreeError``; see the module docstring)."""
-    data_tiling, cpu, others = iree_compile_flags(target)
     if name is None:
         name = str(source) if isinstance(source, os.PathLike) or "\n" not in str(source) else "FILE"
+    if _ASKED_EARLY and (key := _early_key(source, target, name)) in _ASKED_EARLY:
+        return _ASKED_EARLY.pop(key).result()
+    return _start_state(source, target, name)
+
+
+def _start_state(source: str | os.PathLike[str], target: Target, name: str) -> StartState:
+    data_tiling, cpu, others = iree_compile_flags(target)
     # Data tiling: before the module pass after SetEncoding (printed once), not after SetEncoding (once
     # per function-like op).
     dump_at = (
