@@ -7,7 +7,9 @@ strings, vectors) decoded so a chosen term can be rebuilt without asking egglog 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import gc
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import overload
 
@@ -17,6 +19,20 @@ ANALYSIS_FUNCTIONS = frozenset({"shape", "dtype", "layout-of", "encoding-of"})
 """Function tables: their rows live in their output's e-class but are facts, not alternatives."""
 TERM_SORTS = frozenset({"Tensor", "TList", "Root"})
 """Sorts whose classes are decisions; everything else (encodings, layouts, vectors) is a leaf value."""
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cycle collector off within (and back on after, if it was on): reading a model's e-graph
+    makes a few hundred thousand dicts, lists and tuples, none garbage, and the collections their
+    allocation triggers cost a third of the time."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def node_order(nid: str) -> tuple:
@@ -57,36 +73,36 @@ class EGraphData:
 
     @classmethod
     def from_serialized(cls, data: Mapping, root_let: str = "$root", *, keep_refused: bool = False) -> EGraphData:
-        """The e-graph egglog serialized; ``keep_refused``: see ``keep_refused_without_alternative``."""
+        """The e-graph egglog serialized; ``keep_refused``: see ``keep_refused_without_alternative``.
+
+        Classes are found and pruned to the root's cone on egglog's dicts as they are: ``Node``s are
+        made for the cone only (a model's e-graph is mostly analysis and relation rows outside it),
+        and for the leaves an analysis value outside the cone reads, when it reads them."""
+        with gc_paused():
+            return cls._from_serialized(data, root_let, keep_refused)
+
+    @classmethod
+    def _from_serialized(cls, data: Mapping, root_let: str, keep_refused: bool) -> EGraphData:
         raw_nodes = data["nodes"]
         class_data = data.get("class_data", {})
         root = next((c for c, d in class_data.items() if d.get("let") == root_let), None)
         if root is None:
             raise ValueError(f"the e-graph has no let {root_let}")
-        nodes: dict[str, Node] = {}
+        by_class: dict[str, list[str]] = {}  # class -> its constructor (non-analysis) nodes, sorted
         analysis: list[tuple[str, str, str]] = []  # (function, argument class, value class)
         for nid in sorted(raw_nodes):
             n = raw_nodes[nid]
-            if n["op"] in ANALYSIS_FUNCTIONS:
-                arg = raw_nodes[n["children"][0]]["eclass"]
-                analysis.append((n["op"], arg, n["eclass"]))
+            op = n["op"]
+            if op in ANALYSIS_FUNCTIONS:
+                analysis.append((op, raw_nodes[n["children"][0]]["eclass"], n["eclass"]))
                 continue
-            kids = tuple(raw_nodes[c]["eclass"] for c in n["children"])
-            nodes[nid] = Node(nid, n["op"], n["eclass"], kids, tuple(n["children"]), bool(n.get("subsumed")))
-        # A child may be referenced through an analysis row that lives in its class (egglog picks any
-        # member); point it at a constructor of that class instead.
-        rep: dict[str, str] = {}
-        for nid, node in nodes.items():
-            rep.setdefault(node.eclass, nid)
-        for nid, node in nodes.items():
-            if any(k not in nodes for k in node.child_nodes):
-                fixed = tuple(k if k in nodes else rep[raw_nodes[k]["eclass"]] for k in node.child_nodes)
-                nodes[nid] = Node(nid, node.op, node.eclass, node.children, fixed, node.subsumed)
+            c = n["eclass"]
+            ids = by_class.get(c)
+            if ids is None:
+                by_class[c] = [nid]
+            else:
+                ids.append(nid)
         # Prune to the root's cone: analysis tables (shape, dtype, relations) are not part of a plan.
-        by_class: dict[str, list[str]] = {}
-        for nid, node in nodes.items():
-            by_class.setdefault(node.eclass, []).append(nid)
-        types = {c: class_data.get(c, {}).get("type", c.split("-", 1)[0]) for c in by_class}
         keep: set[str] = set()
         stack = [root]
         while stack:
@@ -94,17 +110,19 @@ class EGraphData:
             if c in keep:
                 continue
             keep.add(c)
-            for nid in by_class.get(c, []):
-                stack.extend(nodes[nid].children)
-        classes = {c: sorted(by_class[c]) for c in sorted(keep)}
+            for nid in by_class.get(c, ()):
+                stack.extend([raw_nodes[k]["eclass"] for k in raw_nodes[nid]["children"]])
+        classes = {c: by_class[c] for c in sorted(keep)}
+        nodes = _Nodes(raw_nodes, by_class)
+        kept_nodes = {nid: nodes[nid] for ids in classes.values() for nid in ids}
+        types = {c: class_data.get(c, {}).get("type", c.split("-", 1)[0]) for c in classes}
         lets = {c: d["let"] for c, d in class_data.items() if "let" in d and c in keep}
-        kept_nodes = {nid: nodes[nid] for c in classes for nid in classes[c]}
-        out = cls(kept_nodes, classes, {c: types[c] for c in classes}, root, lets)
-        leaf_classes = {c: sorted(ids) for c, ids in by_class.items()}
+        out = cls(kept_nodes, classes, types, root, lets)
+        outside = _Lookup(nodes)  # leaves of analysis values outside the cone, made when read
         for fn, arg, value in analysis:
-            if arg in keep and value in leaf_classes:
-                node = nodes[leaf_classes[value][0]]
-                out.facts.setdefault(arg, {})[fn] = _leaf(out if value in classes else _Lookup(nodes), node)
+            if arg in keep and value in by_class:
+                node = nodes[by_class[value][0]]
+                out.facts.setdefault(arg, {})[fn] = _leaf(out if value in classes else outside, node)
         if keep_refused:
             out.keep_refused_without_alternative()
         return out
@@ -210,10 +228,33 @@ class Term:
         return f"({self.op} {' '.join(map(repr, self.args))})"
 
 
+class _Nodes(dict[str, Node]):
+    """Node id -> ``Node``, made from egglog's serialized dicts when first read. A child that is an
+    analysis row living in its class (egglog references any member) is pointed at the class's first
+    constructor node instead."""
+
+    def __init__(self, raw_nodes: Mapping[str, Mapping], by_class: Mapping[str, list[str]]):
+        super().__init__()
+        self._raw = raw_nodes
+        self._by_class = by_class
+
+    def __missing__(self, nid: str) -> Node:
+        raw = self._raw
+        n = raw[nid]
+        child_nodes = tuple(n["children"])
+        kids = tuple([raw[k]["eclass"] for k in child_nodes])
+        if any(raw[k]["op"] in ANALYSIS_FUNCTIONS for k in child_nodes):
+            child_nodes = tuple(
+                self._by_class[raw[k]["eclass"]][0] if raw[k]["op"] in ANALYSIS_FUNCTIONS else k for k in child_nodes
+            )
+        node = self[nid] = Node(nid, n["op"], n["eclass"], kids, child_nodes, bool(n.get("subsumed")))
+        return node
+
+
 class _Lookup:
     """Just enough of EGraphData for ``_leaf`` on classes outside the root's cone."""
 
-    def __init__(self, nodes: dict[str, Node]):
+    def __init__(self, nodes: Mapping[str, Node]):
         self.nodes = nodes
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from egglog import bindings
 
+from egg_dispatch.egraph.data import gc_paused
 from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.terms import SCHEMA
 
@@ -155,7 +156,8 @@ class ProgramGraph:
         data, self._handoff = self._handoff, None
         if data is not None:
             return data
-        return canonical_primitives(json.loads(self.egraph.serialize([]).to_json()))
+        with gc_paused():  # a model's e-graph is a few hundred thousand dicts and lists, none garbage
+            return canonical_primitives(json.loads(self.egraph.serialize([]).to_json()))
 
     def enodes(self) -> int:
         """E-node rows only (cheap: no serialization); what the saturation budget checks."""
@@ -204,12 +206,17 @@ def canonical_primitives(data: dict) -> dict:
     def cls(c: str) -> str:
         return class_name.get(c, c)
 
+    # A node whose id, class and children keep their names is shared with ``data`` as it is (most
+    # of a model's nodes: copying each one cost more than the renaming).
     out_nodes = {}
     for nid, n in nodes.items():
-        m = dict(n)
-        m["eclass"] = cls(n["eclass"])
-        m["children"] = [node_name.get(c, c) for c in n["children"]]
-        out_nodes[node_name.get(nid, nid)] = m
+        kids = n["children"]
+        if nid in node_name or n["eclass"] in class_name or any(c in node_name for c in kids):
+            m = dict(n)
+            m["eclass"] = cls(n["eclass"])
+            m["children"] = [node_name.get(c, c) for c in kids]
+            n = m
+        out_nodes[node_name.get(nid, nid)] = n
     out = dict(data)
     out["nodes"] = out_nodes
     out["class_data"] = {cls(c): d for c, d in class_data.items()}

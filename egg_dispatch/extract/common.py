@@ -21,6 +21,7 @@ __all__ = [
     "no_plan_error",
     "plan_contexts",
     "plan_objective",
+    "reachable_choice",
 ]
 
 RUN, LOAD = 0, 1
@@ -169,7 +170,7 @@ def plan_objective(
     return _totals(g, choice, costs, lam, contexts)[0]
 
 
-def _reachable(g: EGraphData, choice: Mapping[str, str]) -> dict[str, str]:
+def reachable_choice(g: EGraphData, choice: Mapping[str, str]) -> dict[str, str]:
     """The part of a choice the root reaches (solvers may pick classes nothing needs)."""
     out: dict[str, str] = {}
     todo = [g.root]
@@ -196,7 +197,7 @@ def extraction_result(
     stats: dict[str, object] | None = None,
 ) -> ExtractionResult:
     """The result of a choice: its reachable classes only, with objective, run time, memory and load time totalled."""
-    choice = _reachable(g, choice)
+    choice = reachable_choice(g, choice)
     obj, run_s, mem, load_s = _totals(g, choice, costs, lam)
     return ExtractionResult(
         choice, obj, run_s, mem, method, time.perf_counter() - start, optimal, gap, load_s, stats or {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from egg_dispatch.extract.common import (
     check_costs,
     extraction_result,
     no_plan_error,
+    reachable_choice,
 )
 
 __all__ = ["greedy_dag"]
@@ -39,33 +40,42 @@ class _Greedy:
     nodes once). Bits 2i / 2i+1 of a Python int stand for node i's memory / run-time pairs, numbered
     children first so sets near the leaves stay short integers. Each class is priced in its run
     context when the root can reach it at run time (else at load).
+
+    Classes and nodes are numbered (class ``i`` is ``classes[i]``, node ``i`` is ``ids[i]``) and the
+    rounds work on lists indexed by those numbers: a model's e-graph is settled six times or more.
+    A set of (class, context) pairs is a pair of lists of flags, one per context (``RUN``, ``LOAD``).
     """
 
     def __init__(self, g: EGraphData, costs: Mapping[str, NodeCost], lam: float):
         self.g = g
-        self.nodes: dict[str, list[str]] = {}
-        self.kids: dict[str, tuple[str, ...]] = {}
+        nodes: dict[str, list[str]] = {}
+        kids: dict[str, tuple[str, ...]] = {}
         self.classes: list[str] = []  # DFS post-order: children before parents where acyclic
         stack: list[tuple[str, list[str]]] = []
-        self._enter(g.root, stack)
+        self._enter(g.root, stack, nodes, kids)
         while stack:
             c, todo = stack[-1]
-            while todo and todo[-1] in self.nodes:
+            while todo and todo[-1] in nodes:
                 todo.pop()
             if todo:
-                self._enter(todo.pop(), stack)
+                self._enter(todo.pop(), stack, nodes, kids)
             else:
                 stack.pop()
                 self.classes.append(c)
-        self.boundary = {n for ns in self.nodes.values() for n in ns if g.nodes[n].op in LOAD_BOUNDARY_OPS}
-        self.states = self._states({c: self.nodes[c] for c in self.classes})
-        self.key_ctx = {c: RUN if (c, RUN) in self.states else LOAD for c in self.classes}
         self.cidx = {c: i for i, c in enumerate(self.classes)}
-        self.pos = {n: i for i, n in enumerate(n for c in self.classes for n in self.nodes[c])}
-        self.parents: dict[str, list[str]] = {}
-        for n, ks in self.kids.items():
+        self.ids = [n for c in self.classes for n in nodes[c]]
+        self.pos = {n: i for i, n in enumerate(self.ids)}
+        cidx, pos = self.cidx, self.pos
+        self.class_nodes = [[pos[n] for n in nodes[c]] for c in self.classes]  # ascending
+        self.node_class = [cidx[c] for c in self.classes for _ in nodes[c]]
+        self.node_kids = [tuple([cidx[d] for d in kids[n]]) for n in self.ids]
+        self.boundary = [g.nodes[n].op in LOAD_BOUNDARY_OPS for n in self.ids]
+        self.parents: list[list[int]] = [[] for _ in self.classes]
+        for n, ks in kids.items():
             for d in ks:
-                self.parents.setdefault(d, []).append(n)
+                self.parents[cidx[d]].append(pos[n])
+        self.states = self._states(self.class_nodes)
+        self.key_ctx = [RUN if r else LOAD for r in self.states[RUN]]
         self.weights = np.zeros(2 * len(self.pos) + 8)  # padded: unpackbits yields whole bytes
         self.wlist: list[float] = []
         self.price_with(costs, lam)
@@ -77,32 +87,47 @@ class _Greedy:
             self.weights[2 * i], self.weights[2 * i + 1] = lam * cost.memory_bytes, cost.run_seconds
         self.wlist = self.weights.tolist()
 
-    def _enter(self, c: str, stack: list[tuple[str, list[str]]]) -> None:
-        self.nodes[c] = [n.id for n in self.g.choices(c)]
+    def _enter(
+        self, c: str, stack: list[tuple[str, list[str]]], nodes: dict[str, list[str]], kids: dict[str, tuple[str, ...]]
+    ) -> None:
+        nodes[c] = [n.id for n in self.g.choices(c)]
         order: dict[str, None] = {}
-        for n in self.nodes[c]:
-            self.kids[n] = self.g.term_kids(n)
-            order.update(dict.fromkeys(self.kids[n]))
+        for n in nodes[c]:
+            kids[n] = self.g.term_kids(n)
+            order.update(dict.fromkeys(kids[n]))
         stack.append((c, list(reversed(order))))
 
-    def _states(self, options: Mapping[str, list[str]]) -> set[tuple[str, int]]:
-        """(class, context) pairs reachable from (root, RUN) through the given node options."""
-        states, work = {(self.g.root, RUN)}, [(self.g.root, RUN)]
+    def _states(self, options: Sequence[Sequence[int]]) -> tuple[list[bool], list[bool]]:
+        """(class, context) pairs reachable from (root, RUN) through ``options`` (class -> its node
+        options), as flags per context."""
+        root = self.cidx[self.g.root]
+        states = ([False] * len(self.classes), [False] * len(self.classes))
+        states[RUN][root] = True
+        work = [(root, RUN)]
+        boundary, node_kids = self.boundary, self.node_kids
         while work:
             c, ctx = work.pop()
             for n in options[c]:
-                kid_ctx = LOAD if n in self.boundary else ctx
-                for d in self.kids[n]:
-                    if (d, kid_ctx) not in states:
-                        states.add((d, kid_ctx))
+                kid_ctx = LOAD if boundary[n] else ctx
+                seen = states[kid_ctx]
+                for d in node_kids[n]:
+                    if not seen[d]:
+                        seen[d] = True
                         work.append((d, kid_ctx))
         return states
 
-    def objective(self, choice: Mapping[str, str]) -> tuple[float, set[tuple[str, int]]]:
+    def objective(self, choice: Mapping[str, str]) -> tuple[float, tuple[list[bool], list[bool]]]:
         """``plan_objective`` of an acyclic choice built here (no validation), and its states."""
-        states = self._states({c: [n] for c, n in choice.items()})
-        bits = {2 * self.pos[choice[c]] + (ctx == RUN) for c, ctx in states}
-        bits.update(2 * self.pos[choice[c]] for c, _ in states)
+        pick: list[tuple[int, ...]] = [()] * len(self.classes)
+        for cls, nid in choice.items():
+            pick[self.cidx[cls]] = (self.pos[nid],)
+        states = self._states(pick)
+        bits: set[int] = set()
+        for i, (run, load) in enumerate(zip(*states, strict=True)):
+            if run:
+                bits.add(2 * pick[i][0] + 1)
+            if run or load:
+                bits.add(2 * pick[i][0])
         return math.fsum(self.wlist[b] for b in bits), states
 
     def _wsum(self, bits: int) -> float:
@@ -117,74 +142,91 @@ class _Greedy:
         mask = np.unpackbits(raw, bitorder="little").view(bool)
         return float(self.weights[: mask.size][mask].sum())
 
-    def run(self, dag: bool, sunk: frozenset[tuple[str, int]] = frozenset()) -> dict[str, str] | None:
-        """One round; ``sunk`` (class, context) pairs cost nothing as children (a previous plan pays)."""
-        value: dict[tuple[str, int], tuple[float, int]] = {}
-        wl = self.wlist
+    def _pricer(
+        self, dag: bool, value: tuple[list[tuple[float, int]], ...], skip: tuple[list[bool], ...]
+    ) -> Callable[[int, int], tuple[float, int]]:
+        """A round's price of node ``i`` in context ``ctx``: (cost, bit set) from its settled kids'
+        ``value``, those ``skip`` flags leaving out (DAG cost; tree cost, with no bit set, unless ``dag``)."""
+        wl, boundary, node_kids, wsum = self.wlist, self.boundary, self.node_kids, self._wsum
 
-        def price(n: str, ctx: int) -> tuple[float, int]:
-            i = self.pos[n]
+        def price(i: int, ctx: int) -> tuple[float, int]:
             own_cost = wl[2 * i] + (wl[2 * i + 1] if ctx == RUN else 0.0)
             own = (1 << 2 * i) | ((1 << (2 * i + 1)) if ctx == RUN else 0)
-            kid_ctx = LOAD if n in self.boundary else ctx
-            vals = [value[(d, kid_ctx)] for d in self.kids[n] if (d, kid_ctx) not in sunk]
+            kid_ctx = LOAD if boundary[i] else ctx
+            kid_value, kid_sunk = value[kid_ctx], skip[kid_ctx]
+            vals = [kid_value[d] for d in node_kids[i] if not kid_sunk[d]]
             if not dag:  # tree cost counts a shared subterm once per path: deep DAGs overflow it
                 try:
-                    return own_cost + math.fsum(v[0] for v in vals), 0
+                    return own_cost + math.fsum([v[0] for v in vals]), 0
                 except OverflowError:  # fsum raises where sum would give inf
                     return math.inf, 0
             if not vals:
                 return own_cost, own
+            if len(vals) == 1:  # (a chain: the common case)
+                return vals[0][0] + own_cost, vals[0][1] | own
             base = max(range(len(vals)), key=lambda k: vals[k][0])
             total, union = vals[base]
             for k, (_, bits) in enumerate(vals):
                 if k != base and (diff := bits & ~union):
-                    total += self._wsum(diff)
+                    total += wsum(diff)
                     union |= diff
             return total + own_cost, union | own
 
-        pending = {n: len(ks) for n, ks in self.kids.items()}
-        waiting = {c: len(self.nodes[c]) for c in self.classes}
-        priced: dict[str, float] = {}
-        made: dict[str, tuple[float, int]] = {}  # price in the class's key context: its kids are settled for good
-        ready: list[int] = []
-        stuck: list[tuple[float, int, int, str]] = []
+        return price
 
-        def make_ready(n: str) -> None:
-            c = self.g.nodes[n].eclass
-            made[n] = price(n, self.key_ctx[c])
-            priced[n] = made[n][0]
-            heapq.heappush(stuck, (priced[n], self.cidx[c], self.pos[n], n))
+    def run(self, dag: bool, sunk: tuple[list[bool], list[bool]] | None = None) -> dict[str, str] | None:
+        """One round; ``sunk`` (class, context) pairs cost nothing as children (a previous plan pays)."""
+        n_classes = len(self.classes)
+        unset = (0.0, 0)  # every read follows a write: a class is settled before its parents are priced
+        value: tuple[list[tuple[float, int]], list[tuple[float, int]]] = ([unset] * n_classes, [unset] * n_classes)
+        node_kids, node_class = self.node_kids, self.node_class
+        key_ctx, states, class_nodes, parents = self.key_ctx, self.states, self.class_nodes, self.parents
+        price = self._pricer(dag, value, sunk if sunk is not None else ([False] * n_classes,) * 2)
+
+        pending = [len(ks) for ks in node_kids]
+        waiting = [len(ns) for ns in class_nodes]
+        priced = [0.0] * len(node_kids)
+        made: list[tuple[float, int]] = [(0.0, 0)] * len(node_kids)  # price in the class's key context
+        ready: list[int] = []
+        stuck: list[tuple[float, int, int]] = []
+
+        def make_ready(i: int) -> None:
+            c = node_class[i]
+            m = made[i] = price(i, key_ctx[c])
+            priced[i] = m[0]
+            heapq.heappush(stuck, (m[0], c, i))
             waiting[c] -= 1
             if waiting[c] == 0:
-                heapq.heappush(ready, self.cidx[c])
+                heapq.heappush(ready, c)
 
-        for n, k in pending.items():
+        for i, k in enumerate(pending):
             if not k:
-                make_ready(n)
-        settled: dict[str, str] = {}
-        while self.g.root not in settled:
+                make_ready(i)
+        settled = [-1] * n_classes
+        order: list[int] = []
+        root = self.cidx[self.g.root]
+        while settled[root] < 0:
             if ready:
-                c = self.classes[heapq.heappop(ready)]
-                if c in settled:
+                c = heapq.heappop(ready)
+                if settled[c] >= 0:
                     continue
-                n = min(self.nodes[c], key=lambda m: (priced[m], self.pos[m]))
+                i = min(class_nodes[c], key=priced.__getitem__)  # ties: the first node (class_nodes ascend)
             elif stuck:
-                n = heapq.heappop(stuck)[3]
-                c = self.g.nodes[n].eclass
-                if c in settled:
+                _, c, i = heapq.heappop(stuck)
+                if settled[c] >= 0:
                     continue
             else:
                 return None
-            settled[c] = n
+            settled[c] = i
+            order.append(c)
             for ctx in (RUN, LOAD):
-                if (c, ctx) in self.states:
-                    value[(c, ctx)] = made[n] if ctx == self.key_ctx[c] else price(n, ctx)
-            for parent in self.parents.get(c, ()):
+                if states[ctx][c]:
+                    value[ctx][c] = made[i] if ctx == key_ctx[c] else price(i, ctx)
+            for parent in parents[c]:
                 pending[parent] -= 1
-                if pending[parent] == 0 and self.g.nodes[parent].eclass not in settled:
+                if pending[parent] == 0 and settled[node_class[parent]] < 0:
                     make_ready(parent)
-        return settled
+        return {self.classes[c]: self.ids[settled[c]] for c in order}
 
 
 def greedy_dag(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, rounds: int = 8) -> ExtractionResult:
@@ -197,12 +239,12 @@ def greedy_dag(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, rounds:
     start = time.perf_counter()
     check_costs(costs, lam)
     greedy = _Greedy(g, costs, lam)  # built once: a repair only re-prices it
-    result = _greedy_dag(g, costs, lam, rounds, greedy)
+    choice, stats = _greedy_dag(g, rounds, greedy)
     banned: set[str] = set()
-    while bad := violated_conflicts(costs, result.choice):
+    while bad := violated_conflicts(costs, choice):
         new = {next((n for n in c if n not in banned), c[0]) for c in bad} - banned
         if not new:  # no alternative found: the plan keeps them, and says so (stats; explore warns)
-            result.stats["conflicts_kept"] = len(bad)
+            stats["conflicts_kept"] = len(bad)
             break
         banned |= new
         priced = CostTable(
@@ -211,19 +253,16 @@ def greedy_dag(g: EGraphData, costs: Mapping[str, NodeCost], lam: float, rounds:
         )
         priced.update({n: NodeCost(_BANNED, 0.0, 0.0) for n in banned if n not in priced})
         greedy.price_with(priced, lam)
-        repaired = _greedy_dag(g, priced, lam, rounds, greedy)
-        stats = {**repaired.stats, "banned": len(banned)}
-        result = extraction_result(g, repaired.choice, costs, lam, "greedy-dag", start, stats=stats)
-    return result
+        choice, repaired_stats = _greedy_dag(g, rounds, greedy)
+        stats = {**repaired_stats, "banned": len(banned)}
+    return extraction_result(g, choice, costs, lam, "greedy-dag", start, stats=stats)
 
 
 _BANNED = 1e6
 """Seconds a banned node is priced at in a repair (finite: ``check_costs`` refuses inf)."""
 
 
-def _greedy_dag(
-    g: EGraphData, costs: Mapping[str, NodeCost], lam: float, rounds: int, greedy: _Greedy
-) -> ExtractionResult:
+def _greedy_dag(g: EGraphData, rounds: int, greedy: _Greedy) -> tuple[dict[str, str], dict[str, object]]:
     """Quick extraction: DAG-cost greedy, tree-cost greedy, then rounds of "sunk-cost" greedy.
 
     Greedy DAG is myopic: it prices ``op(a, b)`` with b's whole subtree even when the plan needs b
@@ -231,12 +270,12 @@ def _greedy_dag(
     Each further round re-runs DAG greedy with the best plan so far treated as paid for (its
     (class, context) pairs cost nothing as children), so nodes that reuse what the plan already
     computes win; it stops when a round no longer improves. Every candidate is priced exactly and
-    the best is returned (docs/egglog.md §4.4, lesson 4). Raises ``ValueError`` when the e-graph
-    holds no acyclic plan.
+    the best is returned (docs/egglog.md §4.4, lesson 4), as its reachable part and the stats;
+    ``greedy_dag`` prices it once, with the real costs. Raises ``ValueError`` when the e-graph holds
+    no acyclic plan.
     """
-    start = time.perf_counter()  # (``greedy_dag`` checked the costs)
     stats: dict[str, object] = {"classes": len(greedy.classes), "nodes": len(greedy.pos)}
-    best: tuple[float, str, dict[str, str], set[tuple[str, int]]] | None = None
+    best: tuple[float, str, dict[str, str], tuple[list[bool], list[bool]]] | None = None
     for name, dag in (("dag", True), ("tree", False)):
         choice = greedy.run(dag)
         if choice is not None:
@@ -248,7 +287,7 @@ def _greedy_dag(
         raise no_plan_error(g)
     for k in range(rounds):
         stats["rounds"] = k + 1
-        choice = greedy.run(True, frozenset(best[3]))
+        choice = greedy.run(True, best[3])
         if choice is None:
             break
         obj, states = greedy.objective(choice)
@@ -256,4 +295,4 @@ def _greedy_dag(
             break
         best = (obj, f"sunk-{k + 1}", choice, states)
     stats["picked"] = best[1]
-    return extraction_result(g, best[2], costs, lam, "greedy-dag", start, stats=stats)
+    return reachable_choice(g, best[2]), stats

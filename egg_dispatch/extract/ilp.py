@@ -105,16 +105,15 @@ def _highs() -> highspy.Highs:
 
 
 class _Model:
-    """Columns and rows of the MILP, built row-wise into plain lists (HiGHS takes them in one call)."""
+    """Columns and rows of the MILP, built row-wise into plain lists (HiGHS takes them in one call):
+    a row's entries are kept as given and flattened into the CSR arrays once, in ``lp``."""
 
     def __init__(self) -> None:
         self.cost: list[float] = []
         self.lower: list[float] = []
         self.upper: list[float] = []
         self.integer: list[bool] = []
-        self.starts: list[int] = [0]
-        self.index: list[int] = []
-        self.value: list[float] = []
+        self.rows: list[list[tuple[int, float]]] = []
         self.row_lower: list[float] = []
         self.row_upper: list[float] = []
 
@@ -126,10 +125,7 @@ class _Model:
         return len(self.cost) - 1
 
     def row(self, entries: list[tuple[int, float]], lower: float, upper: float) -> None:
-        for j, v in entries:
-            self.index.append(j)
-            self.value.append(v)
-        self.starts.append(len(self.index))
+        self.rows.append(entries)
         self.row_lower.append(lower)
         self.row_upper.append(upper)
 
@@ -141,9 +137,12 @@ class _Model:
         lp.row_lower_, lp.row_upper_ = np.array(self.row_lower), np.array(self.row_upper)
         lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
         lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = lp.num_col_, lp.num_row_
-        lp.a_matrix_.start_ = np.array(self.starts, dtype=np.int32)
-        lp.a_matrix_.index_ = np.array(self.index, dtype=np.int32)
-        lp.a_matrix_.value_ = np.array(self.value)
+        starts = np.zeros(len(self.rows) + 1, dtype=np.int32)
+        np.cumsum([len(r) for r in self.rows], out=starts[1:])
+        entries = [e for r in self.rows for e in r]
+        lp.a_matrix_.start_ = starts
+        lp.a_matrix_.index_ = np.array([j for j, _ in entries], dtype=np.int32)
+        lp.a_matrix_.value_ = np.array([v for _, v in entries], dtype=np.float64)
         kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
         lp.integrality_ = [kinds[i] for i in self.integer]
         return lp
@@ -180,6 +179,68 @@ def _warm_values(
         for level, c in enumerate(nx.lexicographical_topological_sort(sub, key=order.__getitem__)):
             values[cols[("l", c)]] = float(level)
     return values
+
+
+def _postorder(succ: Mapping[str, Mapping[str, None]], root: str) -> list[str]:
+    """The classes ``root`` reaches, in depth-first post-order (successors in their order): the order
+    ``networkx.dfs_postorder_nodes`` gives, without building a networkx graph."""
+    out: list[str] = []
+    seen = {root}
+    stack = [(root, iter(succ[root]))]
+    while stack:
+        c, it = stack[-1]
+        for d in it:
+            if d not in seen:
+                seen.add(d)
+                stack.append((d, iter(succ[d])))
+                break
+        else:
+            stack.pop()
+            out.append(c)
+    return out
+
+
+def _cycles(succ: Mapping[str, Mapping[str, None]]) -> list[list[str]]:
+    """The strongly connected components of more than one class (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    for start in succ:
+        if start in index:
+            continue
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        work = [(start, iter(succ[start]))]
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(succ[w])))
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    u = work[-1][0]
+                    low[u] = min(low[u], low[v])
+                if low[v] == index[v]:
+                    component = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        component.append(w)
+                        if w == v:
+                            break
+                    if len(component) > 1:
+                        out.append(component)
+    return out
 
 
 class NoMorePlans(ValueError):
@@ -330,10 +391,11 @@ class _Formulation:
         """Context: classes below some ConstEval need r; every other reachable class is always at run
         time, and so is a class every plan needs at run time. Cycles get level columns."""
         g, p = self.g, self.p
-        graph: nx.DiGraph[str] = nx.DiGraph()
-        graph.add_nodes_from(p.classes)
-        graph.add_edges_from((c, d) for c in p.classes for n in p.nodes[c] for d in p.kids[n])
-        self.needed, needed_at_run = necessary_classes(g, p, list(nx.dfs_postorder_nodes(graph, g.root)))
+        succ: dict[str, dict[str, None]] = {c: {} for c in p.classes}  # the class graph, edges in first-seen order
+        for c in p.classes:
+            for n in p.nodes[c]:
+                succ[c].update(dict.fromkeys(p.kids[n]))
+        self.needed, needed_at_run = necessary_classes(g, p, _postorder(succ, g.root))
         below: set[str] = set()
         todo = [d for c in p.classes for n in p.nodes[c] if g.nodes[n].op in LOAD_BOUNDARY_OPS for d in p.kids[n]]
         while todo:
@@ -343,9 +405,7 @@ class _Formulation:
                 todo.extend(d for n in p.nodes[c] for d in p.kids[n])
         self.below = below - needed_at_run
         self.scc_of: dict[str, tuple[int, int]] = {}
-        self.big = sorted(
-            (sorted(s) for s in nx.strongly_connected_components(graph) if len(s) > 1), key=lambda s: s[0]
-        )
+        self.big = sorted((sorted(s) for s in _cycles(succ)), key=lambda s: s[0])
         for k, members in enumerate(self.big):
             for c in members:
                 self.scc_of[c] = (k, len(members))

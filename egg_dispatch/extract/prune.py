@@ -118,18 +118,29 @@ def necessary_classes(g: EGraphData, p: PrunedGraph, order: list[str]) -> tuple[
     otherwise the LP halves a shared subtree's cost by splitting its parent between two nodes that
     need different children, and the root bound of a deep graph decays towards zero. (The least
     fixpoint from ∅ would lose everything below a cycle of alternatives such as a
-    SetEncoding/UnsetEncoding pair: docs/measurements.md §12.)
+    SetEncoding/UnsetEncoding pair: docs/measurements.md §12.) The iteration re-evaluates a class only
+    when the N of one of its kids changed: a monotone map iterated down from the top in any fair order
+    reaches the same greatest fixpoint.
     """
     bit = {c: 1 << i for i, c in enumerate(order)}
     full = (1 << len(order)) - 1
+    users: dict[str, list[str]] = {c: [] for c in order}  # class -> the classes whose N reads its N
+    for c in order:
+        for n in p.nodes[c]:
+            for d in p.kids[n]:
+                users[d].append(c)
 
     def closure(through: Callable[[str], bool], paths: dict[str, int] | None) -> dict[str, int]:
         nec = dict.fromkeys(order, full)
         below = nec if paths is None else paths  # what decides usability: N itself, or the final N
-        changed = True
-        while changed:
-            changed = False
+        # Sweeps over ``order`` that evaluate only the classes some kid's N changed under since they
+        # were last evaluated (all at first): on a DAG, one sweep; around a cycle, a few classes more.
+        dirty = set(order)
+        while dirty:
             for c in order:
+                if c not in dirty:
+                    continue
+                dirty.discard(c)
                 own, acc = bit[c], full  # all ones: the identity of &
                 for n in p.nodes[c]:
                     kids = p.kids[n]
@@ -142,7 +153,8 @@ def necessary_classes(g: EGraphData, p: PrunedGraph, order: list[str]) -> tuple[
                     acc &= reach
                 acc |= own
                 if acc != nec[c]:
-                    nec[c], changed = acc, True
+                    nec[c] = acc
+                    dirty.update(users[c])
         return nec
 
     every = closure(lambda n: True, None)
