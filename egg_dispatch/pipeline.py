@@ -40,6 +40,7 @@ from egg_dispatch.cost import (
     violated,
 )
 from egg_dispatch.egraph.data import EGraphData, build_term
+from egg_dispatch.egraph.imported import ImportedProgram
 from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.egraph.membership import NORMALIZATIONS, Membership, choice_membership, plan_membership
 from egg_dispatch.egraph.rules import FAMILIES, Budget, SaturationReport, saturate
@@ -374,20 +375,17 @@ def explore(
     known = known_rejections(data, tgt, compile_check)  # what IREE rejected in an earlier check of this e-graph
     if known is not None and known.conflicts:
         costs.conflicts = tuple(sorted({*costs.conflicts, *known.conflicts}))
-    t2 = time.perf_counter()
-    result = extract(lam)
-    timings["extract"] = time.perf_counter() - t2
+    def timed_extract() -> ExtractionResult:
+        t2 = time.perf_counter()
+        r = extract(lam)
+        timings["extract"] = time.perf_counter() - t2
+        return r
+
+    # HiGHS releases the GIL while it solves: the modelled baseline is built meanwhile.
+    extracting = in_background(timed_extract, "extraction")
+    base, membership, warnings = _modelled_baseline(data, imported, candidate) if baseline else (None, None, [])
+    result = extracting.result()
     best = candidate("best", result.choice, result)
-    base = None
-    warnings: list[str] = []
-    membership = None
-    if baseline:
-        try:
-            base = candidate("baseline (IREE 3.13 passes, modelled)", iree_baseline_choice(data))
-        except BaselineError as e:
-            warnings.append(f"warning: no modelled IREE baseline: {e}")
-        else:  # a choice of this e-graph, so in it; legality may refuse a node of it
-            membership = choice_membership(data, base.choice, imported)
     own_source = _iree_own_source(source, module, input_info) if iree_own_plan else ""
     own = _OwnPlan(lambda: iree_plan(own_source, tgt, imported.function, assume, measured))
     best, checked = compile_checked(
@@ -470,6 +468,18 @@ def _iree_own_source(source: str | Path | Module, module: Module, info: InputInf
         return info.iree_plan
     path = _source_parts(source)[2]
     return path if path is not None else print_mlir(module)
+
+
+def _modelled_baseline(
+    data: EGraphData, imported: ImportedProgram, candidate: Callable[[str, dict[str, str]], Candidate]
+) -> tuple[Candidate | None, Membership | None, list[str]]:
+    """IREE's plan as modelled in the e-graph (``plan.baseline``), its membership, or a warning why none."""
+    try:
+        base = candidate("baseline (IREE 3.13 passes, modelled)", iree_baseline_choice(data))
+    except BaselineError as e:
+        return None, None, [f"warning: no modelled IREE baseline: {e}"]
+    # a choice of this e-graph, so in it; legality may refuse a node of it
+    return base, choice_membership(data, base.choice, imported), []
 
 
 def _kept_warnings(
