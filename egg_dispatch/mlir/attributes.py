@@ -9,6 +9,7 @@ from egg_dispatch.mlir.dense import DenseParser
 from egg_dispatch.mlir.encoding import EncodingParser
 from egg_dispatch.mlir.ir import (
     FLOAT_TYPES,
+    AffineMapAttr,
     ArrayAttr,
     Attr,
     BoolAttr,
@@ -29,24 +30,63 @@ from egg_dispatch.mlir.ir import (
     UnitAttr,
     Value,
 )
-from egg_dispatch.mlir.lexer import Token, describe, int_value
+from egg_dispatch.mlir.lexer import MAX_NESTING, Token, describe, int_value
 from egg_dispatch.mlir.literals import hex_float, int_in_range, symbol_name, unescape
 from egg_dispatch.mlir.printer import Printer
 
-__all__ = ["AttrParser"]
+__all__ = ["AttrParser", "is_scalar_name"]
 
 _SHAPE = re.compile(r"((?:(?:[0-9]+|\?)x)*)")
 _INTEGER = re.compile(r"[su]?i[0-9]+")
 _ALIAS_REF = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|(?P<ref>[#!][A-Za-z_][A-Za-z0-9_$]*)(?![A-Za-z0-9_$.<\-])')
 """An alias reference inside verbatim text; strings and comments are matched only to be skipped."""
 _MAX_DIM = 2**63 - 1
+_PLAIN_BRACKETS = re.compile(r'<[^<>()\[\]{}"\-]*>')
+"""``<...>`` with no bracket, string or arrow inside: ``Lexer.balanced`` would close it at its ``>``."""
+_SPELLING_PREFIX = 64
+"""How many characters of a long tensor type's text ``_tensor_spellings`` files it under."""
+_PLAIN_DISPATCH = re.compile(r'!iree_tensor_ext\.dispatch\.tensor<[a-z]+:tensor<[^<>()\[\]{}"\-]*>>')
+"""A dispatch tensor type with a bracket-free tensor type and no space (``_dispatch_tensor_type``)."""
+_AFFINE_SPAN = re.compile(r'affine_map<(?:[^<>"\-]|->?)*+>')
+"""The text an ``affine_map<...>`` attribute may span: up to the first ``>`` that is not an arrow's."""
+_LITERAL_RUN = re.compile(r'(?:[\s\[\]{},=0-9\-]|"[^"\\\n]*"|\#[A-Za-z_][A-Za-z0-9_$.\-]*|[A-Za-z_][A-Za-z0-9_$.]*)*+')
+"""Text made of literals only (``_literal_span``): brackets, numbers, words, strings without escapes,
+``#alias`` references."""
+_LITERAL_BRACKET = re.compile(r'"[^"\\\n]*"|[\[\]{}]')
+"""What ``_literal_span`` looks at in such text: a string (to skip) or a bracket."""
+
+
+def is_scalar_name(word: str) -> bool:
+    """Whether ``parse_type`` reads the word ``word`` as a ``ScalarType`` of that name."""
+    return word in FLOAT_TYPES or word == "index" or _INTEGER.fullmatch(word) is not None
 
 
 class AttrParser(AffineParser, EncodingParser, DenseParser):
     """Mixin with the type and attribute grammar; ``Parser`` supplies ``lex`` and alias tables."""
 
+    # What was read before, by its exact text, and reused where the same text is read again: a model's
+    # texts spell the same few types, maps and attribute lists thousands of times. Each is reused only
+    # where reading its text again would give the same (immutable) value and nothing else: no effect,
+    # no error, and the same position after it.
     _tensor_types: dict[str, TensorType]
-    """Tensor types parsed so far, by their exact text (``parse_tensor_type``; made on first use)."""
+    """Tensor types (``parse_tensor_type``)."""
+    _tensor_spellings: dict[str, list[str]]
+    """The texts of ``_tensor_types`` longer than ``_SPELLING_PREFIX``, by their first characters."""
+    _dispatch_types: dict[str, DispatchTensorType]
+    """``!iree_tensor_ext.dispatch.tensor<access:tensor<...>>`` with a bracket-free tensor type."""
+    _affine_maps: dict[str, AffineMapAttr]
+    """Affine maps (``_affine_map``)."""
+    _literal_arrays: dict[str, ArrayAttr]
+    _literal_dicts: dict[str, DictAttr]
+    """Lists and dictionaries of literals (``_literal_span``), once ``_literals_on``."""
+    _literals_on: bool
+    """Whether lists and dictionaries of literals are reused: set once the aliases are read."""
+
+    def init_reuse(self) -> None:
+        """Start with nothing read before (``Parser.__init__`` calls it)."""
+        self._tensor_types, self._tensor_spellings, self._dispatch_types = {}, {}, {}
+        self._affine_maps, self._literal_arrays, self._literal_dicts = {}, {}, {}
+        self._literals_on = False
 
     # ------------------------------------------------------------------------------------ types
     def parse_type(self) -> Type:
@@ -75,15 +115,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
                 lex.next()
                 return self.type_aliases[tok.text]
             if tok.text == "!iree_tensor_ext.dispatch.tensor":
-                lex.next()
-                lex.expect("<")
-                access = lex.expect_kind("ident", "a dispatch tensor access (readonly, writeonly, readwrite)").text
-                lex.expect(":")
-                tensor = self.parse_type()
-                lex.expect(">")
-                if not isinstance(tensor, TensorType):
-                    raise lex.error("expected a tensor type in a dispatch tensor", tok.pos)
-                return DispatchTensorType(access, tensor)
+                return self._dispatch_tensor_type(tok)
             return OpaqueType(self._bracketed_text(tok, required=False))
         if tok.kind == "punct" and tok.text == "(":
             inputs = self.parse_paren_types()
@@ -93,6 +125,31 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         if tok.kind == "ident" and tok.text in ("vector", "memref", "tuple"):
             return OpaqueType(self._bracketed_text(tok, required=True))
         raise lex.error(f"expected a type, found {describe(tok)}")
+
+    def _dispatch_tensor_type(self, tok: Token) -> DispatchTensorType:
+        """``!iree_tensor_ext.dispatch.tensor<readonly:tensor<...>>``. One with a bracket-free tensor type
+        and spelled as one read before is that type again: its tensor type was kept by
+        ``parse_tensor_type`` when it was read, so reading it again would give that same tensor type,
+        with no effect and no deeper nesting (where the tensor type's own ``parse_type`` would be too
+        deep, it is read again to say so)."""
+        lex = self.lex
+        span = _PLAIN_DISPATCH.match(lex.text, tok.pos)
+        key = span.group() if span is not None and lex.depth < MAX_NESTING else None
+        if key is not None and (known := self._dispatch_types.get(key)) is not None:
+            lex.restore(tok.pos + len(key))
+            return known
+        lex.next()
+        lex.expect("<")
+        access = lex.expect_kind("ident", "a dispatch tensor access (readonly, writeonly, readwrite)").text
+        lex.expect(":")
+        tensor = self.parse_type()
+        lex.expect(">")
+        if not isinstance(tensor, TensorType):
+            raise lex.error("expected a tensor type in a dispatch tensor", tok.pos)
+        typ = DispatchTensorType(access, tensor)
+        if key is not None and lex.save() == tok.pos + len(key):
+            self._dispatch_types[key] = typ
+        return typ
 
     def _bracketed_text(self, tok: Token, required: bool) -> str:
         """``name`` or ``name<...>`` kept verbatim (dialect types, vectors, memrefs)."""
@@ -124,19 +181,35 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         reading it)."""
         lex = self.lex
         tok = lex.peek()
-        close = lex.balanced(tok.pos + len(tok.text)) if lex.text.startswith("<", tok.pos + len(tok.text)) else -1
-        try:
-            seen = self._tensor_types
-        except AttributeError:
-            seen = self._tensor_types = {}
-        key = lex.text[tok.pos : close] if close > 0 else ""
+        text = lex.text
+        open_pos = tok.pos + len(tok.text)
+        seen, spelled = self._tensor_types, self._tensor_spellings
+        close = self._tensor_type_end(text, tok.pos, open_pos, spelled)
+        key = text[tok.pos : close] if close > 0 else ""
         if (known := seen.get(key)) is not None:
             lex.restore(close)
             return known
         typ = self._parse_tensor_type()
         if close > 0 and lex.save() == close:  # cached only when the type ends where its text does
             seen[key] = typ
+            if close - tok.pos > _SPELLING_PREFIX:
+                spelled.setdefault(text[tok.pos : tok.pos + _SPELLING_PREFIX], []).append(key)
         return typ
+
+    def _tensor_type_end(self, text: str, start: int, open_pos: int, spelled: dict[str, list[str]]) -> int:
+        """Where the ``tensor<...>`` at ``start`` ends (``lex.balanced``; -1 without ``<``), found without
+        scanning when it is bracket-free or spelled as a (long) type read before: ``balanced`` only
+        looks at the text up to the closer it returns, so a text that starts with one it closed ends
+        where that did."""
+        m = _PLAIN_BRACKETS.match(text, open_pos)
+        if m is not None:
+            return m.end()
+        if not text.startswith("<", open_pos):
+            return -1
+        for key in spelled.get(text[start : start + _SPELLING_PREFIX], ()):
+            if text.startswith(key, start):
+                return start + len(key)
+        return self.lex.balanced(open_pos)
 
     def _parse_tensor_type(self) -> TensorType:
         lex = self.lex
@@ -237,8 +310,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
                 lex.next()
                 return UnitAttr()
             if tok.text == "affine_map":
-                lex.next()
-                return self.parse_affine_map()
+                return self._affine_map(tok)
             if tok.text in ("dense", "dense_resource"):
                 return self.parse_dense()
             if tok.text == "array":
@@ -254,14 +326,14 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
                 return ArrayAttr(tuple(items))
             return TypeAttr(self.parse_type())
         if k == "punct" and tok.text == "[":
-            lex.next()
-            items = []
-            if not lex.at("]"):
-                items.append(self.parse_attribute())
-                while lex.accept(","):
-                    items.append(self.parse_attribute())
-            lex.expect("]", "to close the list")
-            return ArrayAttr(tuple(items))
+            literal = self._literal_span(tok.pos)
+            if literal is not None and (seen := self._literal_arrays.get(literal)) is not None:
+                lex.restore(tok.pos + len(literal))
+                return seen
+            array = self._parse_array()
+            if literal is not None and lex.save() == tok.pos + len(literal):
+                self._literal_arrays[literal] = array
+            return array
         if k == "punct" and tok.text == "{":
             return self.parse_dict()
         if k == "hash":
@@ -269,6 +341,64 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         if k == "bang" or (k == "punct" and tok.text == "("):
             return TypeAttr(self.parse_type())
         raise lex.error(f"expected an attribute, found {describe(tok)}")
+
+    def _parse_array(self) -> ArrayAttr:
+        """``[a, b, ...]``."""
+        lex = self.lex
+        lex.next()
+        items: list[Attr] = []
+        if not lex.at("]"):
+            items.append(self.parse_attribute())
+            while lex.accept(","):
+                items.append(self.parse_attribute())
+        lex.expect("]", "to close the list")
+        return ArrayAttr(tuple(items))
+
+    def _literal_span(self, open_pos: int) -> str | None:
+        """The text of the list or dictionary opened at ``open_pos`` when it holds only literals: numbers,
+        words, strings without escapes, ``#alias`` references, nested lists and dictionaries (no ``<``,
+        so no dense data, encoding or other attribute whose reading has effects or makes a mutable
+        value); None otherwise, and while aliases are being defined (an alias used before its
+        definition reads differently after it). Reading such a text depends on it alone -- its last
+        token is its one-character closer -- and on the nesting depth, which each character raises at
+        most once: None too where even that depth would exceed ``MAX_NESTING``."""
+        if not self._literals_on:
+            return None
+        text = self.lex.text
+        run = _LITERAL_RUN.match(text, open_pos)
+        end = run.end() if run is not None else open_pos
+        closers: list[str] = []
+        for m in _LITERAL_BRACKET.finditer(text, open_pos, end):
+            c = m.group()
+            if c == "[" or c == "{":
+                closers.append("]" if c == "[" else "}")
+            elif c == "]" or c == "}":
+                if not closers or closers.pop() != c:
+                    return None
+                if not closers:
+                    close = m.end()
+                    if self.lex.depth + close - open_pos >= MAX_NESTING:
+                        return None
+                    return text[open_pos:close]
+        return None
+
+    def _affine_map(self, tok: Token) -> AffineMapAttr:
+        """``affine_map<...>``; one spelled as one read before is that map again (maps are immutable; a
+        model spells a few maps thousands of times). Its reading depends on its text alone (its last
+        token is the one-character ``>``), and on the nesting depth, which each character raises at
+        most once: the map is reused only where even that depth is within ``MAX_NESTING``."""
+        lex = self.lex
+        span = _AFFINE_SPAN.match(lex.text, tok.pos)
+        key = span.group() if span is not None and lex.depth + span.end() - tok.pos < MAX_NESTING else None
+        seen = self._affine_maps
+        if key is not None and (known := seen.get(key)) is not None:
+            lex.restore(tok.pos + len(key))
+            return known
+        lex.next()
+        amap = self.parse_affine_map()
+        if key is not None and lex.save() == tok.pos + len(key):
+            seen[key] = amap
+        return amap
 
     def _number(self, tok: Token, typ: Type | None) -> Attr:
         """An integer or float literal with its (written or expected) type."""
@@ -286,6 +416,18 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         return FloatAttr(float(tok.text), typ, tok.text)
 
     def parse_dict(self) -> DictAttr:
+        lex = self.lex
+        tok = lex.peek()
+        literal = self._literal_span(tok.pos) if tok.text == "{" and tok.kind == "punct" else None
+        if literal is not None and (seen := self._literal_dicts.get(literal)) is not None:
+            lex.restore(tok.pos + len(literal))
+            return seen
+        attr = self._parse_dict()
+        if literal is not None and lex.save() == tok.pos + len(literal):
+            self._literal_dicts[literal] = attr
+        return attr
+
+    def _parse_dict(self) -> DictAttr:
         lex = self.lex
         lex.expect("{")
         items: list[tuple[str, Attr]] = []

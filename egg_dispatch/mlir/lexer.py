@@ -41,21 +41,38 @@ class Token(NamedTuple):
 
 _TOKEN = re.compile(
     r"""
-    (?P<value>%[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?)
-  | (?P<symbol>@(?:[A-Za-z0-9_$.\-]+|"(?:[^"\\]|\\.)*"))
-  | (?P<label>\^[A-Za-z0-9_$.\-]+)
-  | (?P<fileres>\{-\#|\#-\})
-  | (?P<hash>\#[A-Za-z_][A-Za-z0-9_$.\-]*)
-  | (?P<bang>![A-Za-z_][A-Za-z0-9_$.\-]*)
-  | (?P<string>"(?:[^"\\\n]|\\.)*")
-  | (?P<float>-?(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+))
-  | (?P<int>-?(?:0x[0-9a-fA-F]+|[0-9]+))
-  | (?P<ident>[A-Za-z_][A-Za-z0-9_$.]*)
-  | (?P<punct>->|::|[()\[\]{}<>,:=?*+\-|])
+    (?:\s+|//[^\n]*)*+  # whitespace and comments before the token (possessive: never given back)
+    (?:
+      (?P<ident>[A-Za-z_][A-Za-z0-9_$.]*)
+    | (?P<punct>::|[()\[\]}<>,:=?*+|])
+    | (?P<value>%[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?)
+    | (?P<float>-?(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+))
+    | (?P<int>-?(?:0x[0-9a-fA-F]+|[0-9]+))
+    | (?P<fileres>\{-\#|\#-\})
+    | (?P<punct2>->|[{\-])
+    | (?P<symbol>@(?:[A-Za-z0-9_$.\-]+|"(?:[^"\\]|\\.)*"))
+    | (?P<label>\^[A-Za-z0-9_$.\-]+)
+    | (?P<hash>\#[A-Za-z_][A-Za-z0-9_$.\-]*)
+    | (?P<bang>![A-Za-z_][A-Za-z0-9_$.\-]*)
+    | (?P<string>")
+    | (?P<eof>\Z)
+    )
     """,
     re.VERBOSE,
 )
+"""One token after the space before it, by its kind's group. The most frequent kinds come first (a
+regex alternation tries its branches in order); only the order of branches that can start with the
+same character matters to what is matched: ``{-#`` before ``{``, numbers before ``-`` (``punct2``:
+the punctuation that shares a first character with them; ``fileres`` is punctuation too). A string
+is matched by its opening quote only: ``Lexer._string_end`` finds its end."""
 _SKIP = re.compile(r"(?:\s+|//[^\n]*)+")
+_BRACKET = re.compile(r'"[^"\\]*(?:\\[\s\S][^"\\]*)*"?|->|[<>()\[\]{}]')
+"""What ``Lexer.balanced`` looks at: a string (to skip; unterminated: to the end), the ``->`` arrow,
+a bracket."""
+_CLOSER = {"<": ">", "(": ")", "[": "]", "{": "}"}
+_CLOSERS = frozenset(_CLOSER.values())
+_new_token = tuple.__new__
+"""``Token``'s constructor without ``NamedTuple``'s Python-level ``__new__`` (the reader makes one per token)."""
 
 
 class Lexer:
@@ -106,28 +123,34 @@ class Lexer:
             self.pos = m.end()
 
     def peek(self) -> Token:
-        if self._peeked is not None:
-            return self._peeked
-        m = _SKIP.match(self.text, self.pos)  # skip_space, inlined: peek is the reader's hottest call
-        if m:
+        """The next token, without consuming it (``pos`` moves past the space before it)."""
+        tok = self._peeked
+        if tok is not None:
+            return tok
+        text = self.text
+        m = _TOKEN.match(text, self.pos)
+        if m is None:
+            raise self._bad_character()
+        kind = m.lastgroup or ""  # never empty: every branch of _TOKEN is a named group
+        if kind == "string":
+            start = self.pos = m.end() - 1
+            tok = _new_token(Token, ("string", text[start : self._string_end(start)], start))
+        elif kind == "eof":
             self.pos = m.end()
-        if self.pos >= len(self.text):
-            tok = Token("eof", "", len(self.text))
-        elif self.text[self.pos] == '"':
-            tok = Token("string", self.text[self.pos : self._string_end(self.pos)], self.pos)
+            tok = self._peeked = _new_token(Token, ("eof", "", len(text)))
+            return tok
         else:
-            m = _TOKEN.match(self.text, self.pos)
-            if m is None:
-                ch = self.text[self.pos]
-                if ch == '"':
-                    raise self.error("unterminated string literal (a string must close on its own line)", self.pos)
-                raise self.error(f"unexpected character {ch!r}", self.pos)
-            kind = m.lastgroup or "punct"
-            if kind == "fileres":
+            start, end = m.span(kind)
+            if kind == "punct2" or kind == "fileres":
                 kind = "punct"
-            tok = Token(kind, m.group(), self.pos)
+            tok = _new_token(Token, (kind, text[start:end], start))
+        self.pos = start
         self._peeked = tok
         return tok
+
+    def _bad_character(self) -> MLIRSyntaxError:
+        self.skip_space()
+        return self.error(f"unexpected character {self.text[self.pos]!r}", self.pos)
 
     def _string_end(self, start: int) -> int:
         """End of the string literal at ``start`` (past its closing quote). Scans with ``str.find``
@@ -145,7 +168,9 @@ class Lexer:
             i = escape + 2  # skip the escaped character (it may be a quote)
 
     def next(self) -> Token:
-        tok = self.peek()
+        tok = self._peeked
+        if tok is None:
+            tok = self.peek()
         self._peeked = None
         self.pos = tok.pos + len(tok.text)
         return tok
@@ -154,25 +179,37 @@ class Lexer:
         tok = self._peeked
         if tok is None:
             tok = self.peek()
-        return tok.text == text and tok.kind in ("punct", "ident")
+        return tok.text == text and (tok.kind == "punct" or tok.kind == "ident")
 
     def accept(self, text: str) -> bool:
-        if self.at(text):
-            self.next()
+        tok = self._peeked
+        if tok is None:
+            tok = self.peek()
+        if tok.text == text and (tok.kind == "punct" or tok.kind == "ident"):
+            self._peeked = None
+            self.pos = tok.pos + len(text)
             return True
         return False
 
     def expect(self, text: str, what: str | None = None) -> Token:
-        tok = self.peek()
-        if not self.at(text):
-            raise self.error(f"expected '{text}'{' ' + what if what else ''}, found {describe(tok)}")
-        return self.next()
+        tok = self._peeked
+        if tok is None:
+            tok = self.peek()
+        if tok.text == text and (tok.kind == "punct" or tok.kind == "ident"):
+            self._peeked = None
+            self.pos = tok.pos + len(text)
+            return tok
+        raise self.error(f"expected '{text}'{' ' + what if what else ''}, found {describe(tok)}")
 
     def expect_kind(self, kind: str, what: str) -> Token:
-        tok = self.peek()
+        tok = self._peeked
+        if tok is None:
+            tok = self.peek()
         if tok.kind != kind:
             raise self.error(f"expected {what}, found {describe(tok)}")
-        return self.next()
+        self._peeked = None
+        self.pos = tok.pos + len(tok.text)
+        return tok
 
     def match_raw(self, pattern: re.Pattern[str]) -> re.Match[str] | None:
         """Match a regex at the current position (after whitespace); consume it on success."""
@@ -186,30 +223,20 @@ class Lexer:
     def balanced(self, open_pos: int) -> int:
         """Given the position of an opening ``<``, ``(``, ``[`` or ``{``, return the position just past
         its matching closer, skipping strings and the ``->`` arrow (whose ``>`` closes nothing)."""
-        pairs = {"<": ">", "(": ")", "[": "]", "{": "}"}
         stack: list[str] = []
-        i, text, n = open_pos, self.text, len(self.text)
-        while i < n:
-            c = text[i]
-            if c == '"':
-                j = i + 1
-                while j < n and text[j] != '"':
-                    j += 2 if text[j] == "\\" else 1
-                i = j + 1
-                continue
-            if c == "-" and i + 1 < n and text[i + 1] == ">":
-                i += 2
-                continue
-            if c in pairs:
-                stack.append(pairs[c])
-            elif c in ">)]}":
+        for m in _BRACKET.finditer(self.text, open_pos):
+            c = m.group()
+            closer = _CLOSER.get(c)
+            if closer is not None:
+                stack.append(closer)
+            elif c in _CLOSERS:
+                i = m.start()
                 if not stack or stack[-1] != c:
                     raise self.error(f"unbalanced '{c}'", i)
                 stack.pop()
                 if not stack:
                     return i + 1
-            i += 1
-        raise self.error(f"unterminated '{text[open_pos]}' (reached the end of the file)", open_pos)
+        raise self.error(f"unterminated '{self.text[open_pos]}' (reached the end of the file)", open_pos)
 
 
 def int_value(lex: Lexer, tok: Token) -> int:

@@ -8,19 +8,41 @@ opaque op, with a warning.
 
 from __future__ import annotations
 
+import gc
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from egg_dispatch.mlir.attributes import AttrParser
+from egg_dispatch.mlir.attributes import AttrParser, is_scalar_name
 from egg_dispatch.mlir.encoding import unpriced_note
-from egg_dispatch.mlir.ir import Attr, Block, DenseAttr, Loc, Module, OpaqueType, Operation, Region, Type, Value
-from egg_dispatch.mlir.lexer import Lexer, MLIRSyntaxError, describe, int_value
+from egg_dispatch.mlir.ir import (
+    Attr,
+    Block,
+    DenseAttr,
+    Loc,
+    Module,
+    OpaqueType,
+    Operation,
+    Region,
+    ScalarType,
+    Type,
+    Value,
+)
+from egg_dispatch.mlir.lexer import MAX_NESTING, Lexer, MLIRSyntaxError, describe, int_value
 from egg_dispatch.mlir.literals import symbol_name
 from egg_dispatch.mlir.printer import Printer, has_custom_printer
 from egg_dispatch.mlir.resources import ELIDED_SEED, ResourceParser
 from egg_dispatch.mlir.retired import retired_note
 from egg_dispatch.mlir.syntax import OpSyntax
 from egg_dispatch.mlir.syntax_iree import UNKNOWN
+
+_BLOCK_ARG = re.compile(r"%([A-Za-z0-9_$.\-]+)\s*:\s*([A-Za-z_][A-Za-z0-9_$.]*)")
+"""``%name: word`` (the value and the word each a whole token: what follows is a space, ``:``, ``,`` or ``)``)."""
+_PLAIN_BLOCK_ARGS = re.compile(
+    r"\s*\(\s*((?:%[A-Za-z0-9_$.\-]+\s*:\s*[A-Za-z_][A-Za-z0-9_$.]*)"
+    r"(?:\s*,\s*%[A-Za-z0-9_$.\-]+\s*:\s*[A-Za-z_][A-Za-z0-9_$.]*)*)?\s*\)"
+)
+"""A block label's argument list, ``(%a: T, ...)``, with one word per type (``_plain_block_args``)."""
 
 __all__ = ["ELIDED_SEED", "MLIRSyntaxError", "parse_bytes", "parse_file", "parse_mlir", "read_text"]
 
@@ -34,6 +56,7 @@ class _Scope:
 class Parser(AttrParser, OpSyntax, ResourceParser):
     def __init__(self, text: str, file: str = "<input>") -> None:
         self.lex = Lexer(text, file)
+        self.init_reuse()
         self.attr_aliases: dict[str, Attr] = {}
         self.attr_alias_types: dict[str, Type] = {}
         self.type_aliases: dict[str, Type] = {}
@@ -54,6 +77,7 @@ class Parser(AttrParser, OpSyntax, ResourceParser):
         if lex.peek().kind == "eof":
             raise lex.error("empty input: expected a module or a function", 0)
         self._parse_aliases(module)
+        self._literals_on = True
         self.scopes.append(_Scope(isolated=True))
         if lex.at("module"):
             lex.next()
@@ -151,7 +175,9 @@ class Parser(AttrParser, OpSyntax, ResourceParser):
         if len(values) != len(types):
             raise self.lex.error(f"{len(values)} operands but {len(types)} types", pos)
         for i, (v, t) in enumerate(zip(values, types, strict=True)):
-            if v.type == UNKNOWN:
+            if v.type is t:  # the usual case: a type read once and reused (``parse_tensor_type``)
+                continue
+            if type(v.type) is OpaqueType and v.type == UNKNOWN:
                 v.type = t  # an opaque op's result: its uses tell its type
             elif v.type != t and not isinstance(v.type, OpaqueType):
                 raise self.lex.error(
@@ -190,15 +216,15 @@ class Parser(AttrParser, OpSyntax, ResourceParser):
                 if not lex.accept(","):
                     break
             lex.expect("=", "after the result names")
+        n_results = sum(c for _, c, _ in defs) if defs else 0
         name_tok = lex.next()
         if name_tok.kind == "string":
             op = self.parse_generic_op(name_tok.text[1:-1], start)
         elif name_tok.kind == "ident":
-            op = self.parse_custom_op(name_tok.text, start, sum(c for _, c, _ in defs))
+            op = self.parse_custom_op(name_tok.text, start, n_results)
         else:
             raise lex.error(f"expected an operation name, found {describe(name_tok)}", name_tok.pos)
         op.loc = lex.loc(start)
-        n_results = sum(c for _, c, _ in defs)
         if len(op.results) != n_results:
             raise lex.error(
                 f"'{op.name}' produces {len(op.results)} result(s) but {n_results} name(s) are bound", start
@@ -262,7 +288,9 @@ class Parser(AttrParser, OpSyntax, ResourceParser):
                     block = Block()
                     region.blocks.append(block)
                 block.label = label.text[1:]
-                if lex.accept("("):
+                if self._plain_block_args(block):
+                    pass
+                elif lex.accept("("):
                     while not lex.at(")"):
                         t = lex.expect_kind("value", "a block argument")
                         lex.expect(":")
@@ -277,6 +305,23 @@ class Parser(AttrParser, OpSyntax, ResourceParser):
             block.ops.append(self.parse_op())
         lex.expect("}")
         return region
+
+    def _plain_block_args(self, block: Block) -> bool:
+        """``(%a: f32, %b: index)`` after a block label, read at once when every argument has a scalar
+        type and nothing else (no comment) is written there; False, having read nothing, otherwise."""
+        lex = self.lex
+        header = _PLAIN_BLOCK_ARGS.match(lex.text, lex.pos) if lex.depth < MAX_NESTING else None
+        if header is None:
+            return False
+        args = list(_BLOCK_ARG.finditer(lex.text, header.start(1), header.end(1))) if header.group(1) else []
+        if not all(is_scalar_name(arg.group(2)) for arg in args):
+            return False
+        lex.restore(header.end())
+        for arg in args:
+            v = Value(arg.group(1), ScalarType(arg.group(2)), block, len(block.args))
+            block.args.append(v)
+            self.define(v.name, [v], arg.start())
+        return True
 
     def parse_generic_op(self, name: str, start: int) -> Operation:
         """MLIR's generic form: ``"d.op"(%a) ({...}) {attrs} : (T) -> (R)``."""
@@ -323,10 +368,17 @@ def parse_mlir(text: str, file: str = "<input>") -> Module:
         i = text.index("\x00")
         raise Lexer(text, file).error("binary data (NUL byte) in the input: expected MLIR text", i)
     parser = Parser(text, file)
+    # The reader makes a model's hundreds of thousands of objects and frees almost none while it runs:
+    # the cycle collector would walk them all again and again (a quarter of the reading time) for nothing.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return parser.parse_module()
     except RecursionError:  # a safety net: MAX_NESTING should stop deep input first
         raise parser.lex.error("input nested too deeply", parser.lex.pos) from None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def parse_bytes(raw: bytes, file: str = "<input>") -> Module:

@@ -10,6 +10,7 @@ functions at the end write the same forms back (registered into ``printer.OP_PRI
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
@@ -58,6 +59,10 @@ __all__ = ["OpSyntax"]
 _CAST_OPS = CAST_OPS
 _RETURNS = RETURN_OPS
 _STRUCTURED_PREFIXES = ("linalg.", "iree_linalg_ext.")
+_DECIMAL = re.compile(r"-?[0-9]{1,18}")
+_PLAIN_INT_LIST = re.compile(r"\[\s*(?:-?[0-9]{1,18}(?:\s*,\s*-?[0-9]{1,18})*\s*)?\]")
+"""``[0, -1, 8]``: decimal integers (each a whole ``int`` token: what follows a number is a space, a
+comma or the ``]``) and nothing else; ``static_list`` reads any other list token by token."""
 
 
 class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
@@ -95,6 +100,12 @@ class OpSyntax(IreeSyntax, LinalgSyntax, TensorSyntax):
     def static_list(self, close: str = "]") -> tuple[list[int], list[Value]]:
         """``[0, %i, 8]`` -> static ints (DYNAMIC for SSA entries) and the SSA values in order."""
         lex = self.lex
+        tok = lex.peek()
+        if close == "]" and tok.text == "[" and tok.kind == "punct":
+            plain = _PLAIN_INT_LIST.match(lex.text, tok.pos)
+            if plain is not None:  # the usual all-static list, read at once
+                lex.restore(plain.end())
+                return [int(d) for d in _DECIMAL.findall(plain.group())], []
         lex.expect("[")
         static: list[int] = []
         dyn: list[Value] = []
