@@ -147,7 +147,7 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
     if target is None and start != "input":
         raise ValueError("global optimization needs a target")
     parsed, text, path, name = _source_parts(source)
-    form = input_form(text) if text is not None else file_form(cast(Path, path))  # no text: a file
+    form = _form(parsed, text, path)
     info = InputInfo(form, form)
 
     def as_given() -> Module:
@@ -244,12 +244,25 @@ def _early_start_state(path: Path | None, start: str, target: Target | None, nam
     return in_background(lambda: start_state(path, target, name=name), "iree start state")
 
 
+def _form(parsed: Module | None, text: str | None, path: Path | None) -> str:
+    """``mlir.forms``' form of an input as ``_source_parts`` gives it: of its text, else of its file, else
+    the one a parsed module was read with (past global optimization, so taken as it is, unprinted)."""
+    if text is not None:
+        return input_form(text)
+    if path is not None:
+        return file_form(path)
+    return cast(str, cast(Module, parsed).source_form)
+
+
 def _source_parts(source: str | Path | Module) -> tuple[Module | None, str | None, Path | None, str]:
-    """(the module when given parsed, its text when there is no file, the file, its name) of ``source``."""
+    """(the module when given parsed, its text when there is no file, the file, its name) of ``source``; no
+    text for a parsed module past global optimization (its ``source_form``), which is explored as given."""
     if isinstance(source, Module):
         name = source.file
         path = Path(name) if not name.startswith("<") and Path(name).is_file() else None
-        return source, print_mlir(source) if path is None else None, path, name
+        if path is not None or source.source_form in PAST_GLOBAL_OPTIMIZATION:
+            return source, None, path, name  # a file, or a module explored as given (``prepare_input``)
+        return source, print_mlir(source), path, name
     path = _as_path(source)
     if path is None:
         return None, str(source), None, "<string>"

@@ -410,6 +410,10 @@ class Module:
     respelled: list[str] = field(default_factory=list)
     """Retired named ops the reader read as what they are now (``mlir.retired``), one entry per op: the
     file as written is not what IREE reads."""
+    source_form: str | None = None
+    """Where the text it was read from stands in IREE's pipeline (``mlir.forms.input_form``; None: built
+    in memory). ``pipeline.prepare_input`` takes a module past global optimization as it is, without
+    printing it to tell (IREE's own plan of a model is megabytes)."""
 
     def walk(self) -> Iterator[Operation]:
         for op in self.ops:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from egg_dispatch.mlir.attributes import AttrParser, is_scalar_name
 from egg_dispatch.mlir.encoding import unpriced_note
+from egg_dispatch.mlir.forms import input_form
 from egg_dispatch.mlir.ir import (
     Attr,
     Block,
@@ -373,7 +374,9 @@ def parse_mlir(text: str, file: str = "<input>") -> Module:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return parser.parse_module()
+        module = parser.parse_module()
+        module.source_form = input_form(text)
+        return module
     except RecursionError:  # a safety net: MAX_NESTING should stop deep input first
         raise parser.lex.error("input nested too deeply", parser.lex.pos) from None
     finally:
