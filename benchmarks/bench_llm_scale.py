@@ -54,6 +54,12 @@ _EXPLORE_CHILD = textwrap.dedent(
     import functools, json, os, resource, sys, time
     from datetime import timedelta
 
+    # As console_main does: IREE's start state asked for before explore's modules load.
+    argv = ["explore", sys.argv[1], "--target", sys.argv[2], "--no-measure", "--emit", "json", "-o", sys.argv[3]]
+    argv += sys.argv[4:]
+    from egg_dispatch.cli.early import ask_iree_early
+    ask_iree_early(argv)
+
     import egg_dispatch.pipeline as pl
     import egg_dispatch.egraph.rules as rules
     import egg_dispatch.egraph.program as program
@@ -63,11 +69,13 @@ _EXPLORE_CHILD = textwrap.dedent(
     import egg_dispatch.result.report as report
     from egg_dispatch.cli import main
 
+    import threading
     stage = {}
-    stack = []
+    local = threading.local()  # IREE's own plan is priced on a thread of its own: one stack per thread
     def timed(label, f):
         @functools.wraps(f)
         def w(*a, **k):
+            stack = local.__dict__.setdefault("stack", [])
             t = time.perf_counter()
             stack.append(0.0)
             try:
@@ -134,8 +142,6 @@ _EXPLORE_CHILD = textwrap.dedent(
         return graph, rep
     pl.saturate = saturate
 
-    argv = ["explore", sys.argv[1], "--target", sys.argv[2], "--no-measure", "--emit", "json", "-o", sys.argv[3]]
-    argv += sys.argv[4:]
     t0 = time.perf_counter()
     code = main(argv)
     wall = time.perf_counter() - t0
@@ -146,18 +152,32 @@ _EXPLORE_CHILD = textwrap.dedent(
         "peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "iree_peak_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
         "in_egraph": base.get("in_egraph"),
-    }))
+    }), flush=True)
+    os._exit(0)  # as console_main ends a command: no teardown of the interpreter
     """
 )
+
+
+_COMPILED: list[bool] = []
+
+
+def _compiled_once(env: dict[str, str]) -> None:
+    """The package's bytecode written (``__pycache__``, git-ignored) before the first child is timed: with
+    ``PYTHONDONTWRITEBYTECODE`` set, as on some machines, each child would compile it from source."""
+    if not _COMPILED:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "egg_dispatch")], env=env, check=True)
+        _COMPILED.append(True)
 
 
 def _child(code: str, *args: str, cache_dir: str | None = None) -> dict:
     """The child's JSON line, with ``process_s``: its wall time from the parent (interpreter start and
     imports included, as a user's command pays them). ``cache_dir``: the child's cache directory (the
     compile check's cache; a fresh one is a new user's cold cache); IREE's output cache is off."""
-    env = {k: v for k, v in os.environ.items() if k != "EGG_DISPATCH_IREE_CACHE"}
+    # Bytecode as an installed package has it (pip compiles it), though the machine may say not to write it.
+    env = {k: v for k, v in os.environ.items() if k not in ("EGG_DISPATCH_IREE_CACHE", "PYTHONDONTWRITEBYTECODE")}
     if cache_dir is not None:
         env["EGG_DISPATCH_CACHE_DIR"] = cache_dir
+    _compiled_once(env)
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, env=env)
     took = time.perf_counter() - t0

@@ -319,7 +319,7 @@ def explore(
     over, and the only sizes the legality facts must hold for. ``compile_check``: compile the chosen
     plan's new dispatches alone with IREE and extract again without those it rejects
     (``iree.compile_check``; None: when IREE is installed). ``iree_own_plan``: also price IREE's own plan
-    (``iree_plan``; ``Exploration.iree_own``), while IREE compiles ours: the two overlap.
+    (``iree_plan``; ``Exploration.iree_own``) on a thread while ours is explored: the two overlap.
 
     Every stage runs under ``budget.seconds`` (``util.deadline``): saturation and extraction (the best
     plan, the frontier, the k best) stop there and hand on their best answer; import and emission are
@@ -337,6 +337,11 @@ def explore(
     timings["input"] = time.perf_counter() - t0
     prepared = initial_plan(module, function)
     imported = import_function(prepared, function)
+    # IREE's own plan is priced on a thread from here: its Python work fills the waits of ours (HiGHS,
+    # IREE compiling our dispatches), which release the GIL.
+    own_source = _iree_own_source(source, module, input_info) if iree_own_plan else ""
+    own = _OwnPlan(lambda: iree_plan(own_source, tgt, imported.function, assume, measured))
+    owning = in_background(own, "IREE's own plan") if iree_own_plan else None
     sizes = size_plan(imported, assume, torch_aliases(source))  # before facts: --assume narrows the domains
     timings["import"] = time.perf_counter() - t0
     if (took := timings["import"] - timings["input"]) > stage_seconds:
@@ -399,12 +404,10 @@ def explore(
     base, membership, warnings = _modelled_baseline(data, imported, candidate) if baseline else (None, None, [])
     result = extracting.result()
     best = candidate("best", result.choice, result)
-    own_source = _iree_own_source(source, module, input_info) if iree_own_plan else ""
-    own = _OwnPlan(lambda: iree_plan(own_source, tgt, imported.function, assume, measured))
     best, checked = compile_checked(
         data, costs, imported.function, tgt, best, lambda: extract(lam), lambda r: candidate("best", r.choice, r),
         base, stage_seconds, enabled=compile_check, progress=say, known=known,
-        meanwhile=own if iree_own_plan else None,
+        meanwhile=owning.result if owning is not None else None,
     )  # fmt: skip
     timings["compile_check"] = checked.seconds
     warnings = [*module.warnings, *_kept_warnings(data, best.choice, report, table_conflicts), *warnings]
