@@ -294,6 +294,25 @@ def test_cheap_cycle_is_rejected() -> None:
     assert exhaustive(g, TOY_COSTS, 0.0).objective == 7
 
 
+def test_an_e_graph_with_one_plan_is_that_plan_without_the_solver() -> None:
+    """IREE's own plan imported with no rule leaves nothing to choose (``exact._forced``): exact_ilp answers
+    with that plan and the ILP's objective; a class of two nodes, a subsumed node or a cycle of single
+    nodes is no forced plan (the ILP decides, or finds none)."""
+    one = {"R": [("f", "f", ["A", "B"])], "A": [("a", "a", ["S"])], "B": [("b", "b", ["S"])], "S": [("s", "s", [])]}
+    costs = {k: NodeCost(run_seconds=v, memory_bytes=64.0) for k, v in dict(f=1, a=2, b=3, s=4).items()}
+    g = build(one, "R")
+    forced, solved = exact_ilp(g, costs, 1e-9), solve_ilp(g, costs, 1e-9)
+    assert forced.method == "exhaustive" and forced.stats == {"plans": 1} and forced.optimal
+    assert forced.choice == solved.choice == {"A": "a", "B": "b", "R": "f", "S": "s"}
+    assert forced.objective == solved.objective
+    assert exact_ilp(build(TOY, "R"), TOY_COSTS, 0.0).stats == {"plans": 4}  # choices left: enumerated
+    with pytest.raises(ValueError):  # its only node subsumed: no plan (none forced)
+        exact_ilp(build({**one, "S": [("s", "s", [], True)]}, "R"), costs, 0.0)
+    loop = {"R": [("f", "f", ["A"])], "A": [("a", "a", ["B"])], "B": [("b", "b", ["A"])]}
+    with pytest.raises(ValueError):
+        exact_ilp(build(loop, "R"), {k: NodeCost(run_seconds=1.0) for k in "fab"}, 0.0)
+
+
 def test_const_eval_pays_only_memory_for_its_subtree() -> None:
     # root -> Dispatch(X) | ConstEval(X); X = y(Y) with Y = z: a run-time-expensive chain.
     spec = {

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 from egg_dispatch.cost import CostTable, NodeCost
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.egraph.enumerate import count_plans
-from egg_dispatch.extract.common import ExtractionResult
+from egg_dispatch.extract.common import ExtractionResult, extraction_result
 from egg_dispatch.util.deadline import Deadline
 
 __all__ = ["exact_ilp", "exact_ilp_many", "k_best"]
@@ -42,6 +43,9 @@ def exact_ilp(
     """
     from egg_dispatch.extract.ilp import solve_ilp
 
+    started = time.perf_counter()
+    if (only := _forced(g, costs)) is not None:
+        return extraction_result(g, only, costs, lam, "exhaustive", started, optimal=True, gap=0.0, stats={"plans": 1})
     if _small(g, costs):
         try:
             return _enumerated(g, costs, [lam])[0]
@@ -73,6 +77,34 @@ def exact_ilp_many(
 
 def _left(time_limit: float, deadline: Deadline | None) -> float:
     return time_limit if deadline is None else min(time_limit, deadline.remaining())
+
+
+def _forced(g: EGraphData, costs: Mapping[str, NodeCost]) -> dict[str, str] | None:
+    """The e-graph's only plan, when every class the root reaches holds one node, none subsumed, and they
+    form no cycle (IREE's own plan imported with no rule: nothing is left to choose); None otherwise,
+    or with conflicts (which only the ILP relaxes). What ``exhaustive`` would find, without the walk of
+    ``enumerate_plans`` (a model's plan is thousands of classes) or HiGHS."""
+    if CostTable.of(costs).conflicts:
+        return None
+    choice: dict[str, str] = {}
+    done: set[str] = set()
+    stack: list[tuple[str, bool]] = [(g.root, False)]
+    while stack:  # depth first: a class met again before it is done closes a cycle
+        c, children_done = stack.pop()
+        if children_done:
+            done.add(c)
+            continue
+        if c in choice:
+            if c not in done:
+                return None
+            continue
+        nodes = g.classes.get(c, [])
+        if len(nodes) != 1 or g.nodes[nodes[0]].subsumed:
+            return None
+        choice[c] = nodes[0]
+        stack.append((c, True))
+        stack.extend((d, False) for d in g.term_kids(nodes[0]))
+    return choice
 
 
 def _small(g: EGraphData, costs: Mapping[str, NodeCost]) -> bool:
