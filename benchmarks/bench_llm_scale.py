@@ -218,7 +218,7 @@ def iree_dispatch_creation(path: Path, target: str, out: Path) -> dict:
 
 
 def measure(
-    layers: int, preset: str, seq: int, target: str, compile_check: bool, keep: Path | None, warm: bool
+    layers: int, preset: str, seq: int, target: str, compile_check: bool, keep: Path | None, warm: bool, repeat: int = 1
 ) -> dict:
     shape = PRESETS[preset].with_layers(layers)
     if seq:
@@ -230,11 +230,26 @@ def measure(
             keep.mkdir(parents=True, exist_ok=True)
         path = (keep or Path(d)) / f"{preset}_{layers}l_s{shape.seq}.mlir"
         path.write_text(llama(shape))
-        iree = iree_dispatch_creation(path, target, Path(d) / "plan.mlir")
         extra = [] if compile_check else ["--no-compile-check"]
-        cache = None if warm else os.path.join(d, "cache")
-        ours = _child(_EXPLORE_CHILD, str(path), target, os.path.join(d, "out.json"), *extra, cache_dir=cache)
-    return {"layers": layers, "bytes": path.stat().st_size if keep else None, "iree": iree, "ours": ours}
+        irees, ourss = [], []
+        for i in range(repeat):  # alternately, so that a noisy stretch of the machine hits both
+            irees.append(iree_dispatch_creation(path, target, Path(d) / "plan.mlir"))
+            cache = None if warm else os.path.join(d, f"cache{i}")
+            out = os.path.join(d, "out.json")
+            ourss.append(_child(_EXPLORE_CHILD, str(path), target, out, *extra, cache_dir=cache))
+    pairs = sorted(o["process_s"] / i["process_s"] for i, o in zip(irees, ourss, strict=True))
+    return {
+        "layers": layers,
+        "bytes": path.stat().st_size if keep else None,
+        "iree": _median_run(irees),
+        "ours": _median_run(ourss),
+        "pair_ratios": pairs,
+    }
+
+
+def _median_run(runs: list[dict]) -> dict:
+    """The run of median time (the lower middle one of an even count)."""
+    return sorted(runs, key=lambda r: r["process_s"])[(len(runs) - 1) // 2]
 
 
 def render(results: list[dict], preset: str, target: str, compile_check: bool, warm: bool) -> str:
@@ -263,6 +278,7 @@ def render(results: list[dict], preset: str, target: str, compile_check: bool, w
                 f"{s.get('enodes', 0) / n:.0f}",
                 i["dispatches"],
                 o.get("in_egraph"),
+                f"{r['pair_ratios'][0]:.2f}-{r['pair_ratios'][-1]:.2f}x ({len(r['pair_ratios'])})",
             ]
         )
     lines += table_lines(
@@ -278,6 +294,7 @@ def render(results: list[dict], preset: str, target: str, compile_check: bool, w
             "e-nodes/layer",
             "IREE dispatches",
             "IREE plan in e-graph",
+            "ratio per run (runs)",
         ],
         rows,
         left=0,
@@ -319,11 +336,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--keep", type=Path, help="write the generated programs here")
     ap.add_argument("--json", type=Path, help="also write the raw measurements here")
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="runs of each, alternately; the median run is reported (default 1)"
+    )
     args = ap.parse_args(argv)
     results = []
     for n in (int(x) for x in args.layers.split(",")):
         results.append(
-            measure(n, args.preset, args.seq, args.target, not args.no_compile_check, args.keep, args.warm_cache)
+            measure(
+                n, args.preset, args.seq, args.target, not args.no_compile_check, args.keep, args.warm_cache,
+                args.repeat,
+            )
         )
         print(f"measured {n} layer(s)", file=sys.stderr, flush=True)
     print(render(results, args.preset, args.target, not args.no_compile_check, args.warm_cache))

@@ -78,6 +78,11 @@ class Emitter:
                     self.arg_dims[term.index] = imported.let_dims[let]
         self.globals = 0
         self.global_cache: dict[int, str] = {}
+        self._typed: dict[int, tuple[Term, Type]] = {}
+        self._shaped: dict[int, tuple[Term, tuple[int, ...]]] = {}
+        """``type_of`` / ``shape_of`` per term (by identity, the term kept alive with its answer): each
+        walks down a chain of terms (a residual stream's fills, slices and inserts), and a model's
+        plan asks again at every use."""
         self.opaque: list[tuple[Operation, list[str]]] = []
         """Cloned opaque ops and their operands' names in the source text, renamed after numbering."""
         self.dispatch_order: list[tuple[str, str]] = []
@@ -94,6 +99,13 @@ class Emitter:
         return self.imp.encodings.get(key) or self.imp.unpriced_encodings[key]
 
     def type_of(self, t: Term) -> Type:
+        """The MLIR type of ``t``'s value (memoized per term: see ``_typed``)."""
+        known = self._typed.get(id(t))
+        if known is None:
+            known = self._typed[id(t)] = (t, self._type_of(t))
+        return known[1]
+
+    def _type_of(self, t: Term) -> Type:
         op, a = t.op, t.args
         if op == "Arg":
             return self.arg_types[a[0]]
@@ -148,7 +160,13 @@ class Emitter:
         return sizes
 
     def shape_of(self, t: Term) -> tuple[int, ...]:
-        """``t``'s shape as a term vector (static sizes, size codes for ``?``)."""
+        """``t``'s shape as a term vector (static sizes, size codes for ``?``; memoized per term)."""
+        known = self._shaped.get(id(t))
+        if known is None:
+            known = self._shaped[id(t)] = (t, self._shape_of(t))
+        return known[1]
+
+    def _shape_of(self, t: Term) -> tuple[int, ...]:
         op, a = t.op, t.args
         if op in ("Empty",):
             return tuple(a[0])
