@@ -137,6 +137,8 @@ _EXPLORE_CHILD = textwrap.dedent(
     s0 = pl.saturate
     def saturate(imported, *a, **k):
         graph, rep = s0(imported, *a, **k)
+        if not (a[1] if len(a) > 1 else k.get("families", ())):
+            return graph, rep  # IREE's own plan, explored with no rule (on a thread of its own): not ours
         sat.update(enodes=rep.enodes, eclasses=rep.eclasses, iterations=rep.iterations, stop=rep.stop_reason,
                    terms=len(imported.lets), seconds=rep.seconds)
         return graph, rep

@@ -56,6 +56,25 @@ def _shared_iree_outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
         os.environ[CACHE_ENV] = saved
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _bytecode_for_children(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The Python processes tests start (``python -m egg_dispatch``, ``filecheck``) keep their bytecode in
+    one folder of this run (``PYTHONPYCACHEPREFIX``), also where the machine sets
+    ``PYTHONDONTWRITEBYTECODE``: else each of them compiles the package from source, as no installed
+    package does. The checkout gets no ``__pycache__``."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "pycache"
+    saved = {k: os.environ.get(k) for k in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")}
+    os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
 def _run_order(item: pytest.Item) -> int:
     """Slow hypothesis properties first (the longest single tests), then other ``slow`` tests, then the
     fast lane: with ``--dist worksteal`` (``pyproject.toml``) no worker is left running a long test
