@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from egg_dispatch.mlir.affine import AffineParser
 from egg_dispatch.mlir.dense import DenseParser
@@ -326,14 +327,7 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
                 return ArrayAttr(tuple(items))
             return TypeAttr(self.parse_type())
         if k == "punct" and tok.text == "[":
-            literal = self._literal_span(tok.pos)
-            if literal is not None and (seen := self._literal_arrays.get(literal)) is not None:
-                lex.restore(tok.pos + len(literal))
-                return seen
-            array = self._parse_array()
-            if literal is not None and lex.save() == tok.pos + len(literal):
-                self._literal_arrays[literal] = array
-            return array
+            return self._reused(tok.pos, self._literal_arrays, self._parse_array)
         if k == "punct" and tok.text == "{":
             return self.parse_dict()
         if k == "hash":
@@ -416,16 +410,22 @@ class AttrParser(AffineParser, EncodingParser, DenseParser):
         return FloatAttr(float(tok.text), typ, tok.text)
 
     def parse_dict(self) -> DictAttr:
-        lex = self.lex
-        tok = lex.peek()
-        literal = self._literal_span(tok.pos) if tok.text == "{" and tok.kind == "punct" else None
-        if literal is not None and (seen := self._literal_dicts.get(literal)) is not None:
-            lex.restore(tok.pos + len(literal))
+        tok = self.lex.peek()
+        if tok.text == "{" and tok.kind == "punct":
+            return self._reused(tok.pos, self._literal_dicts, self._parse_dict)
+        return self._parse_dict()
+
+    def _reused[A](self, start: int, table: dict[str, A], parse: Callable[[], A]) -> A:
+        """``parse()`` of the list or dict that opens at ``start``, or the value already parsed from the
+        same literal text (``_literal_span``; kept only when the parse ended where that text does)."""
+        literal = self._literal_span(start)
+        if literal is not None and (seen := table.get(literal)) is not None:
+            self.lex.restore(start + len(literal))
             return seen
-        attr = self._parse_dict()
-        if literal is not None and lex.save() == tok.pos + len(literal):
-            self._literal_dicts[literal] = attr
-        return attr
+        value = parse()
+        if literal is not None and self.lex.save() == start + len(literal):
+            table[literal] = value
+        return value
 
     def _parse_dict(self) -> DictAttr:
         lex = self.lex

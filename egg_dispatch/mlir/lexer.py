@@ -195,9 +195,7 @@ class Lexer:
         tok = self._peeked
         if tok is None:
             tok = self.peek()
-        if tok.text == text and (tok.kind == "punct" or tok.kind == "ident"):
-            self._peeked = None
-            self.pos = tok.pos + len(text)
+        if self.accept(text):
             return tok
         raise self.error(f"expected '{text}'{' ' + what if what else ''}, found {describe(tok)}")
 
