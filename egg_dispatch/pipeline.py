@@ -93,6 +93,7 @@ __all__ = [
     "for_iree",
     "iree_plan",
     "prepare_input",
+    "price_iree_own",
 ]
 
 PARETO_LAMBDAS = (0.0, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
@@ -254,16 +255,21 @@ def _form(parsed: Module | None, text: str | None, path: Path | None) -> str:
     return cast(str, cast(Module, parsed).source_form)
 
 
+def _source_path(source: str | Path | Module) -> Path | None:
+    """The file ``source`` is (a path, or a parsed module read from a file that is still there)."""
+    if isinstance(source, Module):
+        return Path(source.file) if not source.file.startswith("<") and Path(source.file).is_file() else None
+    return _as_path(source)
+
+
 def _source_parts(source: str | Path | Module) -> tuple[Module | None, str | None, Path | None, str]:
     """(the module when given parsed, its text when there is no file, the file, its name) of ``source``; no
     text for a parsed module past global optimization (its ``source_form``), which is explored as given."""
+    path = _source_path(source)
     if isinstance(source, Module):
-        name = source.file
-        path = Path(name) if not name.startswith("<") and Path(name).is_file() else None
         if path is not None or source.source_form in PAST_GLOBAL_OPTIMIZATION:
-            return source, None, path, name  # a file, or a module explored as given (``prepare_input``)
-        return source, print_mlir(source), path, name
-    path = _as_path(source)
+            return source, None, path, source.file  # a file, or a module explored as given (``prepare_input``)
+        return source, print_mlir(source), path, source.file
     if path is None:
         return None, str(source), None, "<string>"
     return None, None, path, str(path)
@@ -339,9 +345,10 @@ def explore(
     imported = import_function(prepared, function)
     # IREE's own plan is priced on a thread from here: its Python work fills the waits of ours (HiGHS,
     # IREE compiling our dispatches), which release the GIL.
-    own_source = _iree_own_source(source, module, input_info) if iree_own_plan else ""
-    own = _OwnPlan(lambda: iree_plan(own_source, tgt, imported.function, assume, measured))
-    owning = in_background(own, "IREE's own plan") if iree_own_plan else None
+    def price_own() -> tuple[IreePlan | None, str | None]:
+        return price_iree_own(source, module, input_info.iree_plan, tgt, imported.function, assume, measured)
+
+    owning = in_background(price_own, "IREE's own plan") if iree_own_plan else None
     sizes = size_plan(imported, assume, torch_aliases(source))  # before facts: --assume narrows the domains
     timings["import"] = time.perf_counter() - t0
     if (took := timings["import"] - timings["input"]) > stage_seconds:
@@ -410,6 +417,7 @@ def explore(
         meanwhile=owning.result if owning is not None else None,
     )  # fmt: skip
     timings["compile_check"] = checked.seconds
+    own_plan, own_error = owning.result() if owning is not None else (None, None)
     warnings = [*module.warnings, *_kept_warnings(data, best.choice, report, table_conflicts), *warnings]
     front: list[Candidate] = []
     if pareto:
@@ -457,33 +465,29 @@ def explore(
         stage_seconds=stage_seconds,
         stops=stops,
         compile_check=checked,
-        iree_own=own.plan,
-        iree_own_error=own.error,
+        iree_own=own_plan,
+        iree_own_error=own_error,
     )
 
 
-class _OwnPlan:
-    """IREE's own plan priced when called (``explore(iree_own_plan=True)``), or why it could not be."""
-
-    def __init__(self, price: Callable[[], IreePlan]) -> None:
-        self.price = price
-        self.plan: IreePlan | None = None
-        self.error: str | None = None
-
-    def __call__(self) -> None:
-        try:
-            self.plan = self.price()
-        except Exception as e:  # IREE rejects the input (e.g. ops 3.13 no longer has): the caller says so
-            self.error = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-
-
-def _iree_own_source(source: str | Path | Module, module: Module, info: InputInfo) -> str | Path:
-    """What ``iree_plan`` reads for the input of an exploration: IREE's plan from the start-state run,
-    else the user's file, else the module explored, printed."""
-    if info.iree_plan:
-        return info.iree_plan
-    path = _source_parts(source)[2]
-    return path if path is not None else print_mlir(module)
+def price_iree_own(
+    source: str | Path | Module,
+    module: Module,
+    iree_plan_text: str | None,
+    target: Target,
+    function: str | None = None,
+    assume: Mapping[str, Assumption] | Sequence[str] | None = None,
+    measured: MeasuredTimes | None = None,
+) -> tuple[IreePlan | None, str | None]:
+    """IREE's own plan for an exploration's input, priced (``iree_plan``), or why it could not be had (the
+    error's first line: IREE rejects the input, e.g. ops 3.13 no longer has). IREE's plan is read from its
+    start-state run (``iree_plan_text``, ``InputInfo.iree_plan``), else from the user's file (``source`` a
+    path), else from ``module`` (the program explored) printed."""
+    own_source = iree_plan_text or _source_path(source) or print_mlir(module)
+    try:
+        return iree_plan(own_source, target, function, assume, measured), None
+    except Exception as e:  # IREE rejects the input: the caller says so and keeps the modelled plan
+        return None, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
 def _modelled_baseline(

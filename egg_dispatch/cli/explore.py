@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from egg_dispatch.cli.args import (
@@ -196,19 +197,14 @@ def use_iree_baseline(
         if args.baseline == "iree":
             raise InputError("error: --baseline iree needs IREE (pip install 'egg-dispatch[iree]')")
         return
-    from egg_dispatch.mlir.printer import print_mlir
-    from egg_dispatch.pipeline import iree_plan, iree_plan_membership
+    from egg_dispatch.pipeline import iree_plan_membership, price_iree_own
 
-    why = result.iree_own_error or ""
-    plan = result.iree_own  # priced by explore while IREE compiled ours (``run``)
-    if plan is None and not why:
-        source = result.input.iree_plan if result.input and result.input.iree_plan else None
-        if source is None:
-            source = args.file if args.file not in (None, "-") else print_mlir(module)
-        try:
-            plan = iree_plan(source, result.target, result.imported.function, getattr(args, "assume", None), measured)
-        except Exception as e:  # IREE rejects the input (e.g. ops 3.13 no longer has): keep the modelled one
-            why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    plan, why = result.iree_own, result.iree_own_error  # priced by explore beside ours (``run``)
+    if plan is None and why is None:  # an exploration made without asking for it
+        source = Path(args.file) if args.file not in (None, "-") else module
+        iree_text = result.input.iree_plan if result.input else None
+        function, assume = result.imported.function, getattr(args, "assume", None)
+        plan, why = price_iree_own(source, module, iree_text, result.target, function, assume, measured)
     if plan is not None:
         if plan.candidate is not None:
             plan.candidate.label = "baseline (IREE 3.13 iree-compile, costed by our model)"
