@@ -343,8 +343,8 @@ def explore(
     timings["input"] = time.perf_counter() - t0
     prepared = initial_plan(module, function)
     imported = import_function(prepared, function)
-    # IREE's own plan is priced on a thread from here: its Python work fills the waits of ours (HiGHS,
-    # IREE compiling our dispatches), which release the GIL.
+    # IREE's own plan is priced on a thread from here to the compile check's end: its Python work fills
+    # the waits of ours (HiGHS, IREE compiling our dispatches), which release the GIL.
     def price_own() -> tuple[IreePlan | None, str | None]:
         return price_iree_own(source, module, input_info.iree_plan, tgt, imported.function, assume, measured)
 
@@ -414,7 +414,6 @@ def explore(
     best, checked = compile_checked(
         data, costs, imported.function, tgt, best, lambda: extract(lam), lambda r: candidate("best", r.choice, r),
         base, stage_seconds, enabled=compile_check, progress=say, known=known,
-        meanwhile=owning.result if owning is not None else None,
     )  # fmt: skip
     timings["compile_check"] = checked.seconds
     own_plan, own_error = owning.result() if owning is not None else (None, None)

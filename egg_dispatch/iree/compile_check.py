@@ -56,7 +56,6 @@ from egg_dispatch.mlir.ir import (
 )
 from egg_dispatch.target.host import cache_dir
 from egg_dispatch.target.profile import Target
-from egg_dispatch.util.background import in_background
 from egg_dispatch.util.deadline import Deadline
 from egg_dispatch.util.files import atomic_write
 
@@ -522,24 +521,20 @@ def compile_checked[Candidate: _Plan](
     enabled: bool | None = None,
     progress: Callable[[str], None] | None = None,
     known: Known | None = None,
-    meanwhile: Callable[[], object] | None = None,
 ) -> tuple[Candidate, CompileCheck]:
     """The chosen plan ``best``, re-extracted (``extract()``, which reads ``costs``; ``build`` makes the
     candidate) with a conflict for every new dispatch IREE rejects until every one compiles or ``rounds``
     / ``seconds`` end. ``enabled``: False turns the check off; None runs it when IREE is installed.
     ``known``: the conflicts imposed before ``best`` was extracted (``known_rejections``); the ones this
-    check adds are remembered with them for the next exploration of this e-graph. ``meanwhile``: work
-    independent of the check, called exactly once, while IREE compiles the first round (or before
-    returning, when nothing is compiled); its seconds are not the check's."""
+    check adds are remembered with them for the next exploration of this e-graph."""
     from egg_dispatch.iree.tools import iree_available
 
-    pending = _Once(meanwhile)
     if enabled is False:
-        return best, pending.done(CompileCheck("not checked", reason="turned off by --no-compile-check"))
+        return best, CompileCheck("not checked", reason="turned off by --no-compile-check")
     if not iree_available():
-        return best, pending.done(CompileCheck("not checked", reason="IREE is not installed"))
+        return best, CompileCheck("not checked", reason="IREE is not installed")
     if (why := _foreign(target)) is not None:
-        return best, pending.done(CompileCheck("not checked", reason=why))
+        return best, CompileCheck("not checked", reason=why)
     if progress is not None:
         progress("compiling the plan's new dispatches with IREE")
     started = time.perf_counter()
@@ -555,11 +550,8 @@ def compile_checked[Candidate: _Plan](
             check.status, check.reason = "not checked", units
             break
         new = [u for u in units if u.text not in shared and not u.skipped]
-        texts = [u.text for u in new]
         try:
-            compiling = in_background(functools.partial(compile_units, texts, target), "iree-compile check")
-            pending.run()  # Python work while IREE compiles (the first round only)
-            errors, compiled = compiling.result()
+            errors, compiled = compile_units([u.text for u in new], target)
         except NoAnswer as e:
             check.status, check.reason = "not checked", f"iree-compile gave no answer: {e}"
             break
@@ -589,29 +581,8 @@ def compile_checked[Candidate: _Plan](
         cand = build(extract())
     if found and known is not None:
         known.remember(found)
-    pending.run()
-    check.seconds = time.perf_counter() - started - pending.seconds
+    check.seconds = time.perf_counter() - started
     return cand, check
-
-
-class _Once:
-    """``compile_checked``'s ``meanwhile``: called at most once, its wall seconds kept."""
-
-    def __init__(self, call: Callable[[], object] | None) -> None:
-        self.call = call
-        self.seconds = 0.0
-
-    def run(self) -> None:
-        call, self.call = self.call, None
-        if call is not None:
-            started = time.perf_counter()
-            call()
-            self.seconds = time.perf_counter() - started
-
-    def done(self, check: CompileCheck) -> CompileCheck:
-        """``check``, once the pending work ran."""
-        self.run()
-        return check
 
 
 @dataclass(frozen=True)
