@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,40 @@ def test_a_widened_weight_two_matmuls_share_saturates(target: str) -> None:
     _, report = saturate(imported, load_target(target))
     assert report.saturated, report.stop_reason
     assert report.enodes < 5_000, report.enodes
+
+
+def test_snapshots_follow_the_last_iterations_growth(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A snapshot (a copy of the e-graph) is taken before an iteration only when the one before it grew
+    the e-graph enough that twice that growth would cross the limit: a saturating run, whose late
+    iterations add little, stops copying once its growth slows, though an earlier one grew it a lot."""
+    from egg_dispatch.egraph.program import ProgramGraph
+
+    sizes: list[int] = []  # e-nodes before each iteration, and at the end
+    pushes: list[int] = []  # len(sizes) when a snapshot was taken
+    enodes, push = ProgramGraph.enodes, ProgramGraph.push
+
+    def counted_enodes(self: ProgramGraph) -> int:
+        sizes.append(enodes(self))
+        return sizes[-1]
+
+    def counted_push(self: ProgramGraph) -> None:
+        pushes.append(len(sizes))
+        push(self)
+
+    monkeypatch.setattr(ProgramGraph, "enodes", counted_enodes)
+    imported = import_function(initial_plan(parse_file(SEED.parent / "attention_explicit.mlir")))
+    saturate(imported, AVX2)
+    growths = [b / a for a, b in itertools.pairwise(sizes)]
+    # the case this test is about: a 40 % iteration, then iterations of a few percent
+    assert max(growths) > 1.3 and growths[-3] < 1.06 and growths[-2] < 1.06, growths
+    limit = int(2.5 * sizes[-1])  # twice 40 % of growth would cross it near the end, twice 6 % would not
+    sizes.clear()
+    monkeypatch.setattr(ProgramGraph, "push", counted_push)
+    _, report = saturate(imported, AVX2, budget=Budget(enodes=limit))
+    assert report.saturated
+    assert pushes[0] == 0  # the graph's own, at construction, before any size was read: not a snapshot
+    later = [at for at in pushes if at >= 2]  # snapshots before the second iteration on
+    for at in later:  # the iteration before grew it by g, and twice g from its size crosses the limit
+        assert sizes[at - 1] * 2 * sizes[at - 1] / sizes[at - 2] > limit, (sizes, pushes, limit)
+    assert pushes[1] == 1  # before the first iteration: its growth is not known
+    assert len(later) < report.iterations - 1

@@ -39,11 +39,12 @@ editable install alike (never through the source tree)."""
 
 SNAPSHOT_FROM = 8
 """Take a rollback snapshot before an iteration that may overshoot the e-node limit: one that would if it
-grew the e-graph SNAPSHOT_FROM-fold (the first iteration), or by twice the largest factor an iteration
-has grown it by so far (later ones; at most SNAPSHOT_FROM). egglog keeps every snapshot until the run
-ends, a copy of the e-graph each, so taking one before every iteration near the limit multiplied the
-peak memory (four copies on a 64-layer transformer); an iteration that overshoots without one is kept,
-and the report says so."""
+grew the e-graph SNAPSHOT_FROM-fold (the first iteration), or by twice the factor the iteration before it
+grew it by (later ones; at most SNAPSHOT_FROM). Iterations grow a saturating e-graph less and less, so
+the last factor, not the largest so far, is the one to go by. egglog keeps every snapshot until the run
+ends, a copy of the e-graph each (and its push, and the pop or drop at the end, each cost a pass over
+it), so taking one before every iteration near the limit multiplied the peak memory (four copies on a
+64-layer transformer); an iteration that overshoots without one is kept, and the report says so."""
 
 FAMILIES = ("clone", "hoist", "const_eval", "propagate", "noop", "untile", "sink_unset", "fuse", "materialize")
 """Rule families in schedule order; every one may be selected alone with ``--rules``."""
@@ -186,7 +187,7 @@ def saturate(
         changed = _accumulate(report, graph.run(f"(run-schedule {step})"))
         before, enodes = enodes, graph.enodes()
         seen = 2.0 * enodes / max(before, 1)
-        growth = min(float(SNAPSHOT_FROM), max(growth, seen) if report.iterations else seen)
+        growth = min(float(SNAPSHOT_FROM), seen)
         if enodes > budget.enodes:
             if snapshot:
                 graph.pop()
