@@ -13,10 +13,12 @@ materialised), and in one run, one program at a time, each in a child process of
    ``--no-compile-check``; a fresh cache directory, a new user's, unless ``--warm-cache``) in a child
    process that times each stage (the pipeline's functions wrapped, time counted exclusive of nested
    stages), sums egglog's own run reports per ruleset (search and apply, rebuild, merge), and reports
-   its peak RSS (``getrusage(RUSAGE_SELF)``; IREE's subprocesses apart).
+   its peak memory: the largest sum of the proportional set sizes (``Pss``, shared pages split between
+   the processes that share them) of the process and the child it forks to price IREE's own plan,
+   sampled every 20 ms, or the process's own peak RSS if larger (IREE's subprocesses apart).
 
 Printed: per layer count, IREE's time and explore's (the child's wall time seen from here, interpreter
-start and imports included, as a user's command pays them), the ratio, explore's peak RSS, terms
+start and imports included, as a user's command pays them), the ratio, explore's peak memory, terms
 imported, e-nodes, time and e-nodes per layer; then explore's time per stage and per ruleset.
 The goal (issue 53): explore <= 4x IREE's time and <= 1 GB at the 1.1B and 8B shapes.
 
@@ -58,7 +60,37 @@ _EXPLORE_CHILD = textwrap.dedent(
     argv = ["explore", sys.argv[1], "--target", sys.argv[2], "--no-measure", "--emit", "json", "-o", sys.argv[3]]
     argv += sys.argv[4:]
     from egg_dispatch.cli.early import ask_iree_early
+    from egg_dispatch.util.background import allow_child_processes
     ask_iree_early(argv)
+    allow_child_processes()
+
+    import threading
+    peak = [0]
+    def pss(pid):
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                return next(int(l.split()[1]) * 1024 for l in f if l.startswith("Pss:"))
+        except (OSError, StopIteration):
+            return 0
+    def ours():  # this process and its descendants but IREE's (forked workers pricing IREE's own plan)
+        todo, out = [os.getpid()], []
+        while todo:
+            pid = todo.pop()
+            try:
+                comm = open(f"/proc/{pid}/comm").read().strip()
+                kids = [int(k) for t in os.listdir(f"/proc/{pid}/task")
+                        for k in open(f"/proc/{pid}/task/{t}/children").read().split()]
+            except OSError:
+                continue
+            if not comm.startswith("iree"):
+                out.append(pid)
+                todo += kids
+        return out
+    def sample():
+        while True:
+            peak[0] = max(peak[0], sum(pss(p) for p in ours()))
+            time.sleep(0.02)
+    threading.Thread(target=sample, daemon=True).start()
 
     import egg_dispatch.pipeline as pl
     import egg_dispatch.egraph.rules as rules
@@ -69,7 +101,6 @@ _EXPLORE_CHILD = textwrap.dedent(
     import egg_dispatch.result.report as report
     from egg_dispatch.cli import main
 
-    import threading
     stage = {}
     local = threading.local()  # IREE's own plan is priced on a thread of its own: one stack per thread
     def timed(label, f):
@@ -151,7 +182,7 @@ _EXPLORE_CHILD = textwrap.dedent(
     base = out.get("baseline") or {}
     print(json.dumps({
         "code": code, "wall_s": wall, "stages": stage, "rulesets": rulesets, "saturation": sat,
-        "peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "peak_bytes": max(peak[0], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024),
         "iree_peak_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
         "in_egraph": base.get("in_egraph"),
     }), flush=True)

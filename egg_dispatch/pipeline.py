@@ -79,7 +79,7 @@ from egg_dispatch.result.exploration import Candidate, Exploration, InputInfo, I
 from egg_dispatch.start.initial_plan import initial_plan
 from egg_dispatch.start.tensor_to_flow import flow_reshapes
 from egg_dispatch.target.profile import Target, load_target
-from egg_dispatch.util.background import in_background
+from egg_dispatch.util.background import in_background, in_child
 from egg_dispatch.util.deadline import Deadline, StageStop
 from egg_dispatch.util.deep import allow_deep_recursion
 
@@ -325,7 +325,8 @@ def explore(
     over, and the only sizes the legality facts must hold for. ``compile_check``: compile the chosen
     plan's new dispatches alone with IREE and extract again without those it rejects
     (``iree.compile_check``; None: when IREE is installed). ``iree_own_plan``: also price IREE's own plan
-    (``iree_plan``; ``Exploration.iree_own``) on a thread while ours is explored: the two overlap.
+    (``iree_plan``; ``Exploration.iree_own``) while ours is explored: in a child process where the
+    process allows one (``util.background.allow_child_processes``: the command line), else on a thread.
 
     Every stage runs under ``budget.seconds`` (``util.deadline``): saturation and extraction (the best
     plan, the frontier, the k best) stop there and hand on their best answer; import and emission are
@@ -343,12 +344,13 @@ def explore(
     timings["input"] = time.perf_counter() - t0
     prepared = initial_plan(module, function)
     imported = import_function(prepared, function)
-    # IREE's own plan is priced on a thread from here to the compile check's end: its Python work fills
-    # the waits of ours (HiGHS, IREE compiling our dispatches), which release the GIL.
+    # IREE's own plan is priced from here to the compile check's end beside ours: in a child process when
+    # the command line allows one (``util.background.in_child``), else on a thread, whose Python work
+    # fills the waits of ours (HiGHS, IREE compiling our dispatches), which release the GIL.
     def price_own() -> tuple[IreePlan | None, str | None]:
         return price_iree_own(source, module, input_info.iree_plan, tgt, imported.function, assume, measured)
 
-    owning = in_background(price_own, "IREE's own plan") if iree_own_plan else None
+    owning = in_child(price_own, "IREE's own plan") if iree_own_plan else None
     sizes = size_plan(imported, assume, torch_aliases(source))  # before facts: --assume narrows the domains
     timings["import"] = time.perf_counter() - t0
     if (took := timings["import"] - timings["input"]) > stage_seconds:

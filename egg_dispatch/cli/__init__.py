@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
 from egg_dispatch.cli.early import ask_iree_early
+from egg_dispatch.util.background import allow_child_processes
 
 __all__ = ["BUILTIN_EXAMPLE", "build_parser", "builtin_example_text", "console_main", "main"]
 
@@ -156,6 +157,7 @@ def console_main() -> NoReturn:
     as a stage of the command (docs/measurements.md §12); nothing is left to clean up by then (files are
     written and closed, caches committed). ``main`` itself returns, for callers in one process."""
     ask_iree_early(sys.argv[1:])  # IREE starts on the input while the command's modules load
+    allow_child_processes()  # this process runs one command: IREE's own plan is priced in a child
     code = main()
     for stream in (sys.stdout, sys.stderr):
         try:

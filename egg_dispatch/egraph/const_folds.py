@@ -82,6 +82,11 @@ def fold_constants(imported: ImportedProgram) -> None:
             folded[let] = key
 
 
+def _folded(fold: Callable[[np.ndarray], np.ndarray], source: DenseAttr, shape: tuple[int, ...]) -> np.ndarray:
+    """The folded constant's values (a ``DenseAttr`` fill: a module-level function, so it pickles)."""
+    return np.ascontiguousarray(fold(source.array)).reshape(shape)
+
+
 def _sliced(a: np.ndarray, index: tuple[slice, ...]) -> np.ndarray:
     return a[index]
 
@@ -129,7 +134,5 @@ def _register(
     if key not in imported.constants:
         value = src[1]
         form = "hex" if value.form in ("hex", "resource") else "list"
-        imported.constants[key] = DenseAttr(
-            None, typ, form, fill=lambda: np.ascontiguousarray(fold(value.array)).reshape(typ.static_shape)
-        )
+        imported.constants[key] = DenseAttr(None, typ, form, fill=partial(_folded, fold, value, typ.static_shape))
     return key

@@ -33,6 +33,10 @@ class HexData:
         self.start = start
         self.end = end
 
+    def __reduce__(self) -> tuple[type[HexData], tuple[str, int, int]]:
+        """Pickled as its own digits, not the whole input they are a span of."""
+        return HexData, (self.text[self.start : self.end], 0, self.end - self.start)
+
     @classmethod
     def of_bytes(cls, data: bytes) -> HexData:
         text = data.hex().upper()

@@ -193,8 +193,9 @@ class Exploration:
     """Whether IREE compiles the chosen plan's new dispatches, and what was excluded because it did not
     (``iree.compile_check``; None: an ``Exploration`` built by hand)."""
     iree_own: IreePlan | None = None
-    """IREE's own plan, priced by our model, when ``explore(iree_own_plan=True)`` asked for it (priced on a
-    thread beside ours: ``pipeline.price_iree_own``); None: not asked, or ``iree_own_error`` says why not."""
+    """IREE's own plan, priced by our model, when ``explore(iree_own_plan=True)`` asked for it (priced beside
+    ours, in a child process where allowed, else on a thread: ``pipeline.price_iree_own``); None: not
+    asked, or ``iree_own_error`` says why not."""
     iree_own_error: str | None = None
     """Why IREE's own plan was asked for and could not be had (IREE rejects the input, ...)."""
 
