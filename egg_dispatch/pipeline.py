@@ -21,8 +21,11 @@ costs it here with no rule families, so that IREE's plan and ours are priced ali
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, wait
@@ -48,7 +51,7 @@ from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.dims import UnknownSize
 from egg_dispatch.emit.emitter import Emitter, class_shapes
 from egg_dispatch.extract import ExtractionResult, exact_ilp, exact_ilp_many, greedy_dag, k_best
-from egg_dispatch.iree.compile_check import compile_checked, known_rejections
+from egg_dispatch.iree.compile_check import Ahead, check_ahead, compile_checked, known_rejections
 from egg_dispatch.iree.dispatch_creation import (
     IREE_PLAN,
     count_printed,
@@ -373,11 +376,12 @@ def explore(
         if any(r.stats.get("status") == "Time limit reached" for r in results) and clock.expired():
             stops.append(clock.stop(stage, "the best plan found so far (its gap in the report)"))
 
-    def extract(weight: float) -> ExtractionResult:
+    def extract(weight: float, solving: Callable[[ExtractionResult], None] | None = None) -> ExtractionResult:
         if extractor == "greedy":
             return greedy_dag(data, costs, weight)
         clock = Deadline(stage_seconds)
-        r = exact_ilp(data, costs, weight, time_limit=min(time_limit, stage_seconds))  # greedy warm-starts HiGHS
+        limit = min(time_limit, stage_seconds)
+        r = exact_ilp(data, costs, weight, time_limit=limit, solving=solving)  # greedy warm-starts HiGHS
         solver_stop("extraction", [r], clock)
         return r
 
@@ -402,20 +406,19 @@ def explore(
     known = known_rejections(data, tgt, compile_check)  # what IREE rejected in an earlier check of this e-graph
     if known is not None and known.conflicts:
         costs.conflicts = tuple(sorted({*costs.conflicts, *known.conflicts}))
-    def timed_extract() -> ExtractionResult:
+    def timed_extract(solving: Callable[[ExtractionResult], None]) -> ExtractionResult:
         t2 = time.perf_counter()
-        r = extract(lam)
+        r = extract(lam, solving)
         timings["extract"] = time.perf_counter() - t2
         return r
 
-    # HiGHS releases the GIL while it solves: the modelled baseline is built meanwhile.
-    extracting = in_background(timed_extract, "extraction")
-    base, membership, warnings = _modelled_baseline(data, imported, candidate) if baseline else (None, None, [])
-    result = extracting.result()
-    best = candidate("best", result.choice, result)
+    modelled = functools.partial(_modelled_baseline, data, imported, candidate, baseline)
+    early_check = functools.partial(_checked_ahead, data, imported.function, tgt, candidate, compile_check)
+    result, (base, membership, warnings), early = _extracted(timed_extract, modelled, early_check)
+    best, ahead = _taken(early, result, candidate)
     best, checked = compile_checked(
         data, costs, imported.function, tgt, best, lambda: extract(lam), lambda r: candidate("best", r.choice, r),
-        base, stage_seconds, enabled=compile_check, progress=say, known=known,
+        base, stage_seconds, enabled=compile_check, progress=say, known=known, ahead=ahead,
     )  # fmt: skip
     timings["compile_check"] = checked.seconds
     own_plan, own_error = owning.result() if owning is not None else (None, None)
@@ -491,10 +494,76 @@ def price_iree_own(
         return None, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
+def _extracted[B, E](
+    extract: Callable[[Callable[[ExtractionResult], None]], ExtractionResult],
+    meanwhile: Callable[[], B],
+    ahead: Callable[[ExtractionResult, B | None], E],
+) -> tuple[ExtractionResult, B, E | None]:
+    """``extract`` (which calls its argument with the plan HiGHS starts from, when HiGHS starts) on a
+    thread, and ``meanwhile()`` once HiGHS solves: HiGHS releases the GIL, and before it starts the two
+    would take turns on it and HiGHS would start later. Then, while HiGHS still solves, ``ahead`` on the
+    plan it started from (greedy's, often the answer: HiGHS only proves it optimal), given what
+    ``meanwhile`` returned; None when HiGHS was not needed or had finished."""
+    solving = threading.Event()
+    starts: list[ExtractionResult] = []
+
+    def started(start: ExtractionResult) -> None:
+        starts.append(start)
+        solving.set()
+
+    def run() -> ExtractionResult:
+        try:
+            return extract(started)
+        finally:
+            solving.set()
+
+    extracting = in_background(run, "extraction")
+    solving.wait()
+    got = meanwhile()
+    early = ahead(starts[0], got) if starts and not extracting.done() else None
+    return extracting.result(), got, early
+
+
+def _checked_ahead(
+    data: EGraphData,
+    function: str,
+    target: Target,
+    candidate: Callable[[str, dict[str, str], ExtractionResult], Candidate],
+    enabled: bool | None,
+    start: ExtractionResult,
+    baseline: tuple[Candidate | None, Membership | None, list[str]] | None,
+) -> tuple[Candidate, Ahead | None]:
+    """The candidate of the plan HiGHS starts from, and the compile check's first round on it
+    (``iree.compile_check.check_ahead``, beside ``baseline``'s dispatches)."""
+    early = candidate("best", start.choice, start)
+    return early, check_ahead(data, function, target, early, baseline[0] if baseline else None, enabled=enabled)
+
+
+def _taken(
+    early: tuple[Candidate, Ahead | None] | None,
+    result: ExtractionResult,
+    candidate: Callable[[str, dict[str, str], ExtractionResult], Candidate],
+) -> tuple[Candidate, Ahead | None]:
+    """The chosen plan's candidate: the one made ahead from the plan HiGHS started from when HiGHS chose
+    that plan, else made now; and the compile check's round done ahead."""
+    if early is None:
+        return candidate("best", result.choice, result), None
+    made, ahead = early
+    if made.choice == result.choice:
+        return dataclasses.replace(made, extraction=result), ahead
+    return candidate("best", result.choice, result), ahead
+
+
 def _modelled_baseline(
-    data: EGraphData, imported: ImportedProgram, candidate: Callable[[str, dict[str, str]], Candidate]
+    data: EGraphData,
+    imported: ImportedProgram,
+    candidate: Callable[[str, dict[str, str]], Candidate],
+    wanted: bool = True,
 ) -> tuple[Candidate | None, Membership | None, list[str]]:
-    """IREE's plan as modelled in the e-graph (``plan.baseline``), its membership, or a warning why none."""
+    """IREE's plan as modelled in the e-graph (``plan.baseline``), its membership, or a warning why none;
+    nothing when not ``wanted``."""
+    if not wanted:
+        return None, None, []
     try:
         base = candidate("baseline (IREE 3.13 passes, modelled)", iree_baseline_choice(data))
     except BaselineError as e:

@@ -248,3 +248,73 @@ def test_known_rejections_are_conflicts_before_the_first_extraction(monkeypatch:
     assert off.compile_check is not None and off.compile_check.seeded == 0
     units = cc.plan_units(off.data, off.best, "main", off.target)
     assert isinstance(units, list) and fused.text in {u.text for u in units}
+
+
+@needs_iree
+@pytest.mark.parametrize(
+    ("seed", "rejecting"), [(7, False), (7, True), (10, False)], ids=["taken", "taken-rejects", "not-taken"]
+)
+def test_the_round_done_while_highs_solves_ends_as_the_check_alone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, seed: int, rejecting: bool
+) -> None:
+    """While HiGHS proves optimal the plan it started from, explore emits that plan and runs the check's
+    first round on it (``check_ahead``); when HiGHS chooses it (seed 7), the check takes that round instead
+    of compiling again; when HiGHS chooses another (seed 10), the round is not taken. Forced here (HiGHS
+    waits for the round): the same plan, rounds, exclusions and count of compiled dispatches as without
+    the round, and, when it was taken, IREE asked the same (once each)."""
+    import threading
+
+    import egg_dispatch.extract.ilp as ilp
+    import egg_dispatch.pipeline as pipeline
+
+    text = program(seed)  # HiGHS decides its plan (seed 4's is enumerated)
+    unchecked = explore(text, "x86_64-avx2", baseline=False, compile_check=False)
+    units = cc.plan_units(unchecked.data, unchecked.best, "main", unchecked.target)
+    assert isinstance(units, list) and unchecked.best.extraction is not None
+    assert unchecked.best.extraction.method == "ilp-highs"
+    victim = next(u for u in units if u.text and not u.skipped).text
+    real_check_ahead, real_run = cc.check_ahead, ilp._run_interruptibly
+
+    def run(ahead: bool, cache: Path) -> tuple[Exploration, list[str], list[object]]:
+        calls: list[list[str]] = []
+        done, made = threading.Event(), []
+        monkeypatch.setenv("EGG_DISPATCH_CACHE_DIR", str(cache))  # known rejections apart
+        monkeypatch.setattr(cc, "compile_units", _reject(lambda t: rejecting and t == victim, calls))
+
+        def check_ahead(*args, **kwargs):  # type: ignore[no-untyped-def]
+            try:
+                made.append(real_check_ahead(*args, **kwargs) if ahead else None)
+                return made[-1]
+            finally:
+                done.set()
+
+        def solve_after_it(h):  # type: ignore[no-untyped-def]
+            done.wait(120)
+            real_run(h)
+
+        monkeypatch.setattr(pipeline, "check_ahead", check_ahead)
+        monkeypatch.setattr(ilp, "_run_interruptibly", solve_after_it)
+        ex = explore(text, "x86_64-avx2", baseline=False)
+        return ex, [t for texts in calls for t in texts], made
+
+    alone, asked_alone, _ = run(False, tmp_path / "alone")
+    ahead, asked_ahead, made = run(True, tmp_path / "ahead")
+    assert len(made) == 1 and isinstance(made[0], cc.Ahead)  # HiGHS solved, and the round ran meanwhile
+    taken = made[0].choice == unchecked.best.choice  # greedy's plan was HiGHS's answer
+    assert taken == (seed == 7)
+    one, two = alone.compile_check, ahead.compile_check
+    assert one is not None and two is not None
+    assert (two.status, two.rounds, two.checked, two.shared, two.compiled) == (
+        one.status,
+        one.rounds,
+        one.checked,
+        one.shared,
+        one.compiled,
+    )
+    assert [r.label for r in two.excluded] == [r.label for r in one.excluded]
+    assert bool(one.excluded) == rejecting
+    assert ahead.best.choice == alone.best.choice
+    e1, e2 = alone.best.extraction, ahead.best.extraction
+    assert e1 is not None and e2 is not None and (e2.objective, e2.method) == (e1.objective, e1.method)
+    if taken:
+        assert sorted(asked_ahead) == sorted(asked_alone)

@@ -581,8 +581,13 @@ def test_exact_ilp_enumerates_small_plan_spaces_and_solves_the_rest() -> None:
     big = real_egraph("fixtures/torch_export.mlir", 0, "x86_64-avx2")
     assert next(islice(enumerate_plans(big, SMALL_PLAN_SPACE + 1), SMALL_PLAN_SPACE, None), None) is not None
     costs = op_costs(big, 0)
-    large = exact_ilp(big, costs, 1e-10)
+    starts: list[ExtractionResult] = []  # ``solving``: called once HiGHS starts, with the plan it starts from
+    large = exact_ilp(big, costs, 1e-10, solving=starts.append)
     assert large.method == "ilp-highs" and close(large.objective, solve_ilp(big, costs, 1e-10).objective)
+    (start,) = starts
+    assert start.method == "greedy-dag" and close(start.objective, large.stats["mapped_objective"])
+    exact_ilp(g, TOY_COSTS, 0.0, solving=starts.append)  # enumerated: no HiGHS, no call
+    assert len(starts) == 1
 
 
 def test_exact_ilp_many_is_exact_ilp_at_each_weight() -> None:

@@ -31,6 +31,7 @@ def exact_ilp(
     *,
     seed: int = 0,
     rel_gap: float = 1e-7,
+    solving: Callable[[ExtractionResult], None] | None = None,
 ) -> ExtractionResult:
     """The exact optimum, never worse than greedy: by enumeration when the e-graph holds at most
     ``SMALL_PLAN_SPACE`` plans (``exhaustive``: priced exactly as the ILP prices them, and far
@@ -38,7 +39,8 @@ def exact_ilp(
     ``ilp.solve_ilp``). An e-graph with conflicts (combinations IREE's codegen rejects, which the
     ILP relaxes when no plan avoids them) always goes to HiGHS.
 
-    ``warm_start`` defaults to :func:`greedy_dag`'s plan. Imported lazily: highspy and networkx
+    ``warm_start`` defaults to :func:`greedy_dag`'s plan; ``solving`` is called when HiGHS starts, if it
+    does, with the plan it starts from (``ilp.solve_ilp``). Imported lazily: highspy and networkx
     cost ~0.2 s of import time that a greedy-only run should not pay.
     """
     from egg_dispatch.extract.ilp import solve_ilp
@@ -51,7 +53,7 @@ def exact_ilp(
             return _enumerated(g, costs, [lam])[0]
         except ValueError:  # no plan at all: HiGHS says so too
             pass
-    return solve_ilp(g, costs, lam, time_limit, warm_start, seed=seed, rel_gap=rel_gap)
+    return solve_ilp(g, costs, lam, time_limit, warm_start, seed=seed, rel_gap=rel_gap, solving=solving)
 
 
 def exact_ilp_many(

@@ -40,7 +40,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import highspy
 import networkx as nx
@@ -257,8 +257,13 @@ def solve_ilp(
     seed: int = 0,
     rel_gap: float = 1e-7,
     exclude: Sequence[Mapping[str, str]] = (),
+    solving: Callable[[ExtractionResult], None] | None = None,
 ) -> ExtractionResult:
     """Exact DAG-cost extraction (module docstring); deterministic: one thread, a fixed seed.
+
+    ``solving`` is called once HiGHS starts (the model built: what follows releases the GIL, so a caller
+    may start Python work of its own then), if it does, with the plan HiGHS starts from (greedy's, on the
+    pruned model), which is often the answer.
 
     ``costs.exclusive`` nodes (computations fused into several dispatches run in each) are charged
     their run_seconds once per chosen user: a column w_{p,n} >= x_p + x_n - 1 per user node p.
@@ -310,6 +315,8 @@ def solve_ilp(
     stats.update(f.stats())
     h = _highs_for(f, mapped, time_limit, seed, rel_gap)
     solve_start = time.perf_counter()
+    if solving is not None:
+        solving(mapped_res)
     _run_interruptibly(h)
     stats["solver_seconds"] = time.perf_counter() - solve_start
     status = h.getModelStatus()

@@ -16,6 +16,10 @@ it reads -- which no plan may choose all of again. The extractor runs again, and
 dispatch compiles, or the rounds or seconds of the budget run out, or the extractor keeps a rejected
 dispatch (no plan without it: the e-graph may hold none), which ``CompileCheck`` says.
 
+The first round may be done ahead (``check_ahead``): explore runs it on the plan HiGHS starts from while
+HiGHS solves, and when HiGHS chooses that plan (it often only proves greedy's plan optimal) the check
+takes that round's answers, counted as its own.
+
 Results are cached by the dispatch's text (which holds its shapes, encodings and the target's device),
 the target and IREE's version, one small file per key under ``<user cache dir>/egg-dispatch/compile-check``
 (``EGG_DISPATCH_CACHE_DIR`` overrides the directory, ``target.host.cache_dir``): a model's repeated
@@ -79,10 +83,12 @@ __all__ = [
     "KNOWN_FOLDER",
     "MAX_ROUNDS",
     "MAX_SPELLINGS",
+    "Ahead",
     "CompileCheck",
     "Known",
     "Rejection",
     "Unit",
+    "check_ahead",
     "compile_checked",
     "compile_units",
     "known_rejections",
@@ -506,6 +512,54 @@ def _compile_split(texts: Sequence[str], target: Target) -> list[str | None] | N
 # ------------------------------------------------------------------------------------ the loop
 
 
+@dataclass(frozen=True)
+class Ahead:
+    """The check's first round, done on a plan before the extractor has the final answer (``check_ahead``):
+    ``compile_checked`` takes it when its plan is the one chosen. Its compiles are counted as the check's
+    own (``CompileCheck.compiled``), as if that round had run then."""
+
+    choice: dict[str, str]
+    shared: frozenset[str]
+    units: list[Unit] | str
+    errors: list[str | None] | NoAnswer
+    compiled: int
+    """How many of its dispatches this round compiled (not found in the cache)."""
+
+
+def check_ahead(
+    g: EGraphData, function: str, target: Target, cand: _Plan, baseline: _Plan | None, *, enabled: bool | None = None
+) -> Ahead | None:
+    """``compile_checked``'s first round on ``cand`` (its new dispatches compiled), to overlap with the
+    extraction that may still choose it; None when the check will not run."""
+    if _off(target, enabled) is not None:
+        return None
+    shared = _shared_texts(g, baseline, function, target)
+    units = plan_units(g, cand, function, target)
+    if isinstance(units, str):
+        return Ahead(dict(cand.choice), frozenset(shared), units, [], 0)
+    new = _new_units(units, shared)
+    try:
+        errors, compiled = compile_units([u.text for u in new], target)
+    except NoAnswer as e:
+        return Ahead(dict(cand.choice), frozenset(shared), units, e, 0)
+    return Ahead(dict(cand.choice), frozenset(shared), units, errors, compiled)
+
+
+def _off(target: Target, enabled: bool | None) -> str | None:
+    """Why the check does not run (None: it does)."""
+    from egg_dispatch.iree.tools import iree_available
+
+    if enabled is False:
+        return "turned off by --no-compile-check"
+    if not iree_available():
+        return "IREE is not installed"
+    return _foreign(target)
+
+
+def _new_units(units: Sequence[Unit], shared: set[str] | frozenset[str]) -> list[Unit]:
+    return [u for u in units if u.text not in shared and not u.skipped]
+
+
 def compile_checked[Candidate: _Plan](
     g: EGraphData,
     costs: CostTable,
@@ -521,41 +575,44 @@ def compile_checked[Candidate: _Plan](
     enabled: bool | None = None,
     progress: Callable[[str], None] | None = None,
     known: Known | None = None,
+    ahead: Ahead | None = None,
 ) -> tuple[Candidate, CompileCheck]:
     """The chosen plan ``best``, re-extracted (``extract()``, which reads ``costs``; ``build`` makes the
     candidate) with a conflict for every new dispatch IREE rejects until every one compiles or ``rounds``
     / ``seconds`` end. ``enabled``: False turns the check off; None runs it when IREE is installed.
     ``known``: the conflicts imposed before ``best`` was extracted (``known_rejections``); the ones this
-    check adds are remembered with them for the next exploration of this e-graph."""
-    from egg_dispatch.iree.tools import iree_available
-
-    if enabled is False:
-        return best, CompileCheck("not checked", reason="turned off by --no-compile-check")
-    if not iree_available():
-        return best, CompileCheck("not checked", reason="IREE is not installed")
-    if (why := _foreign(target)) is not None:
-        return best, CompileCheck("not checked", reason=why)
+    check adds are remembered with them for the next exploration of this e-graph. ``ahead``: the first
+    round done already (``check_ahead``), taken when its plan is ``best``."""
+    if (off := _off(target, enabled)) is not None:
+        return best, CompileCheck("not checked", reason=off)
     if progress is not None:
         progress("compiling the plan's new dispatches with IREE")
     started = time.perf_counter()
     clock = Deadline(seconds)
     check = CompileCheck("compiles", seeded=len(known.conflicts) if known is not None else 0)
     found: set[tuple[str, ...]] = set()  # the conflicts this check added
-    shared = _shared_texts(g, baseline, function, target)
+    taken = ahead is not None and ahead.choice == best.choice
+    shared = set(ahead.shared) if ahead is not None and taken else _shared_texts(g, baseline, function, target)
     seen: set[str] = set()  # texts of the dispatches rejected so far
     cand = best
     while True:
-        units = plan_units(g, cand, function, target)
+        if ahead is not None and taken:
+            units, outcome, early = ahead.units, ahead.errors, ahead.compiled
+            taken = False
+        else:
+            units, outcome, early = plan_units(g, cand, function, target), None, 0
         if isinstance(units, str):
             check.status, check.reason = "not checked", units
             break
-        new = [u for u in units if u.text not in shared and not u.skipped]
+        new = _new_units(units, shared)
         try:
-            errors, compiled = compile_units([u.text for u in new], target)
+            if isinstance(outcome, NoAnswer):
+                raise outcome
+            errors, compiled = (outcome, 0) if outcome is not None else compile_units([u.text for u in new], target)
         except NoAnswer as e:
             check.status, check.reason = "not checked", f"iree-compile gave no answer: {e}"
             break
-        check.compiled += compiled
+        check.compiled += compiled + early
         check.checked, check.skipped = len(new), [f"{u.label}: {u.skipped}" for u in units if u.skipped]
         check.shared = len(units) - len(new) - len(check.skipped)
         rejected = [(u, err) for u, err in zip(new, errors, strict=True) if err is not None]
