@@ -15,7 +15,8 @@ materialised), and in one run, one program at a time, each in a child process of
    stages), sums egglog's own run reports per ruleset (search and apply, rebuild, merge), and reports
    its peak memory: the largest sum of the proportional set sizes (``Pss``, shared pages split between
    the processes that share them) of the process and the child it forks to price IREE's own plan,
-   sampled every 20 ms, or the process's own peak RSS if larger (IREE's subprocesses apart).
+   sampled every 250 ms (a sample walks their page tables: every 20 ms it took most of a core), or the
+   process's own peak RSS if larger (IREE's subprocesses apart).
 
 Printed: per layer count, IREE's time and explore's (the child's wall time seen from here, interpreter
 start and imports included, as a user's command pays them), the ratio, explore's peak memory, terms
@@ -86,10 +87,10 @@ _EXPLORE_CHILD = textwrap.dedent(
                 out.append(pid)
                 todo += kids
         return out
-    def sample():
+    def sample():  # a read of smaps_rollup walks the process's page tables: ~7 ms at 700 MB, so not often
         while True:
             peak[0] = max(peak[0], sum(pss(p) for p in ours()))
-            time.sleep(0.02)
+            time.sleep(0.25)
     threading.Thread(target=sample, daemon=True).start()
 
     import egg_dispatch.pipeline as pl
