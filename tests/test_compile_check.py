@@ -252,19 +252,18 @@ def test_known_rejections_are_conflicts_before_the_first_extraction(monkeypatch:
 
 @needs_iree
 @pytest.mark.parametrize(
-    ("seed", "rejecting"), [(7, False), (7, True), (10, False)], ids=["taken", "taken-rejects", "not-taken"]
+    ("seed", "rejecting"), [(7, False), (7, True), (1, False)], ids=["taken", "taken-rejects", "not-taken"]
 )
 def test_the_round_done_while_highs_solves_ends_as_the_check_alone(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, seed: int, rejecting: bool
 ) -> None:
     """While HiGHS proves optimal the plan it started from, explore emits that plan and runs the check's
     first round on it (``check_ahead``); when HiGHS chooses it (seed 7), the check takes that round instead
-    of compiling again; when HiGHS chooses another (seed 10), the round is not taken. Forced here (HiGHS
+    of compiling again; when HiGHS chooses another (seed 1), the round is not taken. Forced here (HiGHS
     waits for the round): the same plan, rounds, exclusions and count of compiled dispatches as without
     the round, and, when it was taken, IREE asked the same (once each)."""
     import threading
 
-    import egg_dispatch.extract.ilp as ilp
     import egg_dispatch.pipeline as pipeline
 
     text = program(seed)  # HiGHS decides its plan (seed 4's is enumerated)
@@ -273,7 +272,7 @@ def test_the_round_done_while_highs_solves_ends_as_the_check_alone(
     assert isinstance(units, list) and unchecked.best.extraction is not None
     assert unchecked.best.extraction.method == "ilp-highs"
     victim = next(u for u in units if u.text and not u.skipped).text
-    real_check_ahead, real_run = cc.check_ahead, ilp._run_interruptibly
+    real_check_ahead, real_exact_ilp = cc.check_ahead, pipeline.exact_ilp
 
     def run(ahead: bool, cache: Path) -> tuple[Exploration, list[str], list[object]]:
         calls: list[list[str]] = []
@@ -288,12 +287,16 @@ def test_the_round_done_while_highs_solves_ends_as_the_check_alone(
             finally:
                 done.set()
 
-        def solve_after_it(h):  # type: ignore[no-untyped-def]
-            done.wait(120)
-            real_run(h)
+        def exact_ilp(*args, solving=None, **kwargs):  # type: ignore[no-untyped-def]
+            def then_wait(start):  # type: ignore[no-untyped-def]
+                if solving is not None:
+                    solving(start)
+                done.wait(120)  # HiGHS solves once the round ahead is done
+
+            return real_exact_ilp(*args, solving=then_wait, **kwargs)
 
         monkeypatch.setattr(pipeline, "check_ahead", check_ahead)
-        monkeypatch.setattr(ilp, "_run_interruptibly", solve_after_it)
+        monkeypatch.setattr(pipeline, "exact_ilp", exact_ilp)
         ex = explore(text, "x86_64-avx2", baseline=False)
         return ex, [t for texts in calls for t in texts], made
 
