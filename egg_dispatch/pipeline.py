@@ -520,7 +520,12 @@ def _extracted[B, E](
     extracting = in_background(run, "extraction")
     solving.wait()
     got = meanwhile()
-    early = ahead(starts[0], got) if starts and not extracting.done() else None
+    early = None
+    if starts and not extracting.done():
+        try:
+            early = ahead(starts[0], got)
+        except Exception:  # only a head start: the chosen plan is made and checked after, as without it
+            early = None
     return extracting.result(), got, early
 
 

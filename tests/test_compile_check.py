@@ -321,3 +321,43 @@ def test_the_round_done_while_highs_solves_ends_as_the_check_alone(
     assert e1 is not None and e2 is not None and (e2.objective, e2.method) == (e1.objective, e1.method)
     if taken:
         assert sorted(asked_ahead) == sorted(asked_alone)
+
+
+@needs_iree
+def test_a_round_ahead_that_fails_leaves_explore_as_without_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The round ahead is a head start only: when it raises (here forced), explore makes and checks the
+    chosen plan after HiGHS, as without it."""
+    import time
+
+    import egg_dispatch.pipeline as pipeline
+
+    text = program(7)
+    monkeypatch.setenv("EGG_DISPATCH_CACHE_DIR", str(tmp_path / "alone"))
+    alone = explore(text, "x86_64-avx2", baseline=False)
+    tried: list[bool] = []
+    real_exact_ilp = pipeline.exact_ilp
+
+    def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
+        tried.append(True)
+        raise RuntimeError("no head start")
+
+    def exact_ilp(*args, solving=None, **kwargs):  # type: ignore[no-untyped-def]
+        def then_wait(start):  # type: ignore[no-untyped-def]
+            if solving is not None:
+                solving(start)
+            for _ in range(12000):  # HiGHS solves once the round ahead was tried
+                if tried:
+                    return
+                time.sleep(0.01)
+
+        return real_exact_ilp(*args, solving=then_wait, **kwargs)
+
+    monkeypatch.setattr(pipeline, "check_ahead", failing)
+    monkeypatch.setattr(pipeline, "exact_ilp", exact_ilp)
+    monkeypatch.setenv("EGG_DISPATCH_CACHE_DIR", str(tmp_path / "failing"))
+    ex = explore(text, "x86_64-avx2", baseline=False)
+    assert tried == [True]
+    one, two = alone.compile_check, ex.compile_check
+    assert one is not None and two is not None
+    assert (two.status, two.checked, two.shared) == (one.status, one.checked, one.shared)
+    assert ex.best.choice == alone.best.choice
