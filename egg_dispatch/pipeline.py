@@ -421,7 +421,7 @@ def explore(
         base, stage_seconds, enabled=compile_check, progress=say, known=known, ahead=ahead,
     )  # fmt: skip
     timings["compile_check"] = checked.seconds
-    own_plan, own_error = owning.result() if owning is not None else (None, None)
+    own_plan, own_error = _own_priced(owning, price_own) if owning is not None else (None, None)
     warnings = [*module.warnings, *_kept_warnings(data, best.choice, report, table_conflicts), *warnings]
     front: list[Candidate] = []
     if pareto:
@@ -492,6 +492,18 @@ def price_iree_own(
         return iree_plan(own_source, target, function, assume, measured), None
     except Exception as e:  # IREE rejects the input: the caller says so and keeps the modelled plan
         return None, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def _own_priced(
+    owning: Future[tuple[IreePlan | None, str | None]], price: Callable[[], tuple[IreePlan | None, str | None]]
+) -> tuple[IreePlan | None, str | None]:
+    """IREE's own plan as priced beside ours; priced here instead when a child process could not hand it
+    back (``price_iree_own`` answers IREE's and the model's errors itself: what reaches here is the
+    child's, e.g. a plan that does not pickle)."""
+    try:
+        return owning.result()
+    except Exception:
+        return price()
 
 
 def _extracted[B, E](

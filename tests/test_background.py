@@ -124,3 +124,26 @@ def test_what_a_child_hands_back_pickles_without_the_whole_input() -> None:
     for value in hexes:
         assert len(pickle.dumps(value)) < len(value.hex_data.hex()) + 1000 < len(source)
         assert np.array_equal(pickle.loads(pickle.dumps(value)).array, value.array)
+
+
+class _Unpicklable_Why(str):
+    def __reduce__(self):  # type: ignore[override]
+        raise TypeError("this answer does not pickle")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_an_answer_the_child_cannot_hand_back_is_priced_here(children: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """IREE's own plan priced in a child that cannot pickle its answer is priced again in this process:
+    explore still answers (here the faked pricing's reason, called once in this process)."""
+    import egg_dispatch.pipeline as pipeline
+
+    here: list[int] = []
+
+    def price(*args, **kwargs):  # type: ignore[no-untyped-def]
+        here.append(os.getpid())
+        return None, _Unpicklable_Why("IREE said no")
+
+    monkeypatch.setattr(pipeline, "price_iree_own", price)
+    result = pipeline.explore(FIXTURE, "x86_64-avx2", compile_check=False, iree_own_plan=True)
+    assert result.iree_own is None and result.iree_own_error == "IREE said no"
+    assert here == [os.getpid()]  # the child's call is not seen here; the one made here is
