@@ -515,34 +515,47 @@ def _compile_split(texts: Sequence[str], target: Target) -> list[str | None] | N
 @dataclass(frozen=True)
 class Ahead:
     """The check's first round, done on a plan before the extractor has the final answer (``check_ahead``):
-    ``compile_checked`` takes it when its plan is the one chosen. Its compiles are counted as the check's
-    own (``CompileCheck.compiled``), as if that round had run then."""
+    ``compile_checked`` takes it when its plan is the one chosen (and its ``shared`` texts in any case:
+    they are the baseline's). Its compiles are counted as the check's own (``CompileCheck.compiled``), as
+    if that round had run then."""
 
     choice: dict[str, str]
     shared: frozenset[str]
+    round: _Round
+
+
+@dataclass(frozen=True)
+class _Round:
+    """One round's dispatches (or why the plan cannot be split), IREE's answers for the new ones (or
+    ``NoAnswer``), and how many of them were compiled (not found in the cache)."""
+
     units: list[Unit] | str
     errors: list[str | None] | NoAnswer
     compiled: int
-    """How many of its dispatches this round compiled (not found in the cache)."""
+
+
+def _round(g: EGraphData, cand: _Plan, function: str, target: Target, shared: frozenset[str]) -> _Round:
+    """``cand``'s dispatches, and its new ones (not in ``shared``, not skipped) compiled."""
+    units = plan_units(g, cand, function, target)
+    if isinstance(units, str):
+        return _Round(units, [], 0)
+    try:
+        errors, compiled = compile_units([u.text for u in _new_units(units, shared)], target)
+    except NoAnswer as e:
+        return _Round(units, e, 0)
+    return _Round(units, errors, compiled)
 
 
 def check_ahead(
     g: EGraphData, function: str, target: Target, cand: _Plan, baseline: _Plan | None, *, enabled: bool | None = None
 ) -> Ahead | None:
     """``compile_checked``'s first round on ``cand`` (its new dispatches compiled), to overlap with the
-    extraction that may still choose it; None when the check will not run."""
+    extraction that may still choose it; None when the check will not run. ``baseline`` is the one
+    ``compile_checked`` will be given."""
     if _off(target, enabled) is not None:
         return None
-    shared = _shared_texts(g, baseline, function, target)
-    units = plan_units(g, cand, function, target)
-    if isinstance(units, str):
-        return Ahead(dict(cand.choice), frozenset(shared), units, [], 0)
-    new = _new_units(units, shared)
-    try:
-        errors, compiled = compile_units([u.text for u in new], target)
-    except NoAnswer as e:
-        return Ahead(dict(cand.choice), frozenset(shared), units, e, 0)
-    return Ahead(dict(cand.choice), frozenset(shared), units, errors, compiled)
+    shared = frozenset(_shared_texts(g, baseline, function, target))
+    return Ahead(dict(cand.choice), shared, _round(g, cand, function, target, shared))
 
 
 def _off(target: Target, enabled: bool | None) -> str | None:
@@ -556,7 +569,7 @@ def _off(target: Target, enabled: bool | None) -> str | None:
     return _foreign(target)
 
 
-def _new_units(units: Sequence[Unit], shared: set[str] | frozenset[str]) -> list[Unit]:
+def _new_units(units: Sequence[Unit], shared: frozenset[str]) -> list[Unit]:
     return [u for u in units if u.text not in shared and not u.skipped]
 
 
@@ -591,28 +604,21 @@ def compile_checked[Candidate: _Plan](
     clock = Deadline(seconds)
     check = CompileCheck("compiles", seeded=len(known.conflicts) if known is not None else 0)
     found: set[tuple[str, ...]] = set()  # the conflicts this check added
-    taken = ahead is not None and ahead.choice == best.choice
-    shared = set(ahead.shared) if ahead is not None and taken else _shared_texts(g, baseline, function, target)
+    shared = ahead.shared if ahead is not None else frozenset(_shared_texts(g, baseline, function, target))
+    done = ahead.round if ahead is not None and ahead.choice == best.choice else None
     seen: set[str] = set()  # texts of the dispatches rejected so far
     cand = best
     while True:
-        if ahead is not None and taken:
-            units, outcome, early = ahead.units, ahead.errors, ahead.compiled
-            taken = False
-        else:
-            units, outcome, early = plan_units(g, cand, function, target), None, 0
+        this, done = done or _round(g, cand, function, target, shared), None
+        units, errors = this.units, this.errors
         if isinstance(units, str):
             check.status, check.reason = "not checked", units
             break
-        new = _new_units(units, shared)
-        try:
-            if isinstance(outcome, NoAnswer):
-                raise outcome
-            errors, compiled = (outcome, 0) if outcome is not None else compile_units([u.text for u in new], target)
-        except NoAnswer as e:
-            check.status, check.reason = "not checked", f"iree-compile gave no answer: {e}"
+        if isinstance(errors, NoAnswer):
+            check.status, check.reason = "not checked", f"iree-compile gave no answer: {errors}"
             break
-        check.compiled += compiled + early
+        new = _new_units(units, shared)
+        check.compiled += this.compiled
         check.checked, check.skipped = len(new), [f"{u.label}: {u.skipped}" for u in units if u.skipped]
         check.shared = len(units) - len(new) - len(check.skipped)
         rejected = [(u, err) for u, err in zip(new, errors, strict=True) if err is not None]
