@@ -250,6 +250,21 @@ def test_known_rejections_are_conflicts_before_the_first_extraction(monkeypatch:
     assert isinstance(units, list) and fused.text in {u.text for u in units}
 
 
+def _hold_highs(monkeypatch: pytest.MonkeyPatch, real_exact_ilp, done) -> None:  # type: ignore[no-untyped-def]
+    """Explore's HiGHS starts solving only once ``done`` is set (by the round ahead, faked or real)."""
+    import egg_dispatch.pipeline as pipeline
+
+    def exact_ilp(*args, solving=None, **kwargs):  # type: ignore[no-untyped-def]
+        def then_wait(start):  # type: ignore[no-untyped-def]
+            if solving is not None:
+                solving(start)
+            done.wait(120)
+
+        return real_exact_ilp(*args, solving=then_wait, **kwargs)
+
+    monkeypatch.setattr(pipeline, "exact_ilp", exact_ilp)
+
+
 @needs_iree
 @pytest.mark.parametrize(
     ("seed", "rejecting"), [(7, False), (7, True), (1, False)], ids=["taken", "taken-rejects", "not-taken"]
@@ -287,16 +302,8 @@ def test_the_round_done_while_highs_solves_ends_as_the_check_alone(
             finally:
                 done.set()
 
-        def exact_ilp(*args, solving=None, **kwargs):  # type: ignore[no-untyped-def]
-            def then_wait(start):  # type: ignore[no-untyped-def]
-                if solving is not None:
-                    solving(start)
-                done.wait(120)  # HiGHS solves once the round ahead is done
-
-            return real_exact_ilp(*args, solving=then_wait, **kwargs)
-
         monkeypatch.setattr(pipeline, "check_ahead", check_ahead)
-        monkeypatch.setattr(pipeline, "exact_ilp", exact_ilp)
+        _hold_highs(monkeypatch, real_exact_ilp, done)
         ex = explore(text, "x86_64-avx2", baseline=False)
         return ex, [t for texts in calls for t in texts], made
 
@@ -327,7 +334,7 @@ def test_the_round_done_while_highs_solves_ends_as_the_check_alone(
 def test_a_round_ahead_that_fails_leaves_explore_as_without_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The round ahead is a head start only: when it raises (here forced), explore makes and checks the
     chosen plan after HiGHS, as without it."""
-    import time
+    import threading
 
     import egg_dispatch.pipeline as pipeline
 
@@ -335,25 +342,15 @@ def test_a_round_ahead_that_fails_leaves_explore_as_without_it(monkeypatch: pyte
     monkeypatch.setenv("EGG_DISPATCH_CACHE_DIR", str(tmp_path / "alone"))
     alone = explore(text, "x86_64-avx2", baseline=False)
     tried: list[bool] = []
-    real_exact_ilp = pipeline.exact_ilp
+    done = threading.Event()
 
     def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
         tried.append(True)
+        done.set()
         raise RuntimeError("no head start")
 
-    def exact_ilp(*args, solving=None, **kwargs):  # type: ignore[no-untyped-def]
-        def then_wait(start):  # type: ignore[no-untyped-def]
-            if solving is not None:
-                solving(start)
-            for _ in range(12000):  # HiGHS solves once the round ahead was tried
-                if tried:
-                    return
-                time.sleep(0.01)
-
-        return real_exact_ilp(*args, solving=then_wait, **kwargs)
-
     monkeypatch.setattr(pipeline, "check_ahead", failing)
-    monkeypatch.setattr(pipeline, "exact_ilp", exact_ilp)
+    _hold_highs(monkeypatch, pipeline.exact_ilp, done)
     monkeypatch.setenv("EGG_DISPATCH_CACHE_DIR", str(tmp_path / "failing"))
     ex = explore(text, "x86_64-avx2", baseline=False)
     assert tried == [True]
