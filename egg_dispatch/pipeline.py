@@ -99,6 +99,9 @@ __all__ = [
     "price_iree_own",
 ]
 
+OWN_PLAN_NICENESS = 10
+"""Added to the niceness of the child pricing IREE's own plan: ours, which the command waits for first,
+keeps the CPU while both run (on two cores the child took turns with saturation and HiGHS)."""
 PARETO_LAMBDAS = (0.0, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
 """λ values (seconds per byte) swept for the time/memory frontier: from 'memory is free' to
 '1 KiB weighs like 1 ms per call'."""
@@ -353,7 +356,7 @@ def explore(
     def price_own() -> tuple[IreePlan | None, str | None]:
         return price_iree_own(source, module, input_info.iree_plan, tgt, imported.function, assume, measured)
 
-    owning = in_child(price_own, "IREE's own plan") if iree_own_plan else None
+    owning = in_child(price_own, "IREE's own plan", niceness=OWN_PLAN_NICENESS) if iree_own_plan else None
     sizes = size_plan(imported, assume, torch_aliases(source))  # before facts: --assume narrows the domains
     timings["import"] = time.perf_counter() - t0
     if (took := timings["import"] - timings["input"]) > stage_seconds:

@@ -20,6 +20,7 @@ from egg_dispatch.egraph.importer import import_function
 from egg_dispatch.iree.tools import find_tool
 from egg_dispatch.mlir.ir import DenseAttr
 from egg_dispatch.mlir.parser import parse_file
+from egg_dispatch.pipeline import OWN_PLAN_NICENESS
 from egg_dispatch.start.initial_plan import initial_plan
 from egg_dispatch.util.background import allow_child_processes, in_child
 from tests.cli_process import cli_process
@@ -59,6 +60,17 @@ def test_a_child_hands_back_its_value_or_its_exception(children: None) -> None:
         in_child(_raise_unpicklable).result(timeout=30)
     with pytest.raises(ChildProcessError, match="ended without an answer"):
         in_child(lambda: os._exit(3), "gone").result(timeout=30)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_nicer_child_yields_the_cpu_and_this_process_keeps_its_priority(children: None) -> None:
+    """IREE's own plan is priced by a child at ``pipeline.OWN_PLAN_NICENESS``: it runs on what the
+    exploration leaves idle; the parent's own niceness is untouched."""
+    mine = os.nice(0)
+    nicer = in_child(lambda: os.nice(0), niceness=OWN_PLAN_NICENESS).result(timeout=30)
+    assert nicer == min(19, mine + OWN_PLAN_NICENESS)
+    assert in_child(lambda: os.nice(0)).result(timeout=30) == mine
+    assert os.nice(0) == mine
 
 
 @pytest.mark.skipif(find_tool("iree-compile") is None, reason="IREE not installed")

@@ -37,8 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -59,49 +57,13 @@ from egg_dispatch.cost import (
 from egg_dispatch.egraph.data import EGraphData
 from egg_dispatch.extract.common import ZERO_COST, ExtractionResult, check_costs, extraction_result, plan_contexts
 from egg_dispatch.extract.greedy import greedy_dag
+from egg_dispatch.extract.highs import new_highs, run_interruptibly
 from egg_dispatch.extract.prune import PrunedGraph, necessary_classes, prune
 
 __all__ = ["NoMorePlans", "solve_ilp"]
 
 _OBJECTIVE_SCALE = 1000.0
 """What the warm start's objective is scaled to inside HiGHS (see ``solve_ilp``)."""
-
-_banner_silenced = False
-
-
-def _run_interruptibly(h: highspy.Highs) -> None:
-    """``h.run()`` in HiGHS's own solver thread, waited on from this one. Python delivers Ctrl-C to the
-    main thread between bytecodes only, so during a plain ``run`` it waited for the solve to end (up to
-    the time limit); here it cancels the solve at HiGHS's next interrupt check and is raised at once."""
-    h.HandleUserInterrupt = True
-    h.startSolve()
-    try:
-        while not h.wait(0.1)[0]:
-            pass
-    except KeyboardInterrupt:
-        h.cancelSolve()
-        while not h.wait(0.1)[0]:
-            pass
-        raise
-
-
-def _highs() -> highspy.Highs:
-    """A Highs object; the first one in a process prints a banner on C++ stdout, which would corrupt
-    ``--emit json`` output, so that one construction runs with fd 1 pointed at /dev/null."""
-    global _banner_silenced
-    if _banner_silenced:
-        return highspy.Highs()
-    sys.stdout.flush()
-    saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    try:
-        h = highspy.Highs()
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(null)
-        _banner_silenced = True
-    return h
 
 
 class _Model:
@@ -317,7 +279,7 @@ def solve_ilp(
     solve_start = time.perf_counter()
     if solving is not None:
         solving(mapped_res)
-    _run_interruptibly(h)
+    run_interruptibly(h)
     stats["solver_seconds"] = time.perf_counter() - solve_start
     status = h.getModelStatus()
     info = h.getInfo()
@@ -358,7 +320,7 @@ def _highs_for(
     f: _Formulation, mapped: Mapping[str, str], time_limit: float, seed: int, rel_gap: float
 ) -> highspy.Highs:
     """HiGHS set up to solve ``f``: one thread, a fixed seed, the limits, and ``mapped`` as its start."""
-    h = _highs()
+    h = new_highs()
     for name, value in (
         ("output_flag", False),
         ("threads", 1),

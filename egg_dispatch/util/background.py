@@ -54,10 +54,13 @@ def in_background[T](call: Callable[[], T], name: str = "egg-dispatch-background
     return future
 
 
-def in_child[T](call: Callable[[], T], name: str = "egg-dispatch-child") -> Future[T]:
+def in_child[T](call: Callable[[], T], name: str = "egg-dispatch-child", *, niceness: int = 0) -> Future[T]:
     """``call()`` in a forked child process when ``allow_child_processes`` allowed it (else on a thread,
     ``in_background``); ``.result()`` gives its value, unpickled, or raises its exception. The value and
-    any exception must pickle. The child writes nothing but its answer and ends with ``os._exit``."""
+    any exception must pickle. The child writes nothing but its answer and ends with ``os._exit``.
+
+    ``niceness`` is added to the child's (``os.nice``): work the parent waits for only at its end runs
+    on what the parent leaves idle, instead of taking turns with the parent's own critical path."""
     if not child_processes_allowed():
         return in_background(call, name)
     read_end, write_end = os.pipe()
@@ -66,6 +69,8 @@ def in_child[T](call: Callable[[], T], name: str = "egg-dispatch-child") -> Futu
         pid = os.fork()
     if pid == 0:  # pragma: no cover - the child (coverage does not follow a fork)
         os.close(read_end)
+        if niceness:
+            os.nice(niceness)
         _answer(call, write_end)
     os.close(write_end)
 
