@@ -30,11 +30,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, wait
 from pathlib import Path
-from typing import cast
+from typing import NamedTuple, cast
 
 from egg_dispatch.cost import (
     Assumption,
     MeasuredTimes,
+    SizePlan,
     conflicts_of,
     cost_at_sizes,
     cost_table,
@@ -51,7 +52,7 @@ from egg_dispatch.emit.choice import normalize_choice
 from egg_dispatch.emit.dims import UnknownSize
 from egg_dispatch.emit.emitter import Emitter, class_shapes
 from egg_dispatch.extract import ExtractionResult, exact_ilp, exact_ilp_many, greedy_dag, k_best
-from egg_dispatch.iree.compile_check import Ahead, check_ahead, compile_checked, known_rejections
+from egg_dispatch.iree.compile_check import Ahead, compile_checked, known_rejections, start_ahead
 from egg_dispatch.iree.dispatch_creation import (
     IREE_PLAN,
     count_printed,
@@ -76,7 +77,7 @@ from egg_dispatch.mlir.printer import print_mlir
 from egg_dispatch.mlir.retired import iree_input_shown, iree_input_text, may_need_respelling
 from egg_dispatch.mlir.torch_symbols import torch_aliases
 from egg_dispatch.plan.baseline import BaselineError, iree_baseline_choice
-from egg_dispatch.plan.graph import build_plan
+from egg_dispatch.plan.graph import Plan, build_plan
 from egg_dispatch.plan.sized import plan_at_sizes
 from egg_dispatch.result.exploration import Candidate, Exploration, InputInfo, IreePlan
 from egg_dispatch.start.initial_plan import initial_plan
@@ -397,13 +398,12 @@ def explore(
 
     def _candidate(label: str, choice: dict[str, str], result: ExtractionResult | None = None) -> Candidate:
         spelled = normalize_choice(data, choice, False)  # report and emit at the encoding level
-        plan = plan_at_sizes(data, imported, sizes, lambda g: build_plan(g, spelled, imported, tgt, lam, measured))
-        emitter = Emitter(imported, shapes=class_shapes(data))
-        try:
-            mlir = emitter.emit(build_term(data, spelled))
-        except UnknownSize as e:
-            raise UnsupportedInput(f"{e.loc or module.file}: error: {e}") from None
-        return Candidate(label, choice, plan, mlir, result, tuple(emitter.dispatch_order))
+        plan = priced(spelled)
+        mlir, order = emitted(spelled)
+        return Candidate(label, choice, plan, mlir, result, order)
+
+    priced = functools.partial(_priced, data, imported, sizes, tgt, lam, measured)
+    emitted = functools.partial(_emitted, data, imported, module.file)
 
     table_conflicts = costs.conflicts
     known = known_rejections(data, tgt, compile_check)  # what IREE rejected in an earlier check of this e-graph
@@ -416,7 +416,7 @@ def explore(
         return r
 
     modelled = functools.partial(_modelled_baseline, data, imported, candidate, baseline)
-    early_check = functools.partial(_checked_ahead, data, imported.function, tgt, candidate, compile_check)
+    early_check = functools.partial(_checked_ahead, data, imported.function, tgt, emitted, priced, compile_check)
     result, (base, membership, warnings), early = _extracted(timed_extract, modelled, early_check)
     best, ahead = _taken(early, result, candidate)
     best, checked = compile_checked(
@@ -544,19 +544,58 @@ def _extracted[B, E](
     return extracting.result(), got, early
 
 
+def _priced(
+    data: EGraphData,
+    imported: ImportedProgram,
+    sizes: SizePlan,
+    target: Target,
+    lam: float,
+    measured: MeasuredTimes | None,
+    spelled: dict[str, str],
+) -> Plan:
+    """The plan graph of a choice spelled at the encoding level (``normalize_choice``), at every size."""
+    return plan_at_sizes(data, imported, sizes, lambda g: build_plan(g, spelled, imported, target, lam, measured))
+
+
+def _emitted(
+    data: EGraphData, imported: ImportedProgram, file: str, spelled: dict[str, str]
+) -> tuple[Module, tuple[tuple[str, str], ...]]:
+    """The MLIR of a spelled choice and its dispatches in order (``Emitter.dispatch_order``)."""
+    emitter = Emitter(imported, shapes=class_shapes(data))
+    try:
+        mlir = emitter.emit(build_term(data, spelled))
+    except UnknownSize as e:
+        raise UnsupportedInput(f"{e.loc or file}: error: {e}") from None
+    return mlir, tuple(emitter.dispatch_order)
+
+
+class _Emitted(NamedTuple):
+    """A plan emitted and not yet priced: what the compile check reads of it (``compile_check._Plan``)."""
+
+    choice: dict[str, str]
+    mlir: Module
+    dispatch_order: tuple[tuple[str, str], ...]
+
+
 def _checked_ahead(
     data: EGraphData,
     function: str,
     target: Target,
-    candidate: Callable[[str, dict[str, str], ExtractionResult], Candidate],
+    emitted: Callable[[dict[str, str]], tuple[Module, tuple[tuple[str, str], ...]]],
+    priced: Callable[[dict[str, str]], Plan],
     enabled: bool | None,
     start: ExtractionResult,
     baseline: tuple[Candidate | None, Membership | None, list[str]] | None,
 ) -> tuple[Candidate, Ahead | None]:
     """The candidate of the plan HiGHS starts from, and the compile check's first round on it
-    (``iree.compile_check.check_ahead``, beside ``baseline``'s dispatches)."""
-    early = candidate("best", start.choice, start)
-    return early, check_ahead(data, function, target, early, baseline[0] if baseline else None, enabled=enabled)
+    (``iree.compile_check.start_ahead``, beside ``baseline``'s dispatches): the plan is emitted, its new
+    dispatches handed to IREE, and it is priced while IREE compiles them."""
+    spelled = normalize_choice(data, start.choice, False)  # as ``explore``'s candidates are
+    mlir, order = emitted(spelled)
+    base = baseline[0] if baseline else None
+    finish = start_ahead(data, function, target, _Emitted(start.choice, mlir, order), base, enabled=enabled)
+    early = Candidate("best", start.choice, priced(spelled), mlir, start, order)
+    return early, (finish() if finish is not None else None)
 
 
 def _taken(

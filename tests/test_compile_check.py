@@ -273,7 +273,7 @@ def test_the_round_done_while_highs_solves_ends_as_the_check_alone(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, seed: int, rejecting: bool
 ) -> None:
     """While HiGHS proves optimal the plan it started from, explore emits that plan and runs the check's
-    first round on it (``check_ahead``); when HiGHS chooses it (seed 7), the check takes that round instead
+    first round on it (``start_ahead``); when HiGHS chooses it (seed 7), the check takes that round instead
     of compiling again; when HiGHS chooses another (seed 1), the round is not taken. Forced here (HiGHS
     waits for the round): the same plan, rounds, exclusions and count of compiled dispatches as without
     the round, and, when it was taken, IREE asked the same (once each)."""
@@ -287,7 +287,7 @@ def test_the_round_done_while_highs_solves_ends_as_the_check_alone(
     assert isinstance(units, list) and unchecked.best.extraction is not None
     assert unchecked.best.extraction.method == "ilp-highs"
     victim = next(u for u in units if u.text and not u.skipped).text
-    real_check_ahead, real_exact_ilp = cc.check_ahead, pipeline.exact_ilp
+    real_start_ahead, real_exact_ilp = cc.start_ahead, pipeline.exact_ilp
 
     def run(ahead: bool, cache: Path) -> tuple[Exploration, list[str], list[object]]:
         calls: list[list[str]] = []
@@ -295,14 +295,27 @@ def test_the_round_done_while_highs_solves_ends_as_the_check_alone(
         monkeypatch.setenv("EGG_DISPATCH_CACHE_DIR", str(cache))  # known rejections apart
         monkeypatch.setattr(cc, "compile_units", _reject(lambda t: rejecting and t == victim, calls))
 
-        def check_ahead(*args, **kwargs):  # type: ignore[no-untyped-def]
-            try:
-                made.append(real_check_ahead(*args, **kwargs) if ahead else None)
-                return made[-1]
-            finally:
+        def start_ahead(*args, **kwargs):  # type: ignore[no-untyped-def]
+            if not ahead:
+                made.append(None)
                 done.set()
+                return None
+            try:
+                finish = real_start_ahead(*args, **kwargs)
+            except BaseException:
+                done.set()
+                raise
 
-        monkeypatch.setattr(pipeline, "check_ahead", check_ahead)
+            def finished():  # type: ignore[no-untyped-def]
+                try:
+                    made.append(finish())
+                    return made[-1]
+                finally:
+                    done.set()
+
+            return finished
+
+        monkeypatch.setattr(pipeline, "start_ahead", start_ahead)
         _hold_highs(monkeypatch, real_exact_ilp, done)
         ex = explore(text, "x86_64-avx2", baseline=False)
         return ex, [t for texts in calls for t in texts], made
@@ -349,7 +362,7 @@ def test_a_round_ahead_that_fails_leaves_explore_as_without_it(monkeypatch: pyte
         done.set()
         raise RuntimeError("no head start")
 
-    monkeypatch.setattr(pipeline, "check_ahead", failing)
+    monkeypatch.setattr(pipeline, "start_ahead", failing)
     _hold_highs(monkeypatch, pipeline.exact_ilp, done)
     monkeypatch.setenv("EGG_DISPATCH_CACHE_DIR", str(tmp_path / "failing"))
     ex = explore(text, "x86_64-avx2", baseline=False)

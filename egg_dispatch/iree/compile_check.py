@@ -16,7 +16,7 @@ it reads -- which no plan may choose all of again. The extractor runs again, and
 dispatch compiles, or the rounds or seconds of the budget run out, or the extractor keeps a rejected
 dispatch (no plan without it: the e-graph may hold none), which ``CompileCheck`` says.
 
-The first round may be done ahead (``check_ahead``): explore runs it on the plan HiGHS starts from while
+The first round may be done ahead (``start_ahead``): explore runs it on the plan HiGHS starts from while
 HiGHS solves, and when HiGHS chooses that plan (it often only proves greedy's plan optimal) the check
 takes that round's answers, counted as its own.
 
@@ -40,6 +40,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
@@ -60,6 +61,7 @@ from egg_dispatch.mlir.ir import (
 )
 from egg_dispatch.target.host import cache_dir
 from egg_dispatch.target.profile import Target
+from egg_dispatch.util.background import in_background
 from egg_dispatch.util.deadline import Deadline
 from egg_dispatch.util.files import atomic_write
 
@@ -88,11 +90,11 @@ __all__ = [
     "Known",
     "Rejection",
     "Unit",
-    "check_ahead",
     "compile_checked",
     "compile_units",
     "known_rejections",
     "plan_units",
+    "start_ahead",
 ]
 
 MAX_ROUNDS = 8
@@ -514,7 +516,7 @@ def _compile_split(texts: Sequence[str], target: Target) -> list[str | None] | N
 
 @dataclass(frozen=True)
 class Ahead:
-    """The check's first round, done on a plan before the extractor has the final answer (``check_ahead``):
+    """The check's first round, done on a plan before the extractor has the final answer (``start_ahead``):
     ``compile_checked`` takes it when its plan is the one chosen (and its ``shared`` texts in any case:
     they are the baseline's). Its compiles are counted as the check's own (``CompileCheck.compiled``), as
     if that round had run then."""
@@ -536,26 +538,46 @@ class _Round:
 
 def _round(g: EGraphData, cand: _Plan, function: str, target: Target, shared: frozenset[str]) -> _Round:
     """``cand``'s dispatches, and its new ones (not in ``shared``, not skipped) compiled."""
-    units = plan_units(g, cand, function, target)
+    return _answered(plan_units(g, cand, function, target), shared, target)
+
+
+def _answered(
+    units: list[Unit] | str,
+    shared: frozenset[str],
+    target: Target,
+    compiling: Future[tuple[list[str | None], int]] | None = None,
+) -> _Round:
+    """The round of ``units``: their new ones compiled now, or the answers of ``compiling`` (the same
+    compiles, started earlier)."""
     if isinstance(units, str):
         return _Round(units, [], 0)
     try:
-        errors, compiled = compile_units([u.text for u in _new_units(units, shared)], target)
+        if compiling is None:
+            errors, compiled = compile_units([u.text for u in _new_units(units, shared)], target)
+        else:
+            errors, compiled = compiling.result()
     except NoAnswer as e:
         return _Round(units, e, 0)
     return _Round(units, errors, compiled)
 
 
-def check_ahead(
+def start_ahead(
     g: EGraphData, function: str, target: Target, cand: _Plan, baseline: _Plan | None, *, enabled: bool | None = None
-) -> Ahead | None:
-    """``compile_checked``'s first round on ``cand`` (its new dispatches compiled), to overlap with the
-    extraction that may still choose it; None when the check will not run. ``baseline`` is the one
-    ``compile_checked`` will be given."""
+) -> Callable[[], Ahead] | None:
+    """``compile_checked``'s first round on ``cand``, to overlap with the extraction that may still choose
+    it, in two halves: this call splits the plans into dispatches and hands the new ones to IREE (on a
+    thread); the call it returns waits for IREE's answers and gives the round (the caller's own work goes
+    between the two). None when the check will not run. ``baseline`` is the one ``compile_checked`` will
+    be given."""
     if _off(target, enabled) is not None:
         return None
     shared = frozenset(_shared_texts(g, baseline, function, target))
-    return Ahead(dict(cand.choice), shared, _round(g, cand, function, target, shared))
+    units = plan_units(g, cand, function, target)
+    compiling = None
+    if not isinstance(units, str):
+        texts = [u.text for u in _new_units(units, shared)]
+        compiling = in_background(lambda: compile_units(texts, target), "compile check ahead")
+    return lambda: Ahead(dict(cand.choice), shared, _answered(units, shared, target, compiling))
 
 
 def _off(target: Target, enabled: bool | None) -> str | None:
@@ -595,7 +617,7 @@ def compile_checked[Candidate: _Plan](
     / ``seconds`` end. ``enabled``: False turns the check off; None runs it when IREE is installed.
     ``known``: the conflicts imposed before ``best`` was extracted (``known_rejections``); the ones this
     check adds are remembered with them for the next exploration of this e-graph. ``ahead``: the first
-    round done already (``check_ahead``), taken when its plan is ``best``."""
+    round done already (``start_ahead``), taken when its plan is ``best``."""
     if (off := _off(target, enabled)) is not None:
         return best, CompileCheck("not checked", reason=off)
     if progress is not None:
