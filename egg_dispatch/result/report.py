@@ -141,11 +141,23 @@ def differences(e: Exploration) -> list[str]:
     return lines
 
 
+def _view(c: Candidate, e: Exploration | None) -> PlanView:
+    """``view(c.mlir)``, taken from the exploration's own (``summary.views``) when ``c`` is its chosen plan
+    or its baseline: a model's plan is read once, not once per section of the report."""
+    if e is not None and (c is e.best or c is e.baseline):
+        ours, theirs = views(e)
+        if c is e.best:
+            return ours
+        if theirs is not None:
+            return theirs
+    return view(c.mlir)
+
+
 def plan_json(c: Candidate, with_timings: bool = False, e: Exploration | None = None) -> dict:
     """A plan for ``--emit json``; with the exploration ``e`` its contractions' ``location`` is filled in."""
     m = c.metrics
     names = _names(c)
-    v = view(c.mlir)
+    v = _view(c, e)
     holds = _holds(c, v)
     held = [g.holds for g in v.globals]
     ex = c.extraction
