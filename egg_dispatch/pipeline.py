@@ -68,6 +68,7 @@ from egg_dispatch.iree.lowering import (
     lower,
     lowering_command,
     start_state,
+    start_state_file,
 )
 from egg_dispatch.iree.tools import IreeError
 from egg_dispatch.mlir.forms import PAST_GLOBAL_OPTIMIZATION, file_form, input_form
@@ -214,7 +215,9 @@ def prepare_input(source: str | Path | Module, target: Target | None, start: str
         info.iree_plan = state.plan
         if own:  # its locations are in the user's file
             info.locations = {n: Loc(os.path.basename(name), at.line, at.col) for n, at in state.locations.items()}
-        module = parse_mlir(state.text, f"{name} after IREE's SetEncoding")
+        file = start_state_file(name)
+        read = state.parsed  # read while IREE ran on, when it was
+        module = read if read is not None and read.file == file else parse_mlir(state.text, file)
         flow_reshapes(module)  # as IREE converts them after SetEncoding (start.tensor_to_flow)
         module.warnings = [*warnings, *iree_output_warnings(module, f"IREE's start state for {name}")]
         return module, info

@@ -27,7 +27,11 @@ after the last dispatch-formation pass (``NO_DATA_TILING_PASS``).
 
 from __future__ import annotations
 
+import functools
 import os
+import re
+import time
+from collections.abc import Callable
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +40,8 @@ from egg_dispatch.iree.dispatch_creation import iree_compile_flags
 from egg_dispatch.iree.tools import IreeError, compile_text, compile_text_and_stderr, find_tool
 from egg_dispatch.mlir.debuginfo import strip_locations
 from egg_dispatch.mlir.forms import PAST_GLOBAL_OPTIMIZATION, file_form
-from egg_dispatch.mlir.ir import Loc
+from egg_dispatch.mlir.ir import Loc, Module
+from egg_dispatch.mlir.parser import parse_mlir
 from egg_dispatch.mlir.retired import may_need_respelling
 from egg_dispatch.target.profile import Target
 from egg_dispatch.util.background import in_background
@@ -51,10 +56,12 @@ __all__ = [
     "StartState",
     "asked_early",
     "asks_start_state",
+    "finished_dump",
     "forget_asked_early",
     "lower",
     "lowering_command",
     "start_state",
+    "start_state_file",
     "start_state_soon",
 ]
 
@@ -70,6 +77,11 @@ START_STATE_MAX_BYTES = 64 << 20
 """Largest input whose IREE start state is dumped (``pipeline``'s ``auto`` start, ``dispatch_creation_text``):
 the dump holds the module, and external parameters keep models far below."""
 _DUMP = "// -----// IR Dump "
+_LOC_REF = re.compile(r"#loc\d*\b")
+_LOC_DEFINED = re.compile(r"^(#loc\d*) = ", re.MULTILINE)
+_POLL_SECONDS = 0.02
+"""How often ``start_state`` looks at IREE's stderr while IREE runs (a stat; the file is read only
+once it has stopped growing)."""
 
 LOWERING_PHASES = ("input", "global-optimization")
 
@@ -127,6 +139,32 @@ class StartState:
     locations: dict[int, Loc] = field(default_factory=dict)
     """Where each op of ``text`` (by the line it starts on) came from in the file IREE read, as IREE names
     it (its ``--mlir-print-debuginfo`` locations, ``mlir.debuginfo``; a text is read from a file of IREE's)."""
+    parsed: Module | None = None
+    """``text`` read already (``parse_mlir(text, start_state_file(name))``), while IREE ran on after
+    printing it; None when it was not (a cached run, a dump told complete only at IREE's exit)."""
+
+
+def start_state_file(name: str) -> str:
+    """The file name a start state's module is read under (its errors and warnings say so)."""
+    return f"{name} after IREE's SetEncoding"
+
+
+def finished_dump(stderr: str) -> str | None:
+    """The last IR dump in ``stderr`` (the text after its header line) once IREE has printed all of it,
+    else None: a dump ends with a blank line after the module's closing brace (the one line that starts
+    with ``}``), and every location alias its text names (``#locN``) is defined by then, after the
+    module. A dump told complete too early is caught by ``start_state``, which compares it with the dump
+    IREE left at its exit."""
+    last = stderr.rfind(_DUMP)
+    if last < 0 or not stderr.endswith("\n\n"):
+        return None
+    body = stderr[stderr.index("\n", last) + 1 :]
+    if "\n}" not in body:
+        return None
+    defined = set(_LOC_DEFINED.findall(body))
+    if any(ref not in defined for ref in set(_LOC_REF.findall(body))):
+        return None
+    return body
 
 
 _ASKED_EARLY: dict[tuple[str, ...], Future[StartState]] = {}
@@ -206,17 +244,50 @@ def _start_state(source: str | os.PathLike[str], target: Target, name: str) -> S
     command = " ".join(
         [*lowering_command(name, "dispatch-creation", target), *dump, "-o", "PLAN.mlir", "2> START.mlir"]
     )
+    early: list[tuple[str, str, dict[int, Loc], Module | None]] = []
     plan, err = compile_text_and_stderr(
-        source, data_tiling=data_tiling, target_cpu=cpu, extra_flags=[*others, "--compile-to=dispatch-creation", *dump]
+        source,
+        data_tiling=data_tiling,
+        target_cpu=cpu,
+        extra_flags=[*others, "--compile-to=dispatch-creation", *dump],
+        watch=functools.partial(_read_early, start_state_file(name), early),
     )
     last = err.rfind(_DUMP)
     if last < 0:
         raise IreeError(f"iree-compile printed no module at {dump_at}", stderr=err[-2000:])
     body = err[err.index("\n", last) + 1 :]
+    plan, _ = strip_locations(plan)
+    if early and early[0][0] == body:  # read while IREE ran on, and what IREE left at its exit
+        _, text, locations, parsed = early[0]
+        return StartState(text, plan, command, locations, parsed)
     end = body.find(_DUMP)
     text, locations = strip_locations(body if end < 0 else body[:end])
-    plan, _ = strip_locations(plan)
     return StartState(text, plan, command, locations)
+
+
+def _read_early(
+    file: str, early: list[tuple[str, str, dict[int, Loc], Module | None]], stderr: Path, running: Callable[[], bool]
+) -> None:
+    """While IREE runs: once its stderr stops growing and holds a finished dump (``finished_dump``), that
+    dump stripped of its locations and parsed, into ``early``: IREE prints the start state before the
+    rest of DispatchCreation (0.3-0.6 s at a model's size), which the reading overlaps."""
+    size = -1
+    while running():
+        time.sleep(_POLL_SECONDS)
+        now = stderr.stat().st_size
+        if now == 0 or now != size:
+            size = now
+            continue
+        body = finished_dump(stderr.read_text(encoding="utf-8", errors="replace"))
+        if body is None:
+            continue
+        text, locations = strip_locations(body)
+        try:
+            parsed: Module | None = parse_mlir(text, file)
+        except Exception:  # not ours to report here: the reading after IREE's exit raises it again
+            parsed = None
+        early.append((body, text, locations, parsed))
+        return
 
 
 def iree_compiler_available() -> bool:

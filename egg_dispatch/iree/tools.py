@@ -27,9 +27,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -228,16 +229,23 @@ def compile_text_and_stderr(
     target_cpu: str = "host",
     extra_flags: Sequence[str] = (),
     timeout: float = DEFAULT_COMPILE_TIMEOUT,
+    watch: Watch | None = None,
 ) -> tuple[str, str]:
     """``compile_text``, and what ``iree-compile`` printed on stderr (IR dumps asked for by flags), which
-    goes to a file rather than a pipe: a dump of a model can be large."""
+    goes to a file rather than a pipe: a dump of a model can be large. ``watch(stderr, running)`` is
+    called on this thread while ``iree-compile`` runs (not when its output comes from the cache), with
+    the path of the stderr file as it grows and a test of whether the run goes on: work on a dump that
+    is complete before IREE exits goes there."""
     flags = compile_flags(data_tiling=data_tiling, target_cpu=target_cpu, extra_flags=extra_flags)
-    with _compiled(source, flags, timeout, stderr_file=True) as out:
+    with _compiled(source, flags, timeout, stderr_file=True, watch=watch) as out:
         with open(out, encoding="utf-8") as f:
             text = f.read()
         with open(out.with_suffix(".stderr"), encoding="utf-8", errors="replace") as f:
             return text, f.read()
 
+
+type Watch = Callable[[Path, Callable[[], bool]], None]
+"""What ``compile_text_and_stderr`` calls while ``iree-compile`` runs: (its stderr file, still running?)."""
 
 CACHE_ENV = "EGG_DISPATCH_IREE_CACHE"
 """When set, a directory where ``iree-compile``'s outputs are kept (see ``_compiled``)."""
@@ -245,7 +253,12 @@ CACHE_ENV = "EGG_DISPATCH_IREE_CACHE"
 
 @contextlib.contextmanager
 def _compiled(
-    source: str | os.PathLike[str], flags: list[str], timeout: float, *, stderr_file: bool = False
+    source: str | os.PathLike[str],
+    flags: list[str],
+    timeout: float,
+    *,
+    stderr_file: bool = False,
+    watch: Watch | None = None,
 ) -> Iterator[Path]:
     """Run ``iree-compile`` on ``source`` with ``flags``; yields its output file (removed afterwards)
     and, with ``stderr_file``, leaves its stderr next to it (``.stderr``).
@@ -259,7 +272,7 @@ def _compiled(
     tool = _require_tool("iree-compile")
     cache = os.environ.get(CACHE_ENV)
     if not cache:
-        with _compiled_in_temp(tool, source, flags, timeout, stderr_file) as out:
+        with _compiled_in_temp(tool, source, flags, timeout, stderr_file, watch=watch) as out:
             yield out
         return
     folder = Path(cache)
@@ -271,7 +284,7 @@ def _compiled(
     kept = folder / f"{key}.out"
     with _locked(folder / f"{key}.lock"):
         if not kept.is_file() or (stderr_file and not kept.with_suffix(".stderr").is_file()):
-            with _compiled_in_temp(tool, source, flags, timeout, stderr_file, folder) as out:
+            with _compiled_in_temp(tool, source, flags, timeout, stderr_file, folder, watch) as out:
                 if stderr_file:
                     out.with_suffix(".stderr").replace(kept.with_suffix(".stderr"))
                 out.replace(kept)  # a reader never sees half a file: rename within one folder
@@ -303,6 +316,7 @@ def _compiled_in_temp(
     timeout: float,
     stderr_file: bool,
     folder: Path | None = None,
+    watch: Watch | None = None,
 ) -> Iterator[Path]:
     """``iree-compile`` into a temporary directory (in ``folder``, default the system's), which is
     removed afterwards; yields its output file (with, for ``stderr_file``, its stderr in
@@ -316,19 +330,44 @@ def _compiled_in_temp(
         cmd = [str(tool), src, *flags, "-o", str(out)]
         if stderr_file:
             with open(out.with_suffix(".stderr"), "wb") as err_f:
-                try:
-                    proc = subprocess.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=err_f, timeout=timeout)
-                except subprocess.TimeoutExpired as exc:
-                    raise IreeError(f"iree-compile timed out after {timeout:g} s", cmd=cmd) from exc
-            if proc.returncode != 0 or not out.is_file():
+                returncode = _run_watched(cmd, stdin, err_f, timeout, out.with_suffix(".stderr"), watch)
+            if returncode != 0 or not out.is_file():
                 err = out.with_suffix(".stderr").read_text(errors="replace")[-20000:]
-                raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
+                raise IreeError(f"iree-compile failed (exit {returncode})", stderr=err, cmd=cmd)
         else:
             proc = _run(cmd, stdin=stdin, timeout=timeout)
             if proc.returncode != 0 or not out.is_file():
                 err = proc.stderr.decode(errors="replace")
                 raise IreeError(f"iree-compile failed (exit {proc.returncode})", stderr=err, cmd=cmd)
         yield out
+
+
+def _run_watched(
+    cmd: list[str], stdin: bytes | None, err_f: IO[bytes], timeout: float, err_path: Path, watch: Watch | None
+) -> int:
+    """``cmd``'s exit code, its stderr into ``err_f``; ``watch`` called while it runs (``Watch``)."""
+    if watch is None:
+        try:
+            return subprocess.run(cmd, input=stdin, stdout=subprocess.DEVNULL, stderr=err_f, timeout=timeout).returncode
+        except subprocess.TimeoutExpired as exc:
+            raise IreeError(f"iree-compile timed out after {timeout:g} s", cmd=cmd) from exc
+    deadline = time.monotonic() + timeout
+    with subprocess.Popen(
+        cmd, stdin=subprocess.PIPE if stdin is not None else None, stdout=subprocess.DEVNULL, stderr=err_f
+    ) as proc:
+        try:
+            if stdin is not None and proc.stdin is not None:
+                with contextlib.suppress(BrokenPipeError):  # IREE gave up reading: its exit code says why
+                    proc.stdin.write(stdin)
+                proc.stdin.close()
+            watch(err_path, lambda: proc.poll() is None and time.monotonic() < deadline)
+            return proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired as exc:
+            raise IreeError(f"iree-compile timed out after {timeout:g} s", cmd=cmd) from exc
+        finally:
+            if proc.poll() is None:  # timed out, or interrupted: not left running
+                proc.kill()
+                proc.wait()
 
 
 def iree_opt_parses(text: str, *, timeout: float = DEFAULT_COMPILE_TIMEOUT) -> tuple[bool, str]:
