@@ -172,3 +172,31 @@ def test_iree_opt_parses_printed_special_values(tmp_path: Path) -> None:
     out.write_text(print_mlir(parse_mlir(SPECIAL)))
     proc = iree_opt(out)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_string_literals_escape_exactly_what_mlir_escapes() -> None:
+    """``mlir.literals.string_literal`` against MLIR's rule written out here per character: a quote and a
+    backslash are escaped by a backslash, newline and tab by ``\\n`` / ``\\t``, other control bytes (and
+    DEL) as ``\\XX``, a surrogate-escaped non-UTF-8 byte as its ``\\XX``; every other character as is.
+    Every character of the BMP alone, then inside plain text (the printer's quick path for plain text
+    must agree with the rule)."""
+    from egg_dispatch.mlir.literals import string_literal
+
+    def mlir_rule(ch: str) -> str:
+        code = ord(ch)
+        if ch in '"\\':
+            return "\\" + ch
+        if ch in "\n\t":
+            return {"\n": "\\n", "\t": "\\t"}[ch]
+        if code < 0x20 or code == 0x7F:
+            return f"\\{code:02X}"
+        if 0xDC80 <= code <= 0xDCFF:
+            return f"\\{code - 0xDC00:02X}"
+        return ch
+
+    for code in range(0x10000):
+        ch = chr(code)
+        assert string_literal(ch) == '"' + mlir_rule(ch) + '"', hex(code)
+        assert string_literal(f"model.layers.{ch}.w") == f'"model.layers.{mlir_rule(ch)}.w"', hex(code)
+    key = "model.model.layers.3.self_attn.q_proj.weight"
+    assert string_literal(key) == f'"{key}"'

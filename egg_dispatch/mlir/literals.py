@@ -34,6 +34,8 @@ _ESCAPE = re.compile(r"\\(?:([\\\"])|([nt])|([0-9a-fA-F]{2}))|\\")
 # ------------------------------------------------------------------------------------- strings
 def string_literal(s: str) -> str:
     """A quoted MLIR string: quotes, backslashes and unprintable bytes escaped (``\\XX``), as MLIR does."""
+    if s.isprintable() and '"' not in s and "\\" not in s:  # nothing to escape (every escape below is
+        return '"' + s + '"'  # of a quote, a backslash or a character Python calls unprintable)
     out: list[str] = []
     for ch in s:
         if ch in ('"', "\\"):
