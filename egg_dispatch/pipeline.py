@@ -392,11 +392,12 @@ def explore(
         solver_stop("extraction", [r], clock)
         return r
 
+    emission_took = functools.partial(_emission_took, stops, stage_seconds)
+
     def candidate(label: str, choice: dict[str, str], result: ExtractionResult | None = None) -> Candidate:
         started = time.perf_counter()
         built = _candidate(label, choice, result)
-        if (took := time.perf_counter() - started) > stage_seconds:
-            stops.append(StageStop("emission", stage_seconds, f"{label}, emitted in {took:.1f} s (one pass: not cut)"))
+        emission_took(label, time.perf_counter() - started)
         return built
 
     def _candidate(label: str, choice: dict[str, str], result: ExtractionResult | None = None) -> Candidate:
@@ -418,9 +419,10 @@ def explore(
         timings["extract"] = time.perf_counter() - t2
         return r
 
-    modelled = functools.partial(_modelled_baseline, data, imported, candidate, baseline)
+    modelled = functools.partial(_ModelledBaseline, data, imported, emitted, priced, emission_took, baseline)
     early_check = functools.partial(_checked_ahead, data, imported.function, tgt, emitted, priced, compile_check)
-    result, (base, membership, warnings), early = _extracted(timed_extract, modelled, early_check)
+    result, modelled_base, early = _extracted(timed_extract, modelled, early_check)
+    base, membership, warnings = modelled_base.result()
     best, ahead = _taken(early, result, candidate)
     best, checked = compile_checked(
         data, costs, imported.function, tgt, best, lambda: extract(lam), lambda r: candidate("best", r.choice, r),
@@ -588,16 +590,18 @@ def _checked_ahead(
     priced: Callable[[dict[str, str]], Plan],
     enabled: bool | None,
     start: ExtractionResult,
-    baseline: tuple[Candidate | None, Membership | None, list[str]] | None,
+    baseline: _ModelledBaseline | None,
 ) -> tuple[Candidate, Ahead | None]:
     """The candidate of the plan HiGHS starts from, and the compile check's first round on it
     (``iree.compile_check.start_ahead``, beside ``baseline``'s dispatches): the plan is emitted, its new
-    dispatches handed to IREE, and it is priced while IREE compiles them."""
+    dispatches handed to IREE, and it and the baseline are priced while IREE compiles them."""
     spelled = normalize_choice(data, start.choice, False)  # as ``explore``'s candidates are
     mlir, order = emitted(spelled)
-    base = baseline[0] if baseline else None
+    base = baseline.emitted if baseline is not None else None
     finish = start_ahead(data, function, target, _Emitted(start.choice, mlir, order), base, enabled=enabled)
     early = Candidate("best", start.choice, priced(spelled), mlir, start, order)
+    if baseline is not None:
+        baseline.result()
     return early, (finish() if finish is not None else None)
 
 
@@ -616,22 +620,56 @@ def _taken(
     return candidate("best", result.choice, result), ahead
 
 
-def _modelled_baseline(
-    data: EGraphData,
-    imported: ImportedProgram,
-    candidate: Callable[[str, dict[str, str]], Candidate],
-    wanted: bool = True,
-) -> tuple[Candidate | None, Membership | None, list[str]]:
-    """IREE's plan as modelled in the e-graph (``plan.baseline``), its membership, or a warning why none;
-    nothing when not ``wanted``."""
-    if not wanted:
-        return None, None, []
-    try:
-        base = candidate("baseline (IREE 3.13 passes, modelled)", iree_baseline_choice(data))
-    except BaselineError as e:
-        return None, None, [f"warning: no modelled IREE baseline: {e}"]
-    # a choice of this e-graph, so in it; legality may refuse a node of it
-    return base, choice_membership(data, base.choice, imported), []
+def _emission_took(stops: list[StageStop], stage_seconds: float, label: str, took: float) -> None:
+    """A stop when making ``label``'s candidate (one pass, never cut) took longer than a stage may."""
+    if took > stage_seconds:
+        stops.append(StageStop("emission", stage_seconds, f"{label}, emitted in {took:.1f} s (one pass: not cut)"))
+
+
+class _ModelledBaseline:
+    """IREE's plan as modelled in the e-graph (``plan.baseline``), made in two steps: emitted (what the
+    compile check's round ahead reads of it, ``emitted``), then priced with its membership (``result``),
+    which the round ahead does while IREE compiles."""
+
+    LABEL = "baseline (IREE 3.13 passes, modelled)"
+
+    def __init__(
+        self,
+        data: EGraphData,
+        imported: ImportedProgram,
+        emitted: Callable[[dict[str, str]], tuple[Module, tuple[tuple[str, str], ...]]],
+        priced: Callable[[dict[str, str]], Plan],
+        took: Callable[[str, float], None],
+        wanted: bool,
+    ):
+        self._data, self._imported, self._priced, self._took = data, imported, priced, took
+        self._done: tuple[Candidate | None, Membership | None, list[str]] | None = None
+        self.emitted: _Emitted | None = None
+        if not wanted:
+            self._done = (None, None, [])
+            return
+        started = time.perf_counter()
+        try:
+            choice = iree_baseline_choice(data)
+        except BaselineError as e:
+            self._done = (None, None, [f"warning: no modelled IREE baseline: {e}"])
+            return
+        self._spelled = normalize_choice(data, choice, False)  # as ``explore``'s candidates are
+        mlir, order = emitted(self._spelled)
+        self.emitted = _Emitted(choice, mlir, order)
+        self._seconds = time.perf_counter() - started
+
+    def result(self) -> tuple[Candidate | None, Membership | None, list[str]]:
+        """The baseline's candidate and its membership, or a warning why there is none (nothing when not
+        wanted); priced on the first call."""
+        if self._done is None:
+            e = cast(_Emitted, self.emitted)
+            started = time.perf_counter()
+            base = Candidate(self.LABEL, e.choice, self._priced(self._spelled), e.mlir, None, e.dispatch_order)
+            self._took(self.LABEL, self._seconds + time.perf_counter() - started)
+            # a choice of this e-graph, so in it; legality may refuse a node of it
+            self._done = (base, choice_membership(self._data, base.choice, self._imported), [])
+        return self._done
 
 
 def _kept_warnings(
