@@ -30,6 +30,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import egg_dispatch.iree.compile_check as cc
+import egg_dispatch.iree.tools as tools
 from egg_dispatch.cost import violated_conflicts
 from egg_dispatch.emit.iree.abi import abi_shell
 from egg_dispatch.emit.iree.module import emit_iree
@@ -37,6 +38,7 @@ from egg_dispatch.iree.dispatch_creation import first_error_line, iree_compile_f
 from egg_dispatch.iree.tools import CACHE_ENV, IreeError, compile_module, iree_available
 from egg_dispatch.pipeline import explore
 from egg_dispatch.result.exploration import Exploration
+from egg_dispatch.target.profile import load_target
 from tests.cli_process import cli_process
 from tests.hypothesis_profiles import examples
 
@@ -371,3 +373,40 @@ def test_a_round_ahead_that_fails_leaves_explore_as_without_it(monkeypatch: pyte
     assert one is not None and two is not None
     assert (two.status, two.checked, two.shared) == (one.status, one.checked, one.shared)
     assert ex.best.choice == alone.best.choice
+
+
+@needs_iree
+def test_a_round_split_over_several_runs_answers_as_one_run_per_dispatch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``compile_units`` splits ``MIN_PER_PROCESS`` or more dispatches per CPU over side-by-side runs:
+    each dispatch gets the answer it gets compiled alone, rejections included (two dispatches spoiled
+    here, one in each run), in the order given."""
+    texts: list[str] = []
+    for seed in range(12):
+        ex = explore(program(seed), "x86_64-avx2", baseline=False, compile_check=False)
+        units = cc.plan_units(ex.data, ex.best, "main", ex.target)
+        assert isinstance(units, list)
+        texts += [u.text for u in units if u.text and not u.skipped and u.text not in texts]
+        if len(texts) >= 2 * cc.MIN_PER_PROCESS + 2:
+            break
+    spoiled = [t.replace("linalg.", "linalg.no_such_", 1) for t in (texts[1], texts[-2])]
+    texts[1], texts[-2] = spoiled
+    target = load_target("x86_64-avx2")
+    runs: list[int] = []  # chunks per iree-compile run
+    real_compile = tools.compile_module
+
+    def counted(text, **kwargs):  # type: ignore[no-untyped-def]
+        runs.append(text.count("// -----\n") + 1)
+        return real_compile(text, **kwargs)
+
+    monkeypatch.setattr(tools, "compile_module", counted)
+    monkeypatch.setattr(cc, "usable_cpus", lambda: 2)
+    monkeypatch.setenv("EGG_DISPATCH_CACHE_DIR", str(tmp_path / "split"))
+    together, compiled = cc.compile_units(texts, target)
+    assert compiled == len(texts) and sorted(runs) == sorted([len(texts) // 2, len(texts) - len(texts) // 2])
+    monkeypatch.setenv("EGG_DISPATCH_CACHE_DIR", str(tmp_path / "alone"))
+    alone = [cc.compile_units([t], target)[0][0] for t in texts]
+    assert together == alone
+    assert [e is not None for e in together] == [t in spoiled for t in texts]
+    assert all("no_such_" in (e or "") for e in together if e is not None)

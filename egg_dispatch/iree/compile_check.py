@@ -59,7 +59,7 @@ from egg_dispatch.mlir.ir import (
     TypeAttr,
     Value,
 )
-from egg_dispatch.target.host import cache_dir
+from egg_dispatch.target.host import cache_dir, usable_cpus
 from egg_dispatch.target.profile import Target
 from egg_dispatch.util.background import in_background
 from egg_dispatch.util.deadline import Deadline
@@ -97,6 +97,9 @@ __all__ = [
     "start_ahead",
 ]
 
+MIN_PER_PROCESS = 4
+"""New dispatches per ``iree-compile`` run before ``compile_units`` splits a round over more runs, one
+per CPU: each chunk compiles apart anyway, and a run starts in about a quarter second."""
 MAX_ROUNDS = 8
 """Extractions after the first that the check may ask for before it stops (each round excludes what IREE
 rejected in the plan before)."""
@@ -432,9 +435,8 @@ _LOCATION = re.compile(r"^\S*:\d+:\d+: (?=error: )")
 def compile_units(texts: Sequence[str], target: Target) -> tuple[list[str | None], int]:
     """(per text: None when IREE compiles it alone for ``target``, else IREE's first error line; how many
     were compiled, not found in the cache). Uncached texts go to one ``iree-compile --split-input-file``;
-    a run that fails without naming its chunks (a crash) is repeated text by text."""
-    from egg_dispatch.iree.dispatch_creation import first_error_line
-
+    a run that fails without naming its chunks (a crash) is repeated text by text. With
+    ``MIN_PER_PROCESS`` texts or more per CPU, the texts are split over one run per CPU, side by side."""
     keys = [_key(t, target) for t in texts]
     answers: dict[str, str | None] = {}
     for k in keys:
@@ -443,9 +445,12 @@ def compile_units(texts: Sequence[str], target: Target) -> tuple[list[str | None
             answers[k] = hit if isinstance(hit, str) else None
     todo = list(dict.fromkeys((k, t) for k, t in zip(keys, texts, strict=True) if k not in answers))
     if todo:
-        errors = _compile_split([t for _, t in todo], target)
-        if errors is None:
-            errors = [_compile_one(t, target, first_error_line) for _, t in todo]
+        texts = [t for _, t in todo]
+        parts = min(usable_cpus(), len(texts) // MIN_PER_PROCESS) or 1
+        size = -(-len(texts) // parts)  # ceil: the first parts take one more
+        chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
+        others = [in_background(functools.partial(_compile_part, c, target), "compile check") for c in chunks[1:]]
+        errors = [*_compile_part(chunks[0], target), *(e for o in others for e in o.result())]
         for (k, _), err in zip(todo, errors, strict=True):
             answers[k] = err
             if err is None or not err.startswith(TIMED_OUT):  # a slow machine's answer is not kept
@@ -477,6 +482,17 @@ def _compile_one(text: str, target: Target, first_error_line: Callable[[str], st
             raise NoAnswer(str(e).splitlines()[0]) from None
         return _LOCATION.sub("", first_error_line(e.stderr))
     return None
+
+
+def _compile_part(texts: Sequence[str], target: Target) -> list[str | None]:
+    """``compile_units``' answers for ``texts``: one ``iree-compile --split-input-file``, or text by text
+    when that run fails without naming its chunks."""
+    from egg_dispatch.iree.dispatch_creation import first_error_line
+
+    errors = _compile_split(texts, target)
+    if errors is None:
+        errors = [_compile_one(t, target, first_error_line) for t in texts]
+    return errors
 
 
 def _compile_split(texts: Sequence[str], target: Target) -> list[str | None] | None:

@@ -25,6 +25,8 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from egg_dispatch.target.host import usable_cpus
+
 __all__ = [
     "LOAD_LIMIT",
     "RETRIES",
@@ -57,14 +59,6 @@ def read_load() -> float | None:
         return os.getloadavg()[0]
     except (AttributeError, OSError):  # pragma: no cover - platform dependent
         return None
-
-
-def _cpus() -> int:
-    """The CPUs this process may run on (its affinity where the system says, else the CPU count)."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):  # pragma: no cover - platform dependent
-        return os.cpu_count() or 1
 
 
 def point_spread(values: Sequence[float], keep: int) -> float:
@@ -102,7 +96,7 @@ def spread_summary(by_key: Mapping[str, Sequence[float]]) -> dict:
 class Noise:
     """What a calibration run saw of other work on the machine."""
 
-    cpus: int = field(default_factory=_cpus)
+    cpus: int = field(default_factory=usable_cpus)
     load_start: float | None = None
     """1-minute load average before anything was compiled."""
     load_during: list[float] = field(default_factory=list)

@@ -14,9 +14,17 @@ import os
 import platform
 from pathlib import Path
 
-__all__ = ["HOST", "cache_dir", "calibrated_profile_path", "host_cpu", "host_isa_target"]
+__all__ = ["HOST", "cache_dir", "calibrated_profile_path", "host_cpu", "host_isa_target", "usable_cpus"]
 
 HOST = "host"
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system says, else the CPU count)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # pragma: no cover - platform dependent
+        return os.cpu_count() or 1
 
 
 def _cpuinfo() -> tuple[str, frozenset[str]]:
