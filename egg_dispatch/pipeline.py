@@ -420,7 +420,9 @@ def explore(
         return r
 
     modelled = functools.partial(_ModelledBaseline, data, imported, emitted, priced, emission_took, baseline)
-    early_check = functools.partial(_checked_ahead, data, imported.function, tgt, emitted, priced, compile_check)
+    held: list[tuple[IreePlan, Membership, StageStop | None]] = []  # IREE's plan's membership, found out early
+    idle = functools.partial(_own_membership_meanwhile, data, imported, stage_seconds, owning, held)
+    early_check = functools.partial(_checked_ahead, data, imported.function, tgt, emitted, priced, compile_check, idle)
     result, modelled_base, early = _extracted(timed_extract, modelled, early_check)
     base, membership, warnings = modelled_base.result()
     best, ahead = _taken(early, result, candidate)
@@ -479,6 +481,7 @@ def explore(
         compile_check=checked,
         iree_own=own_plan,
         iree_own_error=own_error,
+        iree_own_membership=(held[0][1], held[0][2]) if held and held[0][0] is own_plan else None,
     )
 
 
@@ -589,12 +592,14 @@ def _checked_ahead(
     emitted: Callable[[dict[str, str]], tuple[Module, tuple[tuple[str, str], ...]]],
     priced: Callable[[dict[str, str]], Plan],
     enabled: bool | None,
+    idle: Callable[[], None],
     start: ExtractionResult,
     baseline: _ModelledBaseline | None,
 ) -> tuple[Candidate, Ahead | None]:
     """The candidate of the plan HiGHS starts from, and the compile check's first round on it
     (``iree.compile_check.start_ahead``, beside ``baseline``'s dispatches): the plan is emitted, its new
-    dispatches handed to IREE, and it and the baseline are priced while IREE compiles them."""
+    dispatches handed to IREE, and it and the baseline are priced, then ``idle()`` runs, while IREE
+    compiles them."""
     spelled = normalize_choice(data, start.choice, False)  # as ``explore``'s candidates are
     mlir, order = emitted(spelled)
     base = baseline.emitted if baseline is not None else None
@@ -602,7 +607,10 @@ def _checked_ahead(
     early = Candidate("best", start.choice, priced(spelled), mlir, start, order)
     if baseline is not None:
         baseline.result()
-    return early, (finish() if finish is not None else None)
+    if finish is None:
+        return early, None
+    idle()
+    return early, finish()
 
 
 def _taken(
@@ -731,15 +739,50 @@ def iree_plan_membership(
     result: Exploration, plan: IreePlan, normalize: frozenset[str] = NORMALIZATIONS
 ) -> Membership | None:
     """Whether IREE's own plan is one of the plans of ``result``'s e-graph (``egraph.membership``);
-    None when the plan was not read."""
+    None when the plan was not read. Taken from ``result.iree_own_membership`` when explore found it out
+    already for this plan."""
     if plan.explored is None:
         return None
-    own = plan.explored
-    clock = Deadline(result.stage_seconds)
-    answer = plan_membership(result.data, result.imported, own.data, own.best.choice, own.imported, normalize, clock)
-    if answer.undecided:
-        result.stops.append(clock.stop("membership", "no answer (the report says not decided)"))
+    if result.iree_own_membership is not None and plan is result.iree_own and normalize == NORMALIZATIONS:
+        answer, stop = result.iree_own_membership
+    else:
+        answer, stop = _membership(result.data, result.imported, plan.explored, result.stage_seconds, normalize)
+    if stop is not None:
+        result.stops.append(stop)
     return answer
+
+
+def _membership(
+    data: EGraphData,
+    imported: ImportedProgram,
+    own: Exploration,
+    stage_seconds: float,
+    normalize: frozenset[str] = NORMALIZATIONS,
+) -> tuple[Membership, StageStop | None]:
+    """``iree_plan_membership``'s test of IREE's plan explored as ``own``, and the stop it reached."""
+    clock = Deadline(stage_seconds)
+    answer = plan_membership(data, imported, own.data, own.best.choice, own.imported, normalize, clock)
+    stop = clock.stop("membership", "no answer (the report says not decided)") if answer.undecided else None
+    return answer, stop
+
+
+def _own_membership_meanwhile(
+    data: EGraphData,
+    imported: ImportedProgram,
+    stage_seconds: float,
+    owning: Future[tuple[IreePlan | None, str | None]] | None,
+    held: list[tuple[IreePlan, Membership, StageStop | None]],
+) -> None:
+    """IREE's own plan's membership into ``held``, if the plan is priced already: the round ahead calls
+    this while it waits for IREE's compiles, which would otherwise leave this thread idle."""
+    if owning is None or held or not owning.done():
+        return
+    try:
+        plan, _ = owning.result()
+    except Exception:  # priced again in this process later (``_own_priced``), and tested then
+        return
+    if plan is not None and plan.explored is not None:
+        held.append((plan, *_membership(data, imported, plan.explored, stage_seconds)))
 
 
 def _naming_iree_plan(warning: str) -> str:

@@ -410,3 +410,56 @@ def test_a_round_split_over_several_runs_answers_as_one_run_per_dispatch(
     assert together == alone
     assert [e is not None for e in together] == [t in spoiled for t in texts]
     assert all("no_such_" in (e or "") for e in together if e is not None)
+
+
+@needs_iree
+def test_irees_plan_tested_for_membership_while_iree_compiles_is_the_answer_after(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """While the round ahead waits for IREE's compiles, explore tests whether IREE's own plan (priced by
+    then) is one of the e-graph's plans; the CLI takes that answer (``iree_plan_membership``), which
+    must be the test's answer made afterwards, from scratch. HiGHS is held for the round, and the round
+    for IREE's plan."""
+    import threading
+    import time
+
+    import egg_dispatch.pipeline as pipeline
+    from egg_dispatch.egraph.membership import NORMALIZATIONS, plan_membership
+    from egg_dispatch.util.deadline import Deadline
+
+    monkeypatch.setenv("EGG_DISPATCH_CACHE_DIR", str(tmp_path))
+    priced, done = threading.Event(), threading.Event()
+    real_price, real_start = pipeline.price_iree_own, pipeline.start_ahead
+
+    def price(*args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return real_price(*args, **kwargs)
+        finally:
+            priced.set()
+
+    def start_ahead(*args, **kwargs):  # type: ignore[no-untyped-def]
+        finish = real_start(*args, **kwargs)
+        priced.wait(120)
+        time.sleep(0.3)  # the future holding IREE's plan is answered right after the pricing returns
+
+        def finished():  # type: ignore[no-untyped-def]
+            try:
+                return finish()
+            finally:
+                done.set()
+
+        return finished
+
+    monkeypatch.setattr(pipeline, "price_iree_own", price)
+    monkeypatch.setattr(pipeline, "start_ahead", start_ahead)
+    _hold_highs(monkeypatch, pipeline.exact_ilp, done)
+    ex = explore(program(7), "x86_64-avx2", iree_own_plan=True)
+    assert done.is_set() and ex.iree_own is not None and ex.iree_own.explored is not None
+    assert ex.iree_own_membership is not None  # found out while IREE compiled
+    own = ex.iree_own.explored
+    fresh = plan_membership(
+        ex.data, ex.imported, own.data, own.best.choice, own.imported, NORMALIZATIONS, Deadline(ex.stage_seconds)
+    )
+    taken = pipeline.iree_plan_membership(ex, ex.iree_own)
+    assert taken is ex.iree_own_membership[0]
+    assert taken == fresh

@@ -198,6 +198,10 @@ class Exploration:
     asked, or ``iree_own_error`` says why not."""
     iree_own_error: str | None = None
     """Why IREE's own plan was asked for and could not be had (IREE rejects the input, ...)."""
+    iree_own_membership: tuple[Membership, StageStop | None] | None = None
+    """Whether ``iree_own`` is one of the e-graph's plans and the stop its test reached, when explore found
+    that out while it waited for IREE's compiles (``pipeline.iree_plan_membership`` takes it; None: not
+    found out then)."""
 
     @property
     def recommended(self) -> Candidate:
