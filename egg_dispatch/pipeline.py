@@ -392,22 +392,8 @@ def explore(
         solver_stop("extraction", [r], clock)
         return r
 
-    emission_took = functools.partial(_emission_took, stops, stage_seconds)
-
-    def candidate(label: str, choice: dict[str, str], result: ExtractionResult | None = None) -> Candidate:
-        started = time.perf_counter()
-        built = _candidate(label, choice, result)
-        emission_took(label, time.perf_counter() - started)
-        return built
-
-    def _candidate(label: str, choice: dict[str, str], result: ExtractionResult | None = None) -> Candidate:
-        spelled = normalize_choice(data, choice, False)  # report and emit at the encoding level
-        plan = priced(spelled)
-        mlir, order = emitted(spelled)
-        return Candidate(label, choice, plan, mlir, result, order)
-
-    priced = functools.partial(_priced, data, imported, sizes, tgt, lam, measured)
-    emitted = functools.partial(_emitted, data, imported, module.file)
+    candidates = _Candidates(data, imported, sizes, tgt, lam, measured, module.file, stops, stage_seconds)
+    candidate = candidates.make
 
     table_conflicts = costs.conflicts
     known = known_rejections(data, tgt, compile_check)  # what IREE rejected in an earlier check of this e-graph
@@ -419,10 +405,10 @@ def explore(
         timings["extract"] = time.perf_counter() - t2
         return r
 
-    modelled = functools.partial(_ModelledBaseline, data, imported, emitted, priced, emission_took, baseline)
+    modelled = functools.partial(_ModelledBaseline, data, imported, candidates, baseline)
     held: list[tuple[IreePlan, Membership, StageStop | None]] = []  # IREE's plan's membership, found out early
     idle = functools.partial(_own_membership_meanwhile, data, imported, stage_seconds, owning, held)
-    early_check = functools.partial(_checked_ahead, data, imported.function, tgt, emitted, priced, compile_check, idle)
+    early_check = functools.partial(_checked_ahead, data, imported.function, tgt, candidates, compile_check, idle)
     result, modelled_base, early = _extracted(timed_extract, modelled, early_check)
     base, membership, warnings = modelled_base.result()
     best, ahead = _taken(early, result, candidate)
@@ -552,45 +538,87 @@ def _extracted[B, E](
     return extracting.result(), got, early
 
 
-def _priced(
-    data: EGraphData,
-    imported: ImportedProgram,
-    sizes: SizePlan,
-    target: Target,
-    lam: float,
-    measured: MeasuredTimes | None,
-    spelled: dict[str, str],
-) -> Plan:
-    """The plan graph of a choice spelled at the encoding level (``normalize_choice``), at every size."""
-    return plan_at_sizes(data, imported, sizes, lambda g: build_plan(g, spelled, imported, target, lam, measured))
-
-
-def _emitted(
-    data: EGraphData, imported: ImportedProgram, file: str, spelled: dict[str, str]
-) -> tuple[Module, tuple[tuple[str, str], ...]]:
-    """The MLIR of a spelled choice and its dispatches in order (``Emitter.dispatch_order``)."""
-    emitter = Emitter(imported, shapes=class_shapes(data))
-    try:
-        mlir = emitter.emit(build_term(data, spelled))
-    except UnknownSize as e:
-        raise UnsupportedInput(f"{e.loc or file}: error: {e}") from None
-    return mlir, tuple(emitter.dispatch_order)
-
-
 class _Emitted(NamedTuple):
-    """A plan emitted and not yet priced: what the compile check reads of it (``compile_check._Plan``)."""
+    """A candidate emitted and not yet priced (``_Candidates.emit``): what the compile check reads of a
+    plan (``compile_check._Plan``), and what pricing it needs."""
 
+    label: str
     choice: dict[str, str]
     mlir: Module
     dispatch_order: tuple[tuple[str, str], ...]
+    spelled: dict[str, str]
+    result: ExtractionResult | None
+    seconds: float
+
+
+class _Candidates:
+    """The candidates of one exploration's e-graph: a choice spelled at the encoding level (report and emit
+    there, ``normalize_choice``), priced (its plan graph at every size) and emitted; in one go (``make``),
+    or emitted first and priced later (``emit``, then ``price``: the round ahead hands the emitted plan to
+    IREE in between). A candidate that takes longer than a stage may is a stop (one pass: not cut)."""
+
+    def __init__(
+        self,
+        data: EGraphData,
+        imported: ImportedProgram,
+        sizes: SizePlan,
+        target: Target,
+        lam: float,
+        measured: MeasuredTimes | None,
+        file: str,
+        stops: list[StageStop],
+        stage_seconds: float,
+    ):
+        self._data, self._imported, self._sizes, self._target = data, imported, sizes, target
+        self._lam, self._measured, self._file = lam, measured, file
+        self._stops, self._stage_seconds = stops, stage_seconds
+
+    def make(self, label: str, choice: dict[str, str], result: ExtractionResult | None = None) -> Candidate:
+        started = time.perf_counter()
+        spelled = normalize_choice(self._data, choice, False)
+        plan = self._plan(spelled)
+        mlir, order = self._mlir(spelled)
+        self._took(label, time.perf_counter() - started)
+        return Candidate(label, choice, plan, mlir, result, order)
+
+    def emit(self, label: str, choice: dict[str, str], result: ExtractionResult | None = None) -> _Emitted:
+        started = time.perf_counter()
+        spelled = normalize_choice(self._data, choice, False)
+        mlir, order = self._mlir(spelled)
+        return _Emitted(label, choice, mlir, order, spelled, result, time.perf_counter() - started)
+
+    def price(self, e: _Emitted) -> Candidate:
+        started = time.perf_counter()
+        plan = self._plan(e.spelled)
+        self._took(e.label, e.seconds + time.perf_counter() - started)
+        return Candidate(e.label, e.choice, plan, e.mlir, e.result, e.dispatch_order)
+
+    def _plan(self, spelled: dict[str, str]) -> Plan:
+        def built(g: EGraphData) -> Plan:
+            return build_plan(g, spelled, self._imported, self._target, self._lam, self._measured)
+
+        return plan_at_sizes(self._data, self._imported, self._sizes, built)
+
+    def _mlir(self, spelled: dict[str, str]) -> tuple[Module, tuple[tuple[str, str], ...]]:
+        emitter = Emitter(self._imported, shapes=class_shapes(self._data))
+        try:
+            mlir = emitter.emit(build_term(self._data, spelled))
+        except UnknownSize as e:
+            raise UnsupportedInput(f"{e.loc or self._file}: error: {e}") from None
+        return mlir, tuple(emitter.dispatch_order)
+
+    def _took(self, label: str, took: float) -> None:
+        if took > self._stage_seconds:
+            self._stops.append(
+                StageStop("emission", self._stage_seconds, f"{label}, emitted in {took:.1f} s (one pass: not cut)")
+            )
 
 
 def _checked_ahead(
     data: EGraphData,
     function: str,
     target: Target,
-    emitted: Callable[[dict[str, str]], tuple[Module, tuple[tuple[str, str], ...]]],
-    priced: Callable[[dict[str, str]], Plan],
+    candidates: _Candidates,
     enabled: bool | None,
     idle: Callable[[], None],
     start: ExtractionResult,
@@ -600,11 +628,10 @@ def _checked_ahead(
     (``iree.compile_check.start_ahead``, beside ``baseline``'s dispatches): the plan is emitted, its new
     dispatches handed to IREE, and it and the baseline are priced, then ``idle()`` runs, while IREE
     compiles them."""
-    spelled = normalize_choice(data, start.choice, False)  # as ``explore``'s candidates are
-    mlir, order = emitted(spelled)
+    emitted = candidates.emit("best", start.choice, start)
     base = baseline.emitted if baseline is not None else None
-    finish = start_ahead(data, function, target, _Emitted(start.choice, mlir, order), base, enabled=enabled)
-    early = Candidate("best", start.choice, priced(spelled), mlir, start, order)
+    finish = start_ahead(data, function, target, emitted, base, enabled=enabled)
+    early = candidates.price(emitted)
     if baseline is not None:
         baseline.result()
     if finish is None:
@@ -628,12 +655,6 @@ def _taken(
     return candidate("best", result.choice, result), ahead
 
 
-def _emission_took(stops: list[StageStop], stage_seconds: float, label: str, took: float) -> None:
-    """A stop when making ``label``'s candidate (one pass, never cut) took longer than a stage may."""
-    if took > stage_seconds:
-        stops.append(StageStop("emission", stage_seconds, f"{label}, emitted in {took:.1f} s (one pass: not cut)"))
-
-
 class _ModelledBaseline:
     """IREE's plan as modelled in the e-graph (``plan.baseline``), made in two steps: emitted (what the
     compile check's round ahead reads of it, ``emitted``), then priced with its membership (``result``),
@@ -641,40 +662,25 @@ class _ModelledBaseline:
 
     LABEL = "baseline (IREE 3.13 passes, modelled)"
 
-    def __init__(
-        self,
-        data: EGraphData,
-        imported: ImportedProgram,
-        emitted: Callable[[dict[str, str]], tuple[Module, tuple[tuple[str, str], ...]]],
-        priced: Callable[[dict[str, str]], Plan],
-        took: Callable[[str, float], None],
-        wanted: bool,
-    ):
-        self._data, self._imported, self._priced, self._took = data, imported, priced, took
+    def __init__(self, data: EGraphData, imported: ImportedProgram, candidates: _Candidates, wanted: bool):
+        self._data, self._imported, self._candidates = data, imported, candidates
         self._done: tuple[Candidate | None, Membership | None, list[str]] | None = None
         self.emitted: _Emitted | None = None
         if not wanted:
             self._done = (None, None, [])
             return
-        started = time.perf_counter()
         try:
             choice = iree_baseline_choice(data)
         except BaselineError as e:
             self._done = (None, None, [f"warning: no modelled IREE baseline: {e}"])
             return
-        self._spelled = normalize_choice(data, choice, False)  # as ``explore``'s candidates are
-        mlir, order = emitted(self._spelled)
-        self.emitted = _Emitted(choice, mlir, order)
-        self._seconds = time.perf_counter() - started
+        self.emitted = candidates.emit(self.LABEL, choice)
 
     def result(self) -> tuple[Candidate | None, Membership | None, list[str]]:
         """The baseline's candidate and its membership, or a warning why there is none (nothing when not
         wanted); priced on the first call."""
         if self._done is None:
-            e = cast(_Emitted, self.emitted)
-            started = time.perf_counter()
-            base = Candidate(self.LABEL, e.choice, self._priced(self._spelled), e.mlir, None, e.dispatch_order)
-            self._took(self.LABEL, self._seconds + time.perf_counter() - started)
+            base = self._candidates.price(cast(_Emitted, self.emitted))
             # a choice of this e-graph, so in it; legality may refuse a node of it
             self._done = (base, choice_membership(self._data, base.choice, self._imported), [])
         return self._done
