@@ -445,10 +445,10 @@ def compile_units(texts: Sequence[str], target: Target) -> tuple[list[str | None
             answers[k] = hit if isinstance(hit, str) else None
     todo = list(dict.fromkeys((k, t) for k, t in zip(keys, texts, strict=True) if k not in answers))
     if todo:
-        texts = [t for _, t in todo]
-        parts = min(usable_cpus(), len(texts) // MIN_PER_PROCESS) or 1
-        size = -(-len(texts) // parts)  # ceil: the first parts take one more
-        chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
+        pending = [t for _, t in todo]
+        parts = min(usable_cpus(), len(pending) // MIN_PER_PROCESS) or 1
+        size = -(-len(pending) // parts)  # ceil: the first parts take one more
+        chunks = [pending[i : i + size] for i in range(0, len(pending), size)]
         others = [in_background(functools.partial(_compile_part, c, target), "compile check") for c in chunks[1:]]
         errors = [*_compile_part(chunks[0], target), *(e for o in others for e in o.result())]
         for (k, _), err in zip(todo, errors, strict=True):

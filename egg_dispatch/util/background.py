@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Callable
 from concurrent.futures import Future
 
-__all__ = ["allow_child_processes", "child_processes_allowed", "in_background", "in_child"]
+__all__ = ["allow_child_processes", "in_background", "in_child"]
 
 _children_allowed = False
 
@@ -34,7 +34,7 @@ def allow_child_processes(allowed: bool = True) -> None:
     _children_allowed = allowed
 
 
-def child_processes_allowed() -> bool:
+def _may_fork() -> bool:
     return _children_allowed and hasattr(os, "fork")
 
 
@@ -61,7 +61,7 @@ def in_child[T](call: Callable[[], T], name: str = "egg-dispatch-child", *, nice
 
     ``niceness`` is added to the child's (``os.nice``): work the parent waits for only at its end runs
     on what the parent leaves idle, instead of taking turns with the parent's own critical path."""
-    if not child_processes_allowed():
+    if not _may_fork():
         return in_background(call, name)
     read_end, write_end = os.pipe()
     with warnings.catch_warnings():  # 3.12 warns of forking with threads: ours hold no lock here
