@@ -5,7 +5,7 @@
 - ``ci``: what CI and the README's test command run; derandomized, so a run is reproducible and a
   failure found in CI is found again on the developer's machine.
 - ``dev``: a tenth of the examples, for the inner loop (with ``-m "not slow"``).
-- ``thorough``: five times the examples, random seeds (a new part of the input space every run), for a
+- ``thorough``: twelve times the examples, random seeds (a new part of the input space every run), for a
   night's run before a release or after a rule change: ``HYPOTHESIS_PROFILE=thorough pytest -n 2``.
 
 A property states its ``ci`` count through :func:`examples`, which scales it by the profile, so one
@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, settings
 
 __all__ = ["PROFILE", "SCALE", "examples"]
 
-SCALE = {"ci": 1.0, "dev": 0.1, "thorough": 5.0}
+SCALE = {"ci": 1.0, "dev": 0.1, "thorough": 12.0}
 """Examples per property, relative to its ``ci`` count."""
 
 _COMMON = {

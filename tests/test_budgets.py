@@ -95,7 +95,7 @@ def test_the_issue_invocation(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.slow
 @settings(
-    max_examples=examples(150),
+    max_examples=examples(60),
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(

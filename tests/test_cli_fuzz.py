@@ -255,7 +255,7 @@ def _check(argv: list[str], stdin: str | None, capsys: pytest.CaptureFixture[str
 
 @pytest.mark.slow
 @settings(
-    max_examples=EXAMPLES or examples(500),
+    max_examples=EXAMPLES or examples(250),
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -14,7 +14,7 @@ not have, alone, and extracts again without those IREE rejects (a conflict each)
   that it holds whatever IREE's limits are);
 * answers are cached: a second run compiles nothing;
 * random programs' chosen plans compile whole (a hypothesis property: the ``--check`` properties of
-  ``test_explore_property.py`` run with ``--no-compile-check``, at 1,600 examples the check would add half);
+  ``test_explore_property.py`` run with ``--no-compile-check``, at 600 examples the check would add half);
 * the report's lines (text and JSON), ``--no-compile-check`` and the report without IREE.
 """
 
@@ -94,10 +94,10 @@ def test_bert_plan_compiles_on_the_default_target() -> None:
 
 @needs_iree
 @pytest.mark.slow
-@settings(max_examples=examples(20))
+@settings(max_examples=examples(10))
 @given(programs(), st.sampled_from(["x86_64-avx2", "x86_64-avx512", "aarch64-neon"]))
 def test_random_programs_plans_compile(text: str, target: str) -> None:
-    """The property the check gives (the ``--check`` properties run without it, at 1,600 examples): the
+    """The property the check gives (the ``--check`` properties run without it, at 600 examples): the
     chosen plan of a random program, its new dispatches compiled alone, compiles whole."""
     ex = explore(text, target, start="input", baseline=True)
     check = ex.compile_check

@@ -162,21 +162,21 @@ def splices(draw: st.DrawFn) -> str:
 
 
 @pytest.mark.slow
-@settings(max_examples=examples(1500), **SETTINGS)
+@settings(max_examples=examples(600), **SETTINGS)
 @given(token_mutants())
 def test_token_mutants(mutant: str) -> None:
     check(mutant)
 
 
 @pytest.mark.slow
-@settings(max_examples=examples(1000), **SETTINGS)
+@settings(max_examples=examples(400), **SETTINGS)
 @given(char_mutants())
 def test_char_mutants(mutant: str) -> None:
     check(mutant)
 
 
 @pytest.mark.slow
-@settings(max_examples=examples(600), **SETTINGS)
+@settings(max_examples=examples(250), **SETTINGS)
 @given(byte_mutants())
 @example(b"\x00" * 16)
 @example(b"func.func @f() {\n  return\n}\n\xc3\x28")
@@ -184,14 +184,14 @@ def test_byte_mutants(mutant: bytes) -> None:
     check(mutant)
 
 
-@settings(max_examples=examples(400), **SETTINGS)
+@settings(max_examples=examples(200), **SETTINGS)
 @given(truncations())
 def test_truncations(mutant: str) -> None:
     check(mutant)
 
 
 @pytest.mark.slow
-@settings(max_examples=examples(300), **SETTINGS)
+@settings(max_examples=examples(150), **SETTINGS)
 @given(splices())
 def test_splices(mutant: str) -> None:
     check(mutant)

@@ -201,7 +201,7 @@ def _saturated(imported: ImportedProgram, target: Target) -> EGraphData:
     return data
 
 
-@settings(max_examples=examples(200))
+@settings(max_examples=examples(80))
 @given(programs())
 def test_every_enumerated_plan_computes_the_input(program: tuple[str, list[tuple[tuple[int, ...], str]]]) -> None:
     text, arg_shapes = program
@@ -395,7 +395,7 @@ def _enumerated(data: EGraphData) -> Iterator[tuple[EGraphData, dict[str, str]]]
             yield variant, choice
 
 
-@settings(max_examples=examples(80))
+@settings(max_examples=examples(30))
 @given(dynamic_programs())
 def test_every_enumerated_plan_computes_the_input_at_every_size(
     program: tuple[str, list[tuple[tuple[int | None, ...], str]], tuple[int, ...]],
