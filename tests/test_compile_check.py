@@ -463,3 +463,37 @@ def test_irees_plan_tested_for_membership_while_iree_compiles_is_the_answer_afte
     taken = pipeline.iree_plan_membership(ex, ex.iree_own)
     assert taken is ex.iree_own_membership[0]
     assert taken == fresh
+
+
+def test_a_dispatch_repeated_layer_after_layer_is_emitted_once_for_all() -> None:
+    """``plan_units`` emits one text per distinct dispatch (``alone_structure``: the module alone without
+    SSA names): on a two-layer encoder every dispatch and encode of the second layer has the first one's
+    structure, and structures are equal exactly where the emitted texts are (each op emitted on its own,
+    the reference), so sharing an emission changes no unit's text."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from generate import transformer  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    text, _ = transformer(2)
+    ex = explore(text, "x86_64-avx2", start="input", compile_check=False, baseline=False)
+    from egg_dispatch.emit.iree.module import needs_materialization
+
+    physical = needs_materialization(ex.best.mlir, ex.target)
+    ops = [
+        op
+        for op in ex.best.mlir.function(ex.imported.function).regions[0].entry.ops
+        if op.name in ("flow.dispatch.region", "iree_encoding.set_encoding")
+    ]
+    keys = [cc.alone_structure(op) for op in ops]
+    texts = [cc.emitted_alone(op, ex.imported.function, ex.target, physical) for op in ops]
+    assert all(t for t, _ in texts), "every unit of this plan can be emitted alone"
+    for i in range(len(ops)):
+        for j in range(i):
+            assert (keys[i] == keys[j]) == (texts[i] == texts[j]), (i, j)
+    assert len(set(keys)) <= len(keys) // 2 + 1, "the second layer repeats the first"
+    units = cc.plan_units(ex.data, ex.best, ex.imported.function, ex.target)
+    assert isinstance(units, list)
+    assert sorted(u.text for u in units if u.label.startswith("dispatch")) == sorted(
+        t for op, (t, _) in zip(ops, texts, strict=True) if op.name == "flow.dispatch.region"
+    )

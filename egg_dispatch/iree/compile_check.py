@@ -90,8 +90,11 @@ __all__ = [
     "Known",
     "Rejection",
     "Unit",
+    "alone_structure",
     "compile_checked",
     "compile_units",
+    "dispatch_alone",
+    "emitted_alone",
     "known_rejections",
     "plan_units",
     "start_ahead",
@@ -229,8 +232,7 @@ def plan_units(g: EGraphData, cand: _Plan, function: str, target: Target) -> lis
     """Each dispatch and encode of ``cand``'s function, alone, with the e-nodes that make it (its encodings
     spelled physically when the plan's are, ``emit.iree.needs_materialization``); or why the plan cannot be
     split so (its ops and ``dispatch_order`` differ)."""
-    from egg_dispatch.emit.iree.builder import EmitIreeError
-    from egg_dispatch.emit.iree.module import emit_iree, needs_materialization
+    from egg_dispatch.emit.iree.module import needs_materialization
 
     physical = needs_materialization(cand.mlir, target)  # as the plan is emitted: pack / mmt4d / unpack
     mismatch = "its dispatches could not be matched with the e-graph's classes"
@@ -239,6 +241,7 @@ def plan_units(g: EGraphData, cand: _Plan, function: str, target: Target) -> lis
     regions = [op for op in ops if op.name in ("flow.dispatch.region", "flow.dispatch.workgroups")]
     encodes = [op for op in ops if op.name in _ENCODES]
     out: list[Unit] = []
+    emitted: dict[tuple, tuple[str, str]] = {}  # alone_structure -> (text, skipped): layers repeat
     n_dispatch = n_encode = 0
     for kind, c in cand.dispatch_order:
         node = g.nodes[cand.choice[c]]
@@ -260,16 +263,64 @@ def plan_units(g: EGraphData, cand: _Plan, function: str, target: Target) -> lis
             label = f"dispatch {n_dispatch} {{{', '.join(_region_ops(op))}}}"
         else:
             continue  # a slice between dispatches: a copy
-        try:
-            text, skipped = emit_iree(_alone(op, function), target, materialize=physical), ""
-        except EmitIreeError as e:
-            text, skipped = "", str(e)
-        except (TypeError, ValueError, KeyError, AssertionError) as e:  # an emission our rewrites lack
-            text, skipped = "", f"cannot be emitted alone ({type(e).__name__}: {e})"
+        key = alone_structure(op)
+        if key not in emitted:
+            emitted[key] = emitted_alone(op, function, target, physical)
+        text, skipped = emitted[key]
         out.append(Unit(label, _dispatch_nodes(g, cand.choice, c), text, skipped))
     if n_dispatch != len(regions) or n_encode != len(encodes):
         return mismatch
     return out
+
+
+def emitted_alone(op: Operation, function: str, target: Target, physical: bool) -> tuple[str, str]:
+    """The text of ``op`` alone (``dispatch_alone``) in IREE's form, or "" and why it cannot be emitted."""
+    from egg_dispatch.emit.iree.builder import EmitIreeError
+    from egg_dispatch.emit.iree.module import emit_iree
+
+    try:
+        return emit_iree(dispatch_alone(op, function), target, materialize=physical), ""
+    except EmitIreeError as e:
+        return "", str(e)
+    except (TypeError, ValueError, KeyError, AssertionError) as e:  # an emission our rewrites lack
+        return "", f"cannot be emitted alone ({type(e).__name__}: {e})"
+
+
+def alone_structure(op: Operation) -> tuple:
+    """What ``dispatch_alone(op)`` is made of, with values numbered where they first appear instead of
+    named: equal for two ops whose modules alone are equal but for SSA names (the layers of a model), so
+    one emission serves both. Follows ``dispatch_alone``: a free value is an argument of its type, or (a
+    ``_CLONED`` op's result) that op cloned in; then ``op`` itself, attributes and types included."""
+    number: dict[Value, int] = {}
+
+    def ref(v: Value) -> object:
+        if v in number:
+            return number[v]
+        owner = v.owner
+        if isinstance(owner, Operation) and owner.name in _CLONED and not owner.regions:
+            if owner.name != "arith.constant" or not isinstance(v.type, TensorType):
+                desc: object = ("clone", v.index, op_structure(owner))
+                number[v] = len(number)
+                return desc
+        number[v] = len(number)
+        return ("arg", v.type)
+
+    def define(v: Value) -> object:
+        number[v] = len(number)
+        return v.type
+
+    def op_structure(o: Operation) -> tuple:
+        operands = tuple(ref(v) for v in o.operands)
+        regions = tuple(
+            tuple((tuple(define(a) for a in b.args), b.label is not None, tuple(op_structure(x) for x in b.ops))
+                  for b in r.blocks)
+            for r in o.regions
+        )  # fmt: skip
+        results = tuple(define(v) for v in o.results)
+        return (o.name, operands, tuple(o.attributes.items()), results, regions, o.generic_form, o.opaque_text)
+
+    free = tuple(ref(v) for v in _free_values(op))
+    return (free, op_structure(op))
 
 
 def _of_constant(g: EGraphData, choice: dict[str, str], nid: str) -> bool:
@@ -317,7 +368,7 @@ def _dispatch_nodes(g: EGraphData, choice: dict[str, str], c: str) -> tuple[str,
     return tuple(dict.fromkeys(out))
 
 
-def _alone(op: Operation, function: str) -> Module:
+def dispatch_alone(op: Operation, function: str) -> Module:
     """A module whose function ``function`` runs only ``op`` (a top-level op of a plan's function): what it
     reads from outside as arguments, cheap definitions (``_CLONED``) cloned in, its results returned."""
     from egg_dispatch.start.clone import clone_op
