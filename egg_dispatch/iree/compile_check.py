@@ -488,9 +488,10 @@ def compile_units(texts: Sequence[str], target: Target) -> tuple[list[str | None
     were compiled, not found in the cache). Uncached texts go to one ``iree-compile --split-input-file``;
     a run that fails without naming its chunks (a crash) is repeated text by text. With
     ``MIN_PER_PROCESS`` texts or more per CPU, the texts are split over one run per CPU, side by side."""
-    keys = [_key(t, target) for t in texts]
+    key_of = {t: _key(t, target) for t in dict.fromkeys(texts)}  # a model's layers repeat their texts
+    keys = [key_of[t] for t in texts]
     answers: dict[str, str | None] = {}
-    for k in keys:
+    for k in key_of.values():
         hit = _cached(k)
         if hit is not False:
             answers[k] = hit if isinstance(hit, str) else None
@@ -620,7 +621,7 @@ def _answered(
         return _Round(units, [], 0)
     try:
         if compiling is None:
-            errors, compiled = compile_units([u.text for u in _new_units(units, shared)], target)
+            errors, compiled = compile_units(_new_texts(units, shared), target)
         else:
             errors, compiled = compiling.result()
     except NoAnswer as e:
@@ -642,7 +643,7 @@ def start_ahead(
     units = plan_units(g, cand, function, target)
     compiling = None
     if not isinstance(units, str):
-        texts = [u.text for u in _new_units(units, shared)]
+        texts = _new_texts(units, shared)
         compiling = in_background(lambda: compile_units(texts, target), "compile check ahead")
     return lambda: Ahead(dict(cand.choice), shared, _answered(units, shared, target, compiling))
 
@@ -660,6 +661,11 @@ def _off(target: Target, enabled: bool | None) -> str | None:
 
 def _new_units(units: Sequence[Unit], shared: frozenset[str]) -> list[Unit]:
     return [u for u in units if u.text not in shared and not u.skipped]
+
+
+def _new_texts(units: Sequence[Unit], shared: frozenset[str]) -> list[str]:
+    """The texts a round compiles: its new units' (``_new_units``), in order."""
+    return [u.text for u in _new_units(units, shared)]
 
 
 def compile_checked[Candidate: _Plan](
