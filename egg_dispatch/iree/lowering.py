@@ -155,16 +155,19 @@ def finished_dump(stderr: str) -> str | None:
     with ``}``), and every location alias its text names (``#locN``) is defined by then, after the
     module. A dump told complete too early is caught by ``start_state``, which compares it with the dump
     IREE left at its exit."""
-    last = stderr.rfind(_DUMP)
-    if last < 0 or not stderr.endswith("\n\n"):
-        return None
-    body = stderr[stderr.index("\n", last) + 1 :]
-    if "\n}" not in body:
+    body = _last_dump(stderr) if stderr.endswith("\n\n") else None
+    if body is None or "\n}" not in body:
         return None
     defined = set(_LOC_DEFINED.findall(body))
     if any(ref not in defined for ref in set(_LOC_REF.findall(body))):
         return None
     return body
+
+
+def _last_dump(stderr: str) -> str | None:
+    """The text after the last IR dump's header line in ``stderr`` (None: no dump)."""
+    last = stderr.rfind(_DUMP)
+    return None if last < 0 else stderr[stderr.index("\n", last) + 1 :]
 
 
 _ASKED_EARLY: dict[tuple[str, ...], Future[StartState]] = {}
@@ -252,16 +255,14 @@ def _start_state(source: str | os.PathLike[str], target: Target, name: str) -> S
         extra_flags=[*others, "--compile-to=dispatch-creation", *dump],
         watch=functools.partial(_read_early, start_state_file(name), early),
     )
-    last = err.rfind(_DUMP)
-    if last < 0:
+    body = _last_dump(err)
+    if body is None:
         raise IreeError(f"iree-compile printed no module at {dump_at}", stderr=err[-2000:])
-    body = err[err.index("\n", last) + 1 :]
     plan, _ = strip_locations(plan)
     if early and early[0][0] == body:  # read while IREE ran on, and what IREE left at its exit
         _, text, locations, parsed = early[0]
         return StartState(text, plan, command, locations, parsed)
-    end = body.find(_DUMP)
-    text, locations = strip_locations(body if end < 0 else body[:end])
+    text, locations = strip_locations(body)
     return StartState(text, plan, command, locations)
 
 
